@@ -1,0 +1,45 @@
+//! The `veredicto` command line. Thin: parses arguments, resolves them into typed settings
+//! and calls the library crates. Exit codes: 0 accept/ok, 1 the gate said stop, 2 error.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod exam_cmd;
+mod trec_cmd;
+
+#[derive(Debug, Parser)]
+#[command(name = "veredicto", version, about = "Decides with numbers whether a RAG knowledge base may be deployed.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the golden-set acceptance exam over a retriever's results (exit 0 accept, 1 stop).
+    Exam(exam_cmd::ExamArgs),
+    /// trec_eval-compatible evaluator: same command line, same output.
+    Trec(trec_cmd::TrecArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Exam(args) => exam_cmd::run(args),
+        Command::Trec(args) => trec_cmd::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("veredicto: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! veredicto's domain types and the acceptance exam.
+//!
+//! Pure: no I/O, no clock, no threads. Everything here is a function of its inputs, so the
+//! same inputs always give the same report.
+
+pub mod measure;
+pub mod trec;

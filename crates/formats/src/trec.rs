@@ -1,0 +1,1 @@
+//! TREC qrels and run files (see docs/formats.md).
