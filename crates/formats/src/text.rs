@@ -10,8 +10,16 @@ pub fn read_to_string(path: &Path) -> Result<String> {
     match std::str::from_utf8(bytes) {
         Ok(s) => Ok(s.to_owned()),
         Err(e) => {
-            let line = 1 + bytes[..e.valid_up_to()].iter().filter(|b| **b == b'\n').count();
-            Err(FormatError::invalid(path, line, "-", "file is not valid UTF-8"))
+            let line = 1 + bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count();
+            Err(FormatError::invalid(
+                path,
+                line,
+                "-",
+                "file is not valid UTF-8",
+            ))
         }
     }
 }
