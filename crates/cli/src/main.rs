@@ -4,11 +4,17 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod clock;
 mod exam_cmd;
+mod output;
 mod trec_cmd;
 
 #[derive(Debug, Parser)]
-#[command(name = "veredicto", version, about = "Decides with numbers whether a RAG knowledge base may be deployed.")]
+#[command(
+    name = "veredicto",
+    version,
+    about = "Decides with numbers whether a RAG knowledge base may be deployed."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -3,5 +3,13 @@
 //! Pure: no I/O, no clock, no threads. Everything here is a function of its inputs, so the
 //! same inputs always give the same report.
 
+pub mod case;
+pub mod compare;
+pub mod diagnosis;
+pub mod exam;
+pub mod fingerprint;
+pub mod history;
 pub mod measure;
+pub mod policy;
+pub mod run;
 pub mod trec;

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
     /// The file could not be opened or read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        /// Shown in the message, not chained, so that it is printed once.
+        error: std::io::Error,
     },
     /// A line (or, for TOML, a key) holds a value that is not acceptable.
     #[error("{path}:{line}: field `{field}`: {message}")]
@@ -30,7 +30,7 @@ impl FormatError {
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         FormatError::Io {
             path: path.to_path_buf(),
-            source,
+            error: source,
         }
     }
 

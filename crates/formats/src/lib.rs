@@ -3,7 +3,13 @@
 //! Every reader accepts UTF-8 with or without a byte-order mark and LF or CRLF line ends,
 //! and reports problems as [`FormatError`] naming file, line and field.
 
+pub mod corpus;
 pub mod error;
+pub mod golden;
+pub mod jsonl;
+pub mod notes;
+pub mod policy;
+pub mod run;
 pub mod text;
 pub mod trec;
 

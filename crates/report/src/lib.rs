@@ -1,1 +1,30 @@
-//! Report renderers.
+//! Renderers for veredicto reports (STYLE item 12: compute once, render many). Each
+//! function takes the finished [`ExamReport`] and returns text; none recomputes a number.
+
+pub mod human;
+pub mod json;
+pub mod junit;
+pub mod markdown;
+
+mod fmt;
+
+pub use veredicto_core::exam::ExamReport;
+
+/// The output formats of `veredicto exam`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Human,
+    Json,
+    Markdown,
+    Junit,
+}
+
+/// Renders `report` in `format`. `color` only affects the human format.
+pub fn render(report: &ExamReport, format: Format, color: bool) -> String {
+    match format {
+        Format::Human => human::render(report, color),
+        Format::Json => json::render(report),
+        Format::Markdown => markdown::render(report),
+        Format::Junit => junit::render(report),
+    }
+}

@@ -1,0 +1,48 @@
+//! Helpers shared by the CLI tests (included with `mod common;`).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root (two levels above this crate).
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+/// `shared/` beside the workspace, or `$VEREDICTO_SHARED`.
+pub fn shared() -> PathBuf {
+    match std::env::var_os("VEREDICTO_SHARED") {
+        Some(p) => PathBuf::from(p),
+        None => workspace().join("../shared"),
+    }
+}
+
+pub fn example(name: &str) -> PathBuf {
+    workspace().join("examples/rack").join(name)
+}
+
+pub fn veredicto(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_veredicto"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run veredicto")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Writes `content` to `dir/name` and returns the path as a string.
+pub fn write(dir: &Path, name: &str, content: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, content).expect("write fixture");
+    p.to_string_lossy().into_owned()
+}

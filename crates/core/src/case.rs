@@ -1,0 +1,83 @@
+//! The golden set's cases and the corpus' chunks (SPEC §1).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One case of the golden set: a real question and the chunks that must come back for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Case {
+    pub id: String,
+    pub query: String,
+    /// IDs of the chunks whose retrieval is required, in the order the golden set lists them.
+    pub expected: Vec<String>,
+    /// Cut-off for this case; `None` takes the policy's (domain override, then global).
+    pub top_k: Option<u32>,
+    pub domain: Option<String>,
+    pub tags: Vec<String>,
+    /// Declared gold (`"gold": true`), independent of the corpus labels.
+    pub gold: bool,
+    /// A precomputed query embedding (`"query_vector"`), for users who export vectors from
+    /// their own pipeline; then no model is needed to search the index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_vector: Option<Vec<f32>>,
+}
+
+/// One indexed unit of the knowledge base ("píldora"). Only the fields the exam and the
+/// diagnosis read are typed; the readers keep the rest of the line untouched elsewhere.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Chunk {
+    pub id: String,
+    pub doc_id: Option<String>,
+    pub text: Option<String>,
+    /// The text that is embedded; `None` when the field is absent or empty.
+    pub representation: Option<String>,
+    pub domain: Option<String>,
+    pub labels: Vec<String>,
+    pub valid_from: Option<String>,
+    pub valid_to: Option<String>,
+    pub ingest_batch: Option<String>,
+    /// Free facets (e.g. `{"tipo": "tabla"}`), kept as given.
+    pub facets: BTreeMap<String, serde_json::Value>,
+}
+
+impl Chunk {
+    /// Whether this chunk carries `label` (exact, case-sensitive match).
+    pub fn has_label(&self, label: &str) -> bool {
+        self.labels.iter().any(|l| l == label)
+    }
+}
+
+/// The corpus, indexed by chunk ID.
+#[derive(Debug, Clone, Default)]
+pub struct Corpus {
+    chunks: BTreeMap<String, Chunk>,
+}
+
+impl Corpus {
+    /// Builds a corpus; later chunks with an ID already present replace nothing (readers
+    /// reject duplicate IDs before this point).
+    pub fn new(chunks: impl IntoIterator<Item = Chunk>) -> Self {
+        let mut map = BTreeMap::new();
+        for c in chunks {
+            map.entry(c.id.clone()).or_insert(c);
+        }
+        Corpus { chunks: map }
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Chunk> {
+        self.chunks.get(id)
+    }
+
+    /// Chunks in ID order.
+    pub fn iter(&self) -> impl Iterator<Item = &Chunk> {
+        self.chunks.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+}

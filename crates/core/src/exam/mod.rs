@@ -1,0 +1,409 @@
+//! The acceptance exam (SPEC §2): per-case metrics at K, the Quality Score, the noise rule,
+//! and the suite's verdict. One pure function, [`evaluate`], computes an [`ExamReport`] that
+//! every renderer (human, JSON, Markdown, JUnit) prints without recomputing anything.
+//!
+//! Conventions (documented in `docs/exam.md` and tested):
+//! - K is the case's `top_k`, else its domain's, else the policy's.
+//! - Ranks are 1-based positions in the run's ordering for the case; a chunk absent from the
+//!   results has no rank. A rank beyond K is still reported.
+//! - Metrics use binary relevance: a result is relevant when it is an expected chunk.
+//! - A case with no results scores 0 everywhere and fails with `no_results` (never dropped).
+//! - Queries in the run that are not in the golden set are ignored and counted.
+//! - Cases keep the golden set's order; means are plain arithmetic means over all cases.
+
+pub mod noise;
+pub mod quality;
+pub mod verdict;
+
+use crate::case::{Case, Corpus};
+use crate::diagnosis::{self, Finding};
+use crate::measure::Measure;
+use crate::policy::Policy;
+use crate::run::Run;
+use crate::trec::ResRels;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+pub use verdict::{CaseReason, StopReason, Verdict};
+
+/// Everything the exam reads. The CLI builds it from files.
+#[derive(Debug, Clone, Copy)]
+pub struct ExamInput<'a> {
+    pub cases: &'a [Case],
+    pub run: &'a Run,
+    pub corpus: Option<&'a Corpus>,
+    pub policy: &'a Policy,
+    /// Diagnosis notes keyed by case ID.
+    pub notes: &'a BTreeMap<String, String>,
+    /// The exam date (`YYYY-MM-DD`) for validity windows; `None` skips that check.
+    pub as_of: Option<&'a str>,
+}
+
+/// The exam's result: computed once, rendered many ways. Its JSON is the documented wire
+/// format (`docs/exam-json.md`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExamReport {
+    pub verdict: Verdict,
+    pub reasons: Vec<StopReason>,
+    pub summary: Summary,
+    pub policy: Policy,
+    pub policy_fingerprint: String,
+    pub golden_fingerprint: String,
+    /// The exam date used for validity windows, when one was given.
+    pub as_of: Option<String>,
+    pub run: RunInfo,
+    pub cases: Vec<CaseResult>,
+}
+
+/// What the run held besides the golden set's queries.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub name: String,
+    /// Queries in the run.
+    pub queries: usize,
+    /// Queries in the run that are not in the golden set (ignored).
+    pub ignored_queries: usize,
+    /// Their IDs, sorted (at most 20 listed).
+    pub ignored_query_ids: Vec<String>,
+}
+
+/// Suite-level aggregates.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub cases: usize,
+    pub gold_cases: usize,
+    /// Mean Quality Score, 0..100.
+    pub mean_quality: f64,
+    pub mean_recall: f64,
+    /// Mean reciprocal rank at K.
+    pub mrr: f64,
+    pub mean_precision: f64,
+    pub mean_ndcg: f64,
+    pub mean_average_precision: f64,
+    /// Fraction of cases with at least one expected chunk in the top-K.
+    pub hit_rate: f64,
+    pub failing: usize,
+    pub failing_gold: usize,
+    /// Failing non-gold cases that have a note.
+    pub failing_documented: usize,
+    /// Most non-gold failing cases the policy tolerates.
+    pub max_failing: usize,
+    /// Cases whose noise exceeds their ceiling.
+    pub over_noise: usize,
+    /// Cases whose noise is undefined (no expected chunk in the top-K, or no scores).
+    pub noise_undefined: usize,
+    /// Failing cases per reason.
+    pub by_reason: BTreeMap<String, usize>,
+    /// Number of cases per noise value (cases with undefined noise are not counted).
+    pub noise_distribution: BTreeMap<u32, usize>,
+    /// Mean of each extra measure of the policy, by canonical name.
+    pub measures: BTreeMap<String, f64>,
+}
+
+/// One case's result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub id: String,
+    pub query: String,
+    pub gold: bool,
+    pub domain: Option<String>,
+    pub tags: Vec<String>,
+    pub top_k: u32,
+    /// Results the run holds for this case.
+    pub retrieved: usize,
+    pub recall: f64,
+    pub quality: f64,
+    pub precision: f64,
+    pub reciprocal_rank: f64,
+    pub ndcg: f64,
+    pub average_precision: f64,
+    pub noise: Option<u32>,
+    pub noise_threshold: Option<f64>,
+    /// `⌊noise_ceiling × K⌋` for this case.
+    pub max_noise: u32,
+    pub recall_floor: f64,
+    pub passed: bool,
+    pub reasons: Vec<CaseReason>,
+    pub documented: bool,
+    pub note: Option<String>,
+    pub expected: Vec<ExpectedChunk>,
+    /// Extra measures of the policy, by canonical name.
+    pub measures: BTreeMap<String, f64>,
+    /// Diagnosis findings in checklist order: the full checklist for failing cases; for
+    /// passing ones only expected chunks missing from the corpus.
+    pub diagnosis: Vec<Finding>,
+}
+
+/// Where one expected chunk came out.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExpectedChunk {
+    pub id: String,
+    /// 1-based rank in the run's list; `None` when absent.
+    pub rank: Option<usize>,
+    pub score: Option<f64>,
+    /// The chunk carries the gold label in the corpus.
+    pub gold: bool,
+    pub in_top_k: bool,
+    /// Whether the corpus has this chunk; `None` without a corpus.
+    pub in_corpus: Option<bool>,
+}
+
+/// The measures the exam always reports, at one cut-off K.
+struct CoreMeasures {
+    recall: Measure,
+    precision: Measure,
+    rr: Measure,
+    ndcg: Measure,
+    ap: Measure,
+}
+
+impl CoreMeasures {
+    fn at(k: u32) -> Self {
+        CoreMeasures {
+            recall: Measure::recall_at(k),
+            precision: Measure::precision_at(k),
+            rr: Measure::reciprocal_rank_at(k),
+            ndcg: Measure::ndcg_at(k),
+            ap: Measure::average_precision_at(k),
+        }
+    }
+}
+
+/// Runs the exam. The policy must have been validated ([`Policy::validate`]); extra
+/// measures that do not parse are skipped.
+pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
+    let policy = input.policy;
+    let extra: Vec<Measure> = policy
+        .measures
+        .iter()
+        .filter_map(|m| m.parse().ok())
+        .collect();
+    let mut by_k: BTreeMap<u32, CoreMeasures> = BTreeMap::new();
+    let cases: Vec<CaseResult> = input
+        .cases
+        .iter()
+        .map(|case| {
+            let th = policy.thresholds(case.domain.as_deref());
+            let k = case.top_k.unwrap_or(th.top_k);
+            let measures = by_k.entry(k).or_insert_with(|| CoreMeasures::at(k));
+            evaluate_case(case, &input, measures, &extra)
+        })
+        .collect();
+
+    let summary = summarise(&cases, policy, &extra);
+    let mut reasons = Vec::new();
+    if summary.mean_quality < policy.min_mean_quality {
+        reasons.push(StopReason::MeanQuality);
+    }
+    if summary.failing_gold > 0 {
+        reasons.push(StopReason::GoldCaseFailed);
+    }
+    let failing_non_gold = summary.failing - summary.failing_gold;
+    if policy.require_notes && summary.failing_documented < failing_non_gold {
+        reasons.push(StopReason::UndocumentedFailures);
+    }
+    if failing_non_gold > summary.max_failing {
+        reasons.push(StopReason::TooManyFailures);
+    }
+    let verdict = if reasons.is_empty() {
+        Verdict::Accept
+    } else {
+        Verdict::Stop
+    };
+
+    let golden: HashSet<&str> = input.cases.iter().map(|c| c.id.as_str()).collect();
+    let ignored: Vec<String> = input
+        .run
+        .queries
+        .keys()
+        .filter(|q| !golden.contains(q.as_str()))
+        .cloned()
+        .collect();
+    ExamReport {
+        verdict,
+        reasons,
+        summary,
+        policy: policy.clone(),
+        policy_fingerprint: policy.fingerprint(),
+        golden_fingerprint: crate::fingerprint::sha256_json(&input.cases),
+        as_of: input.as_of.map(str::to_owned),
+        run: RunInfo {
+            name: input.run.name.clone(),
+            queries: input.run.queries.len(),
+            ignored_queries: ignored.len(),
+            ignored_query_ids: ignored.into_iter().take(20).collect(),
+        },
+        cases,
+    }
+}
+
+fn evaluate_case(
+    case: &Case,
+    input: &ExamInput<'_>,
+    m: &CoreMeasures,
+    extra: &[Measure],
+) -> CaseResult {
+    let policy = input.policy;
+    let th = policy.thresholds(case.domain.as_deref());
+    let k = case.top_k.unwrap_or(th.top_k);
+    let results = input.run.results(&case.id);
+    let expected: BTreeSet<&str> = case.expected.iter().map(String::as_str).collect();
+
+    let relevant: Vec<bool> = results
+        .iter()
+        .map(|r| expected.contains(r.id.as_str()))
+        .collect();
+    let judged = ResRels::binary(&relevant, expected.len());
+    let recall = m.recall.compute(&judged);
+    let precision = m.precision.compute(&judged);
+    let reciprocal_rank = m.rr.compute(&judged);
+    let ndcg = m.ndcg.compute(&judged);
+    let average_precision = m.ap.compute(&judged);
+    let quality = quality::quality_score(recall, th.recall_floor);
+
+    let top_len = results.len().min(k as usize);
+    let top: Vec<(bool, Option<f64>)> = results[..top_len]
+        .iter()
+        .zip(&relevant)
+        .map(|(r, &rel)| (rel, r.score))
+        .collect();
+    let noise = noise::noise(&top);
+    let max_noise = noise::max_noise(th.noise_ceiling, k);
+
+    let gold_label = policy.gold_label.as_str();
+    let expected_chunks: Vec<ExpectedChunk> = case
+        .expected
+        .iter()
+        .map(|id| {
+            let pos = results.iter().position(|r| &r.id == id);
+            let chunk = input.corpus.and_then(|c| c.get(id));
+            ExpectedChunk {
+                id: id.clone(),
+                rank: pos.map(|p| p + 1),
+                score: pos.and_then(|p| results[p].score),
+                gold: chunk.is_some_and(|c| c.has_label(gold_label)),
+                in_top_k: pos.is_some_and(|p| p < k as usize),
+                in_corpus: input.corpus.map(|_| chunk.is_some()),
+            }
+        })
+        .collect();
+    let gold = case.gold || expected_chunks.iter().any(|e| e.gold);
+
+    let mut reasons = Vec::new();
+    if results.is_empty() {
+        reasons.push(CaseReason::NoResults);
+    }
+    if recall < th.recall_floor {
+        reasons.push(CaseReason::Recall);
+    }
+    if noise.is_some_and(|(n, _)| n > max_noise) {
+        reasons.push(CaseReason::Noise);
+    }
+    let passed = reasons.is_empty();
+    let note = input
+        .notes
+        .get(&case.id)
+        .filter(|n| !n.trim().is_empty())
+        .cloned();
+    let measures = extra
+        .iter()
+        .map(|x| (x.to_string(), x.compute(&judged)))
+        .collect();
+    let diagnosis = diagnosis::diagnose_case(&diagnosis::CaseView {
+        case,
+        passed,
+        k,
+        results,
+        expected: &expected_chunks,
+        corpus: input.corpus,
+        as_of: input.as_of,
+        noise: noise.map(|(n, _)| n),
+        max_noise,
+    });
+    CaseResult {
+        id: case.id.clone(),
+        query: case.query.clone(),
+        gold,
+        domain: case.domain.clone(),
+        tags: case.tags.clone(),
+        top_k: k,
+        retrieved: results.len(),
+        recall,
+        quality,
+        precision,
+        reciprocal_rank,
+        ndcg,
+        average_precision,
+        noise: noise.map(|(n, _)| n),
+        noise_threshold: noise.map(|(_, t)| t),
+        max_noise,
+        recall_floor: th.recall_floor,
+        passed,
+        documented: note.is_some(),
+        note,
+        reasons,
+        expected: expected_chunks,
+        measures,
+        diagnosis,
+    }
+}
+
+fn mean(values: impl Iterator<Item = f64>, n: usize) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        values.sum::<f64>() / n as f64
+    }
+}
+
+fn summarise(cases: &[CaseResult], policy: &Policy, extra: &[Measure]) -> Summary {
+    let n = cases.len();
+    let failing: Vec<&CaseResult> = cases.iter().filter(|c| !c.passed).collect();
+    let mut by_reason = BTreeMap::new();
+    for c in &failing {
+        for r in &c.reasons {
+            *by_reason.entry(r.as_str().to_owned()).or_insert(0) += 1;
+        }
+    }
+    let mut noise_distribution = BTreeMap::new();
+    for c in cases {
+        if let Some(nz) = c.noise {
+            *noise_distribution.entry(nz).or_insert(0) += 1;
+        }
+    }
+    let measures = extra
+        .iter()
+        .map(|m| {
+            let name = m.to_string();
+            let v = mean(cases.iter().map(|c| c.measures[&name]), n);
+            (name, v)
+        })
+        .collect();
+    Summary {
+        cases: n,
+        gold_cases: cases.iter().filter(|c| c.gold).count(),
+        mean_quality: mean(cases.iter().map(|c| c.quality), n),
+        mean_recall: mean(cases.iter().map(|c| c.recall), n),
+        mrr: mean(cases.iter().map(|c| c.reciprocal_rank), n),
+        mean_precision: mean(cases.iter().map(|c| c.precision), n),
+        mean_ndcg: mean(cases.iter().map(|c| c.ndcg), n),
+        mean_average_precision: mean(cases.iter().map(|c| c.average_precision), n),
+        hit_rate: mean(
+            cases
+                .iter()
+                .map(|c| f64::from(u8::from(c.expected.iter().any(|e| e.in_top_k)))),
+            n,
+        ),
+        failing: failing.len(),
+        failing_gold: failing.iter().filter(|c| c.gold).count(),
+        failing_documented: failing.iter().filter(|c| !c.gold && c.documented).count(),
+        max_failing: verdict::max_failing(policy.max_failing_fraction, n),
+        over_noise: cases
+            .iter()
+            .filter(|c| c.noise.is_some_and(|nz| nz > c.max_noise))
+            .count(),
+        noise_undefined: cases.iter().filter(|c| c.noise.is_none()).count(),
+        by_reason,
+        noise_distribution,
+        measures,
+    }
+}

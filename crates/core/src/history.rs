@@ -1,0 +1,61 @@
+//! What the run history keeps about one exam besides its report (SPEC §5): identity,
+//! provenance and the configuration that produced it. The store (`crates/store`) persists
+//! [`RecordedRun`]s; comparisons and trends are computed from them here, purely.
+
+use crate::exam::ExamReport;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The retrieval configuration that produced a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// `run-file` (a precomputed run), or `index` (veredicto's embedded index).
+    pub retriever: String,
+    /// Path or name of the run file / index, as given.
+    pub source: Option<String>,
+    pub embedding_model: Option<String>,
+    /// Model fingerprint hash (`sha256:…`).
+    pub model_hash: Option<String>,
+    pub field: Option<String>,
+    /// Default K of the policy (cases may override).
+    pub top_k: u32,
+    pub rerank: Option<String>,
+    pub chunk_size: Option<u32>,
+    pub chunk_overlap: Option<u32>,
+}
+
+/// Latency of one retrieval stage over the run's queries, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StageLatency {
+    pub count: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// Provenance of a run. Times are RFC 3339 strings supplied by the caller (core has no clock).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// Sortable, unique run ID (time-ordered).
+    pub id: String,
+    pub created_at: String,
+    /// Free version label of the corpus/index (`--label`).
+    pub label: Option<String>,
+    pub golden_fingerprint: String,
+    pub policy_fingerprint: String,
+    /// Corpus or index fingerprint, when known.
+    pub corpus_fingerprint: Option<String>,
+    pub config: RunConfig,
+    pub tool_version: String,
+    pub git_revision: Option<String>,
+    /// Per-stage latency (`query_embedding`, `search`, `rerank`...), when measured.
+    pub latency: BTreeMap<String, StageLatency>,
+}
+
+/// One run as the history keeps it: provenance plus the full exam report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecordedRun {
+    pub meta: RunMeta,
+    pub report: ExamReport,
+}

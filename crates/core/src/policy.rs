@@ -1,0 +1,161 @@
+//! The written acceptance criteria (SPEC §3). Defaults follow seed 000; every number is a
+//! calibration a team may change, and the effective policy is fingerprinted into each run.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Which chunk field is embedded and searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    Representation,
+    Text,
+}
+
+/// The acceptance policy. Field names are the TOML keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    /// Free version label, kept with the golden set (e.g. `rack-2025.11`).
+    pub version: Option<String>,
+    /// Default cut-off K for cases that do not set `top_k`.
+    pub top_k: u32,
+    /// Recall below this fails the case and scores Quality 0.
+    pub recall_floor: f64,
+    /// The suite stops when mean Quality Score (0..100) is below this.
+    pub min_mean_quality: f64,
+    /// Maximum noise as a fraction of K (0.30: at most 3 of 10 results below the worst expected).
+    pub noise_ceiling: f64,
+    /// The label that marks a curated-synthesis (Gold) chunk.
+    pub gold_label: String,
+    /// Non-gold failing cases tolerated, as a fraction of all cases.
+    pub max_failing_fraction: f64,
+    /// Whether every non-gold failing case needs a note (a documented diagnosis).
+    pub require_notes: bool,
+    /// Extra measures reported per case and on average, by canonical or trec name.
+    pub measures: Vec<String>,
+    /// The field that is embedded and searched (recorded; used by the index).
+    pub field: Field,
+    /// Per-domain overrides, keyed by the case's `domain`.
+    pub domains: BTreeMap<String, DomainPolicy>,
+}
+
+/// Per-domain overrides of the case-level thresholds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DomainPolicy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recall_floor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_ceiling: Option<f64>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            version: None,
+            top_k: 10,
+            recall_floor: 0.90,
+            min_mean_quality: 95.0,
+            noise_ceiling: 0.30,
+            gold_label: "SINTESIS_CURADA".to_owned(),
+            max_failing_fraction: 0.05,
+            require_notes: true,
+            measures: Vec::new(),
+            field: Field::Representation,
+            domains: BTreeMap::new(),
+        }
+    }
+}
+
+/// A policy value that is out of range. `key` is the TOML key path (`domains.viajes.top_k`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct PolicyError {
+    pub key: String,
+    pub message: String,
+}
+
+/// The thresholds that apply to one case after domain overrides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CaseThresholds {
+    pub recall_floor: f64,
+    pub noise_ceiling: f64,
+    pub top_k: u32,
+}
+
+impl Policy {
+    /// Checks every value's range; the first problem is returned with its key.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        fn err(key: &str, message: String) -> Result<(), PolicyError> {
+            Err(PolicyError {
+                key: key.to_owned(),
+                message,
+            })
+        }
+        fn fraction(key: &str, v: f64) -> Result<(), PolicyError> {
+            if v.is_finite() && (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                err(key, format!("must be between 0 and 1, got {v}"))
+            }
+        }
+        fn top_k(key: &str, v: u32) -> Result<(), PolicyError> {
+            if v == 0 {
+                err(key, "must be at least 1, got 0".to_owned())
+            } else {
+                Ok(())
+            }
+        }
+        top_k("top_k", self.top_k)?;
+        fraction("recall_floor", self.recall_floor)?;
+        fraction("noise_ceiling", self.noise_ceiling)?;
+        fraction("max_failing_fraction", self.max_failing_fraction)?;
+        if !(self.min_mean_quality.is_finite() && (0.0..=100.0).contains(&self.min_mean_quality)) {
+            return err(
+                "min_mean_quality",
+                format!("must be between 0 and 100, got {}", self.min_mean_quality),
+            );
+        }
+        if self.gold_label.trim().is_empty() {
+            return err("gold_label", "must not be empty".to_owned());
+        }
+        for (i, m) in self.measures.iter().enumerate() {
+            if let Err(e) = m.parse::<crate::measure::Measure>() {
+                return err(&format!("measures[{i}]"), e.to_string());
+            }
+        }
+        for (name, d) in &self.domains {
+            if let Some(k) = d.top_k {
+                top_k(&format!("domains.{name}.top_k"), k)?;
+            }
+            if let Some(v) = d.recall_floor {
+                fraction(&format!("domains.{name}.recall_floor"), v)?;
+            }
+            if let Some(v) = d.noise_ceiling {
+                fraction(&format!("domains.{name}.noise_ceiling"), v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The thresholds for a case of `domain` (domain override, else global). The case's own
+    /// `top_k`, when it has one, wins over both (the caller applies it).
+    pub fn thresholds(&self, domain: Option<&str>) -> CaseThresholds {
+        let d = domain.and_then(|d| self.domains.get(d));
+        CaseThresholds {
+            recall_floor: d.and_then(|d| d.recall_floor).unwrap_or(self.recall_floor),
+            noise_ceiling: d
+                .and_then(|d| d.noise_ceiling)
+                .unwrap_or(self.noise_ceiling),
+            top_k: d.and_then(|d| d.top_k).unwrap_or(self.top_k),
+        }
+    }
+
+    /// `sha256:<hex>` of the policy's canonical JSON (struct field order, maps sorted).
+    pub fn fingerprint(&self) -> String {
+        crate::fingerprint::sha256_json(self)
+    }
+}

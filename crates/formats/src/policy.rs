@@ -1,0 +1,109 @@
+//! Policy files (SPEC §3): TOML whose keys are [`Policy`]'s fields. Absent keys take the
+//! documented defaults; unknown keys and out-of-range values are errors naming the line
+//! and the key.
+
+use crate::error::{FormatError, Result};
+use crate::text;
+use std::path::Path;
+use veredicto_core::policy::Policy;
+
+/// Reads and validates a policy file.
+pub fn read_policy(path: &Path) -> Result<Policy> {
+    let source = text::read_to_string(path)?;
+    parse_policy(path, &source)
+}
+
+/// Parses and validates policy TOML; `path` is only used in messages.
+pub fn parse_policy(path: &Path, source: &str) -> Result<Policy> {
+    let policy: Policy = toml::from_str(source).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| 1 + source[..s.start.min(source.len())].matches('\n').count())
+            .unwrap_or(0);
+        let message = e.message().trim().replace('\n', " ");
+        let field = unknown_field(&message).unwrap_or_else(|| "-".to_owned());
+        FormatError::invalid(path, line, field, message)
+    })?;
+    policy.validate().map_err(|e| {
+        let line = key_line(source, &e.key);
+        FormatError::invalid(path, line, e.key.clone(), e.message)
+    })?;
+    Ok(policy)
+}
+
+/// The key named by serde's "unknown field `x`" message.
+fn unknown_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    Some(rest.split('`').next()?.to_owned())
+}
+
+/// Best-effort line of a key path (`domains.viajes.top_k` looks for `top_k` after the
+/// `[domains.viajes]` header; `measures[1]` looks for `measures`).
+fn key_line(source: &str, key: &str) -> usize {
+    let key = key.split('[').next().unwrap_or(key);
+    let (table, leaf) = match key.rsplit_once('.') {
+        Some((t, l)) => (Some(t), l),
+        None => (None, key),
+    };
+    let mut in_table = table.is_none();
+    for (i, raw) in source.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with('[') {
+            let header = line.trim_matches(|c| c == '[' || c == ']').trim();
+            in_table = table.is_some_and(|t| t == header);
+            continue;
+        }
+        if in_table {
+            if let Some((k, _)) = line.split_once('=') {
+                if k.trim().trim_matches('"') == leaf {
+                    return i + 1;
+                }
+            }
+        }
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Policy> {
+        parse_policy(Path::new("policy.toml"), s)
+    }
+
+    #[test]
+    fn empty_file_is_the_default_policy() {
+        assert_eq!(parse("").unwrap(), Policy::default());
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_key() {
+        let err = parse("top_k = 10\nrecal_floor = 0.9\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("policy.toml:2: field `recal_floor`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn out_of_range_names_line_and_key() {
+        let err = parse("top_k = 10\n\n[domains.viajes]\nnoise_ceiling = 1.5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("policy.toml:4: field `domains.viajes.noise_ceiling`"),
+            "{err}"
+        );
+        let err = parse("top_k = 0\n").unwrap_err().to_string();
+        assert!(err.starts_with("policy.toml:1: field `top_k`"), "{err}");
+    }
+
+    #[test]
+    fn negative_top_k_is_rejected() {
+        let err = parse("top_k = -3\n").unwrap_err().to_string();
+        assert!(err.starts_with("policy.toml:1:"), "{err}");
+    }
+}

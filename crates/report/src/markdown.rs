@@ -1,0 +1,93 @@
+//! A pull-request comment: verdict, reasons, summary, and the failing cases.
+
+use crate::fmt;
+use veredicto_core::exam::{ExamReport, Verdict};
+
+/// Escapes the characters that break a Markdown table cell.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+pub fn render(r: &ExamReport) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    match r.verdict {
+        Verdict::Accept => out.push_str("## veredicto: ✅ accept\n\n"),
+        Verdict::Stop => out.push_str("## veredicto: ❌ stop\n\n"),
+    }
+    for reason in fmt::stop_reasons(r) {
+        out.push_str(&format!("- {}\n", cell(&reason)));
+    }
+    if !r.reasons.is_empty() {
+        out.push('\n');
+    }
+    out.push_str("| cases | gold | mean QS | mean recall | MRR | mean P@K | mean nDCG | failing | over noise |\n");
+    out.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str(&format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        s.cases,
+        s.gold_cases,
+        fmt::qs(s.mean_quality),
+        fmt::pct(s.mean_recall),
+        fmt::f3(s.mrr),
+        fmt::f3(s.mean_precision),
+        fmt::f3(s.mean_ndcg),
+        s.failing,
+        s.over_noise
+    ));
+    let failing: Vec<_> = r.cases.iter().filter(|c| !c.passed).collect();
+    if !failing.is_empty() {
+        out.push_str("\n### Failing cases\n\n");
+        out.push_str("| case | gold | recall | QS | noise | reasons | expected (rank) | note |\n");
+        out.push_str("|---|:-:|---:|---:|---:|---|---|---|\n");
+        for c in failing {
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
+                cell(&c.id),
+                if c.gold { "yes" } else { "" },
+                fmt::pct(c.recall),
+                fmt::qs(c.quality),
+                fmt::noise(c),
+                fmt::reasons(c),
+                cell(&fmt::expected_ranks(c)),
+                cell(c.note.as_deref().unwrap_or("")),
+            ));
+        }
+        let findings: Vec<String> = r
+            .cases
+            .iter()
+            .flat_map(|c| {
+                c.diagnosis.iter().map(move |f| {
+                    format!(
+                        "- `{}`{}: {}",
+                        c.id,
+                        f.chunk
+                            .as_deref()
+                            .map(|x| format!(" / `{x}`"))
+                            .unwrap_or_default(),
+                        f.finding
+                    )
+                })
+            })
+            .collect();
+        if !findings.is_empty() {
+            out.push_str("\n<details><summary>Diagnosis</summary>\n\n");
+            for f in findings {
+                out.push_str(&f);
+                out.push('\n');
+            }
+            out.push_str("\n</details>\n");
+        }
+    }
+    out.push_str(&format!(
+        "\n<sub>policy {} · golden {} · run `{}`</sub>\n",
+        short(&r.policy_fingerprint),
+        short(&r.golden_fingerprint),
+        cell(&r.run.name)
+    ));
+    out
+}
+
+fn short(fp: &str) -> &str {
+    &fp[..fp.len().min(19)]
+}
