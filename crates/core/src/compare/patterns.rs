@@ -1,0 +1,972 @@
+//! Cross-run diagnosis (SPEC §4, seed 000 "leer los patrones de fallo: el diagnóstico
+//! epidemiológico"): the failure patterns of a history of runs, each with what it saw and
+//! the cause the seed's symptom → chapter table points to.
+//!
+//! | pattern | symptom | suggested cause |
+//! |---|---|---|
+//! | [`Pattern::DomainFailing`] | all or most cases of one domain fail while the others pass | ingestion / classification of that domain (chapters 6–9) |
+//! | [`Pattern::NumericFailing`] | the failing cases are (almost) only `numeric` / table cases | chunking of tables, missing descriptions (chapters 10–12) |
+//! | [`Pattern::GoldFailing`] | the failing cases are (almost) only gold cases | authority layer: the gold label and the boost calibration |
+//! | [`Pattern::IngestionRegression`] | a case that passed in the last accepted run fails now, and nothing entered its domain | regression by the latest ingestion: something new buried the old |
+//! | [`Pattern::DomainIngestionRegression`] | the same, but new chunks entered the case's own domain | the new chunks of that domain and their classification |
+//! | [`Pattern::SlowDecline`] | mean recall / QS falls slowly over the last runs (significant negative slope, no single big step, several cases) | stale sources, validity windows not updated |
+//! | [`Pattern::NoiseHigh`] | cases pass recall but exceed the noise ceiling, or mean noise rises | generic descriptions, mixed chunks, loose facets (chapters 12, 10, 9) |
+//!
+//! Thresholds are in [`DiagnoseOptions`]; definitions in `docs/compare.md`.
+//!
+//! Case failures are **recall** failures (`recall` or `no_results` among the case's
+//! reasons): a case failing only on noise belongs to the noise pattern. A regression is a
+//! case that passed (fully) in the last accepted run and fails recall now.
+
+use super::calibration::{calibrate_noise, NoiseCalibration};
+use super::cases::{distinct, outrankers, CaseMetrics};
+use super::compat::{index, same_case};
+use super::rng::derive_seed;
+use super::stats::{self, Direction, Method};
+use super::Metric;
+use crate::case::Corpus;
+use crate::exam::{CaseReason, CaseResult, ExamReport, Verdict};
+use crate::history::RecordedRun;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The cross-run failure patterns, in the order of seed 000's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    DomainFailing,
+    NumericFailing,
+    GoldFailing,
+    IngestionRegression,
+    DomainIngestionRegression,
+    SlowDecline,
+    NoiseHigh,
+}
+
+impl Pattern {
+    /// The pattern's ID as serialised (`domain_failing`, …).
+    pub fn id(self) -> &'static str {
+        match self {
+            Pattern::DomainFailing => "domain_failing",
+            Pattern::NumericFailing => "numeric_failing",
+            Pattern::GoldFailing => "gold_failing",
+            Pattern::IngestionRegression => "ingestion_regression",
+            Pattern::DomainIngestionRegression => "domain_ingestion_regression",
+            Pattern::SlowDecline => "slow_decline",
+            Pattern::NoiseHigh => "noise_high",
+        }
+    }
+}
+
+/// Thresholds of the cross-run diagnosis. The defaults are calibrations, like the policy's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiagnoseOptions {
+    /// Significance level of the trend tests (default 0.05).
+    pub alpha: f64,
+    /// Runs a trend looks back over, the newest included (default 8).
+    pub trend_window: usize,
+    /// Fewer runs than this: no trend is computed (default 5; with 4 runs the smallest
+    /// possible one-sided p is 1/24, which Holm over two metrics never brings below 0.05).
+    pub min_trend_runs: usize,
+    /// Monte-Carlo orderings when the window exceeds 8 runs (default 10,000).
+    pub permutations: usize,
+    /// Seed of the Monte-Carlo trend tests (default [`super::DEFAULT_SEED`]).
+    pub seed: u64,
+    /// "All or most" of a domain: its share of recall failures (default 0.75).
+    pub domain_majority: f64,
+    /// "While the others pass": the other cases' highest share of recall failures
+    /// (default 0.25).
+    pub others_max: f64,
+    /// Smallest domain considered (default 2 cases).
+    pub min_domain_cases: usize,
+    /// "Only X failing": X's share of the failing cases (default 0.8).
+    pub only_share: f64,
+    /// Fewest recall failures for an "only X failing" pattern (default 2).
+    pub min_failing: usize,
+    /// Fewest recall-passing cases over the noise ceiling (default 2).
+    pub noise_min_cases: usize,
+    /// …and their smallest share of the recall-passing cases with a defined noise
+    /// (default 0.10).
+    pub noise_min_share: f64,
+    /// "Slow": the largest single-run drop is at most this share of the fitted total
+    /// decline (default 0.5); a larger step is a sudden change, not a slow decline.
+    pub slow_max_step: f64,
+    /// "Generalised": fewest cases whose value is lower in the newest run than in the
+    /// first run of the window (default 2).
+    pub min_declining_cases: usize,
+}
+
+impl Default for DiagnoseOptions {
+    fn default() -> Self {
+        DiagnoseOptions {
+            alpha: 0.05,
+            trend_window: 8,
+            min_trend_runs: 5,
+            permutations: 10_000,
+            seed: super::DEFAULT_SEED,
+            domain_majority: 0.75,
+            others_max: 0.25,
+            min_domain_cases: 2,
+            only_share: 0.8,
+            min_failing: 2,
+            noise_min_cases: 2,
+            noise_min_share: 0.10,
+            slow_max_step: 0.5,
+            min_declining_cases: 2,
+        }
+    }
+}
+
+/// A chunk that outranks an expected chunk of a regressed case in the newest run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnteredChunk {
+    /// The regressed case.
+    pub case: String,
+    /// The expected chunk it outranks.
+    pub expected: String,
+    pub id: String,
+    /// Its rank in the newest run.
+    pub rank: usize,
+    pub score: Option<f64>,
+    pub ingest_batch: Option<String>,
+    /// Its domain, from the corpus.
+    pub domain: Option<String>,
+    /// `Some(true)` when its batch entered after the last accepted run, `None` when that
+    /// cannot be told (see `docs/compare.md`). Chunks known to be older are not listed.
+    pub entered_since: Option<bool>,
+}
+
+/// One named pattern, with what it saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PatternFinding {
+    pub pattern: Pattern,
+    /// What was seen, with numbers and case IDs (English).
+    pub saw: String,
+    /// The suggested cause (seed 000's symptom → chapter table).
+    pub cause: String,
+    /// The cases concerned.
+    pub cases: Vec<String>,
+    /// The domain concerned, for the domain patterns.
+    pub domain: Option<String>,
+    /// The numbers behind `saw`, by name.
+    pub evidence: BTreeMap<String, f64>,
+    /// For the regression patterns: what entered since the last accepted run and outranks
+    /// the expected chunks.
+    pub entered: Vec<EnteredChunk>,
+    /// Consecutive runs, ending with the newest, in which the pattern holds (the trend
+    /// window for trend-based findings).
+    pub runs: usize,
+}
+
+/// A linear trend of a suite-level mean over the last runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trend {
+    /// `mean_recall`, `mean_quality` or `mean_noise_fraction` (noise / K).
+    pub metric: String,
+    /// The direction the one-sided test looks for (a decline, or rising noise).
+    pub direction: Direction,
+    /// The runs of the window, oldest first.
+    pub runs: Vec<String>,
+    /// The mean per run, over the cases shared by every run of the window.
+    pub values: Vec<f64>,
+    /// Cases shared by every run of the window (same ID, query, expected set and K).
+    pub cases: usize,
+    /// OLS slope per run.
+    pub slope: f64,
+    pub intercept: f64,
+    /// `slope × (runs − 1)`: the fitted change over the window.
+    pub total_change: f64,
+    /// One-sided permutation p-value of the slope.
+    pub p_value: f64,
+    /// Holm-adjusted across mean recall and mean QS (noise: the raw p-value).
+    pub p_adjusted: f64,
+    pub method: Method,
+    /// `p_adjusted < alpha` and the slope points in `direction`.
+    pub significant: bool,
+    /// The largest single-run move in `direction`.
+    pub largest_step: f64,
+    /// Cases whose value moved in `direction` between the first and the newest run.
+    pub moving_cases: usize,
+}
+
+/// The cross-run diagnosis of a history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunsDiagnosis {
+    /// The newest run's ID.
+    pub run: Option<String>,
+    /// Runs looked at.
+    pub runs: usize,
+    /// The last accepted run before the newest, the regression baseline.
+    pub last_accepted: Option<String>,
+    /// In pattern order.
+    pub findings: Vec<PatternFinding>,
+    /// The trends computed (also when not significant).
+    pub trends: Vec<Trend>,
+    /// Noise calibration of the newest run.
+    pub noise: Option<NoiseCalibration>,
+    /// What could not be checked, and why.
+    pub notes: Vec<String>,
+}
+
+/// Tags that mark a numeric / table case (compared lower-case).
+pub const NUMERIC_TAGS: [&str; 7] = [
+    "numeric",
+    "numerico",
+    "numérico",
+    "numerica",
+    "numérica",
+    "table",
+    "tabla",
+];
+
+fn recall_failing(c: &CaseResult) -> bool {
+    c.reasons
+        .iter()
+        .any(|r| matches!(r, CaseReason::Recall | CaseReason::NoResults))
+}
+
+/// A numeric case: tagged so ([`NUMERIC_TAGS`]), or, with a corpus, an expected chunk is a
+/// pipe table or has facet `tipo`/`type` = `tabla`/`table`.
+fn is_numeric(c: &CaseResult, corpus: Option<&Corpus>) -> bool {
+    if c.tags
+        .iter()
+        .any(|t| NUMERIC_TAGS.contains(&t.to_lowercase().as_str()))
+    {
+        return true;
+    }
+    let Some(corpus) = corpus else {
+        return false;
+    };
+    distinct(&c.expected).any(|e| {
+        corpus.get(&e.id).is_some_and(|ch| {
+            ch.text.as_deref().is_some_and(crate::diagnosis::is_table)
+                || ["tipo", "type"].iter().any(|k| {
+                    ch.facets
+                        .get(*k)
+                        .and_then(|v| v.as_str())
+                        .is_some_and(|v| matches!(v.to_lowercase().as_str(), "tabla" | "table"))
+                })
+        })
+    })
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn ids(cases: &[&CaseResult]) -> Vec<String> {
+    cases.iter().map(|c| c.id.clone()).collect()
+}
+
+fn join(ids: &[String]) -> String {
+    const MAX: usize = 12;
+    let mut s = ids.iter().take(MAX).cloned().collect::<Vec<_>>().join(", ");
+    if ids.len() > MAX {
+        s.push_str(&format!(", … {} more", ids.len() - MAX));
+    }
+    s
+}
+
+fn finding(pattern: Pattern, saw: String, cause: String, cases: Vec<String>) -> PatternFinding {
+    PatternFinding {
+        pattern,
+        saw,
+        cause,
+        cases,
+        domain: None,
+        evidence: BTreeMap::new(),
+        entered: Vec::new(),
+        runs: 1,
+    }
+}
+
+/// Distinct cases of a report (first occurrence of each ID).
+fn cases_of(report: &ExamReport) -> Vec<&CaseResult> {
+    let mut seen = BTreeSet::new();
+    report
+        .cases
+        .iter()
+        .filter(|c| seen.insert(c.id.as_str()))
+        .collect()
+}
+
+/// "Only cases of a group fail": the group's share of the recall failures.
+fn only_group(
+    pattern: Pattern,
+    cases: &[&CaseResult],
+    in_group: &dyn Fn(&CaseResult) -> bool,
+    what: &str,
+    cause: String,
+    opts: &DiagnoseOptions,
+) -> Option<PatternFinding> {
+    let failing: Vec<&CaseResult> = cases
+        .iter()
+        .copied()
+        .filter(|c| recall_failing(c))
+        .collect();
+    let group_n = cases.iter().filter(|c| in_group(c)).count();
+    let other_n = cases.len() - group_n;
+    let failing_group: Vec<&CaseResult> = failing.iter().copied().filter(|c| in_group(c)).collect();
+    let failing_other = failing.len() - failing_group.len();
+    let share = ratio(failing_group.len(), failing.len());
+    let (rate_g, rate_o) = (
+        ratio(failing_group.len(), group_n),
+        ratio(failing_other, other_n),
+    );
+    if failing_group.len() < opts.min_failing
+        || group_n == 0
+        || other_n == 0
+        || share < opts.only_share
+        || rate_g <= rate_o
+    {
+        return None;
+    }
+    let p = stats::fisher_greater(failing_group.len(), group_n, failing_other, other_n);
+    let mut f = finding(
+        pattern,
+        format!(
+            "{} of the {} cases failing recall are {what} ({}): {} of {} {what} cases fail ({}), against {} of {} other cases ({}); one-sided Fisher exact p = {:.4}",
+            failing_group.len(),
+            failing.len(),
+            pct(share),
+            failing_group.len(),
+            group_n,
+            pct(rate_g),
+            failing_other,
+            other_n,
+            pct(rate_o),
+            p
+        ),
+        cause,
+        ids(&failing_group),
+    );
+    f.evidence = BTreeMap::from([
+        ("failing".to_owned(), failing.len() as f64),
+        ("failing_in_group".to_owned(), failing_group.len() as f64),
+        ("group_cases".to_owned(), group_n as f64),
+        ("other_cases".to_owned(), other_n as f64),
+        ("failing_other".to_owned(), failing_other as f64),
+        ("share_of_failing".to_owned(), share),
+        ("fisher_p".to_owned(), p),
+    ]);
+    Some(f)
+}
+
+/// The patterns visible in one report: domain, numeric, gold, and recall-green-noise-high.
+fn snapshot(
+    report: &ExamReport,
+    corpus: Option<&Corpus>,
+    opts: &DiagnoseOptions,
+) -> Vec<PatternFinding> {
+    let cases = cases_of(report);
+    let mut out = Vec::new();
+
+    // A whole domain failing while the others pass.
+    let mut domains: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
+    for c in &cases {
+        if let Some(d) = c.domain.as_deref() {
+            domains.entry(d).or_default().push(c);
+        }
+    }
+    for (d, dc) in &domains {
+        let n_d = dc.len();
+        let fail_d: Vec<&CaseResult> = dc.iter().copied().filter(|c| recall_failing(c)).collect();
+        let n_o = cases.len() - n_d;
+        let fail_o = cases
+            .iter()
+            .filter(|c| c.domain.as_deref() != Some(d) && recall_failing(c))
+            .count();
+        let (rate_d, rate_o) = (ratio(fail_d.len(), n_d), ratio(fail_o, n_o));
+        if n_d < opts.min_domain_cases
+            || n_o == 0
+            || fail_d.is_empty()
+            || rate_d < opts.domain_majority
+            || rate_o > opts.others_max
+        {
+            continue;
+        }
+        let p = stats::fisher_greater(fail_d.len(), n_d, fail_o, n_o);
+        let mut f = finding(
+            Pattern::DomainFailing,
+            format!(
+                "{} of {} cases of domain `{d}` fail recall ({}), against {} of {} cases elsewhere ({}); one-sided Fisher exact p = {:.4}",
+                fail_d.len(),
+                n_d,
+                pct(rate_d),
+                fail_o,
+                n_o,
+                pct(rate_o),
+                p
+            ),
+            format!(
+                "ingestion or classification of domain `{d}`: review its ingestion stages and its labels (chapters 6–9), not the global index"
+            ),
+            ids(&fail_d),
+        );
+        f.domain = Some((*d).to_owned());
+        f.evidence = BTreeMap::from([
+            ("domain_cases".to_owned(), n_d as f64),
+            ("domain_failing".to_owned(), fail_d.len() as f64),
+            ("other_cases".to_owned(), n_o as f64),
+            ("other_failing".to_owned(), fail_o as f64),
+            ("fisher_p".to_owned(), p),
+        ]);
+        out.push(f);
+    }
+
+    // Only numeric / table cases failing.
+    out.extend(only_group(
+        Pattern::NumericFailing,
+        &cases,
+        &|c| is_numeric(c, corpus),
+        "numeric/table",
+        "chunking of tables or missing descriptions: check header rows, cut rows and that every table has a description in its representation (chapters 10–12); the most frequent pattern in a first deployment".to_owned(),
+        opts,
+    ));
+
+    // Only gold cases failing.
+    let label = &report.policy.gold_label;
+    out.extend(only_group(
+        Pattern::GoldFailing,
+        &cases,
+        &|c| c.gold,
+        "gold",
+        format!(
+            "the authority layer is not surfacing: check that the curated syntheses carry the `{label}` label and the calibration of the boost the consumer applies"
+        ),
+        opts,
+    ));
+
+    // Recall green but noise high.
+    let green: Vec<&CaseResult> = cases
+        .iter()
+        .copied()
+        .filter(|c| !recall_failing(c) && c.noise.is_some())
+        .collect();
+    let noisy: Vec<&CaseResult> = green
+        .iter()
+        .copied()
+        .filter(|c| c.noise.is_some_and(|n| n > c.max_noise))
+        .collect();
+    let share = ratio(noisy.len(), green.len());
+    if !noisy.is_empty() && noisy.len() >= opts.noise_min_cases && share >= opts.noise_min_share {
+        let detail: Vec<String> = noisy
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} (noise {} > {} of K {})",
+                    c.id,
+                    c.noise.unwrap_or(0),
+                    c.max_noise,
+                    c.top_k
+                )
+            })
+            .collect();
+        let mut f = finding(
+            Pattern::NoiseHigh,
+            format!(
+                "{} of {} cases that pass recall exceed the noise ceiling ({}): {}",
+                noisy.len(),
+                green.len(),
+                pct(share),
+                join(&detail)
+            ),
+            noise_cause(),
+            ids(&noisy),
+        );
+        f.evidence = BTreeMap::from([
+            ("recall_passing".to_owned(), green.len() as f64),
+            ("over_noise".to_owned(), noisy.len() as f64),
+            ("share".to_owned(), share),
+        ]);
+        out.push(f);
+    }
+    out
+}
+
+fn noise_cause() -> String {
+    "structural noise: generic descriptions, mixed chunks or loose facets (chapters 12, 10 and 9); calibrate the ceiling from the healthy cases' noise (see the noise calibration)".to_owned()
+}
+
+/// `YYYY-MM-DD` at the start of `s`, if any.
+fn date_prefix(s: &str) -> Option<&str> {
+    let d = s.get(..10)?;
+    let b = d.as_bytes();
+    let ok = b.iter().enumerate().all(|(i, c)| match i {
+        4 | 7 => *c == b'-',
+        _ => c.is_ascii_digit(),
+    });
+    ok.then_some(d)
+}
+
+/// Regressions against the last accepted run (`acc` indexes `runs`; the newest is last).
+fn regressions(
+    runs: &[RecordedRun],
+    acc: usize,
+    corpus: Option<&Corpus>,
+    notes: &mut Vec<String>,
+) -> Vec<PatternFinding> {
+    let Some(newest) = runs.last() else {
+        return Vec::new();
+    };
+    let accepted = &runs[acc];
+    let acc_date = date_prefix(&accepted.meta.created_at);
+    // Batches seen outranking something at or before the accepted run existed then.
+    let old_batches: BTreeSet<&str> = runs[..=acc]
+        .iter()
+        .flat_map(|r| r.report.cases.iter())
+        .flat_map(|c| c.diagnosis.iter())
+        .flat_map(|f| f.outranked_by.iter())
+        .filter_map(|o| o.ingest_batch.as_deref())
+        .collect();
+    let entered_since = |batch: Option<&str>| -> Option<bool> {
+        let b = batch?;
+        if old_batches.contains(b) {
+            return Some(false);
+        }
+        let bd = date_prefix(b)?;
+        Some(bd >= acc_date?)
+    };
+    let batch_of = |id: &str, listed: Option<&String>| -> Option<String> {
+        listed.cloned().or_else(|| {
+            corpus
+                .and_then(|c| c.get(id))
+                .and_then(|c| c.ingest_batch.clone())
+        })
+    };
+    let domain_of = |id: &str| -> Option<String> {
+        corpus
+            .and_then(|c| c.get(id))
+            .and_then(|c| c.domain.clone())
+    };
+
+    // What entered since, as far as the newest run shows it: every outranking chunk listed
+    // in its diagnosis whose batch is new.
+    let mut entered_domains: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for c in &newest.report.cases {
+        for o in c.diagnosis.iter().flat_map(|f| f.outranked_by.iter()) {
+            let batch = batch_of(&o.id, o.ingest_batch.as_ref());
+            if entered_since(batch.as_deref()) == Some(true) {
+                if let Some(d) = domain_of(&o.id) {
+                    entered_domains.entry(d).or_default().insert(o.id.clone());
+                }
+            }
+        }
+    }
+
+    let accepted_cases = index(&accepted.report.cases);
+    let mut unchanged: Vec<(String, Vec<EnteredChunk>)> = Vec::new();
+    let mut changed: BTreeMap<String, Vec<(String, Vec<EnteredChunk>)>> = BTreeMap::new();
+    let mut domain_unknown = false;
+    for c in cases_of(&newest.report) {
+        if !recall_failing(c) {
+            continue;
+        }
+        let Some(a) = accepted_cases.get(c.id.as_str()) else {
+            continue;
+        };
+        if !a.passed || !same_case(a, c) {
+            continue;
+        }
+        let mut entered: Vec<EnteredChunk> = Vec::new();
+        let mut seen = BTreeSet::new();
+        for e in distinct(&c.expected).filter(|e| !e.in_top_k) {
+            for o in outrankers(c, &e.id) {
+                let batch = batch_of(&o.id, o.ingest_batch.as_ref());
+                let since = entered_since(batch.as_deref());
+                if since == Some(false) || !seen.insert((e.id.clone(), o.id.clone())) {
+                    continue;
+                }
+                entered.push(EnteredChunk {
+                    case: c.id.clone(),
+                    expected: e.id.clone(),
+                    id: o.id.clone(),
+                    rank: o.rank,
+                    score: o.score,
+                    ingest_batch: batch,
+                    domain: domain_of(&o.id),
+                    entered_since: since,
+                });
+            }
+        }
+        // Known newcomers when there are any; otherwise the outrankers of unknown age.
+        if entered.iter().any(|e| e.entered_since == Some(true)) {
+            entered.retain(|e| e.entered_since == Some(true));
+        }
+        let domain_changed = match (corpus, c.domain.as_deref()) {
+            (Some(_), Some(d)) => Some(entered_domains.contains_key(d)),
+            _ => None,
+        };
+        if domain_changed.is_none() {
+            domain_unknown = true;
+        }
+        match (domain_changed, c.domain.clone()) {
+            (Some(true), Some(d)) => changed.entry(d).or_default().push((c.id.clone(), entered)),
+            _ => unchanged.push((c.id.clone(), entered)),
+        }
+    }
+    if domain_unknown && !unchanged.is_empty() {
+        notes.push(if corpus.is_none() {
+            "without a corpus, whether anything entered a regressed case's domain cannot be checked: those cases are listed as ingestion regressions".to_owned()
+        } else {
+            "some regressed cases have no domain: listed as ingestion regressions".to_owned()
+        });
+    }
+    let describe = |entered: &[EnteredChunk]| -> String {
+        if entered.is_empty() {
+            return "no outranking chunk of a new batch is listed (the diagnosis names outrankers only for buried chunks that reached the embedding check)".to_owned();
+        }
+        let items: Vec<String> = entered
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} (batch {}{}, rank {}) above {} in {}",
+                    e.id,
+                    e.ingest_batch.as_deref().unwrap_or("unknown"),
+                    if e.entered_since.is_none() {
+                        ", entry date unknown"
+                    } else {
+                        ""
+                    },
+                    e.rank,
+                    e.expected,
+                    e.case
+                )
+            })
+            .collect();
+        format!("outranking them now: {}", join(&items))
+    };
+    let since = format!(
+        "the last accepted run {} ({})",
+        accepted.meta.id, accepted.meta.created_at
+    );
+    let mut out = Vec::new();
+    if !unchanged.is_empty() {
+        let cases: Vec<String> = unchanged.iter().map(|(c, _)| c.clone()).collect();
+        let entered: Vec<EnteredChunk> = unchanged.into_iter().flat_map(|(_, e)| e).collect();
+        let mut f = finding(
+            Pattern::IngestionRegression,
+            format!(
+                "{} case(s) passed in {since} and fail now with no new chunk in their domain: {}; {}",
+                cases.len(),
+                join(&cases),
+                describe(&entered)
+            ),
+            format!("regression by the latest ingestion: something new buried the old; review what entered since {since}"),
+            cases,
+        );
+        f.evidence = BTreeMap::from([("entered_outranking".to_owned(), entered.len() as f64)]);
+        f.entered = entered;
+        out.push(f);
+    }
+    for (d, list) in changed {
+        let cases: Vec<String> = list.iter().map(|(c, _)| c.clone()).collect();
+        let entered: Vec<EnteredChunk> = list.into_iter().flat_map(|(_, e)| e).collect();
+        let new_in_domain: Vec<String> = entered_domains
+            .get(&d)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        let mut f = finding(
+            Pattern::DomainIngestionRegression,
+            format!(
+                "{} case(s) of domain `{d}` passed in {since} and fail now, and new chunks entered that domain ({}): {}; {}",
+                cases.len(),
+                join(&new_in_domain),
+                join(&cases),
+                describe(&entered)
+            ),
+            format!("the latest ingestion into domain `{d}` buried its older chunks: check the classification of the new chunks against the old ones (a concept they share without labels or facets to tell them apart, chapter 9)"),
+            cases,
+        );
+        f.domain = Some(d);
+        f.evidence = BTreeMap::from([
+            ("entered_outranking".to_owned(), entered.len() as f64),
+            (
+                "new_chunks_in_domain".to_owned(),
+                new_in_domain.len() as f64,
+            ),
+        ]);
+        f.entered = entered;
+        out.push(f);
+    }
+    out
+}
+
+/// The trends over the window and the findings they support.
+fn trends(
+    runs: &[RecordedRun],
+    opts: &DiagnoseOptions,
+    notes: &mut Vec<String>,
+) -> (Vec<Trend>, Vec<PatternFinding>) {
+    let w = opts.trend_window.min(runs.len());
+    let min_runs = opts.min_trend_runs.max(2);
+    if w < min_runs {
+        notes.push(format!(
+            "trends need at least {min_runs} runs in the window; {w} available"
+        ));
+        return (Vec::new(), Vec::new());
+    }
+    let window = &runs[runs.len() - w..];
+    let indexes: Vec<HashMap<&str, &CaseResult>> =
+        window.iter().map(|r| index(&r.report.cases)).collect();
+    let Some(newest) = window.last() else {
+        return (Vec::new(), Vec::new());
+    };
+    // Cases present, with the same definition and K, in every run of the window.
+    let shared: Vec<Vec<&CaseResult>> = cases_of(&newest.report)
+        .into_iter()
+        .filter_map(|c| {
+            indexes
+                .iter()
+                .map(|ix| {
+                    ix.get(c.id.as_str())
+                        .copied()
+                        .filter(|x| same_case(x, c) && x.top_k == c.top_k)
+                })
+                .collect::<Option<Vec<_>>>()
+        })
+        .collect();
+    if shared.is_empty() {
+        notes.push("no case is shared by every run of the trend window".to_owned());
+        return (Vec::new(), Vec::new());
+    }
+    let run_ids: Vec<String> = window.iter().map(|r| r.meta.id.clone()).collect();
+    let build = |name: &str, direction: Direction, series: &[Vec<f64>]| -> Option<Trend> {
+        // series[case][run]
+        let n_cases = series.len();
+        if n_cases == 0 {
+            return None;
+        }
+        let values: Vec<f64> = (0..w)
+            .map(|r| series.iter().map(|s| s[r]).sum::<f64>() / n_cases as f64)
+            .collect();
+        let (slope, intercept) = stats::ols(&values)?;
+        let test = stats::slope_permutation_test(
+            &values,
+            direction,
+            opts.permutations,
+            derive_seed(opts.seed, &format!("trend/{name}")),
+        );
+        let sign = match direction {
+            Direction::Decreasing => -1.0,
+            Direction::Increasing => 1.0,
+        };
+        let largest_step = values
+            .windows(2)
+            .map(|p| sign * (p[1] - p[0]))
+            .fold(0.0f64, f64::max);
+        let moving_cases = series
+            .iter()
+            .filter(|s| sign * (s[w - 1] - s[0]) > 0.0)
+            .count();
+        Some(Trend {
+            metric: name.to_owned(),
+            direction,
+            runs: run_ids.clone(),
+            values,
+            cases: n_cases,
+            slope,
+            intercept,
+            total_change: slope * (w - 1) as f64,
+            p_value: test.p_value,
+            p_adjusted: test.p_value,
+            method: test.method,
+            significant: false,
+            largest_step,
+            moving_cases,
+        })
+    };
+    let metric_series = |m: Metric| -> Vec<Vec<f64>> {
+        shared
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|c| CaseMetrics::recorded(c).get(m))
+                    .collect()
+            })
+            .collect()
+    };
+    let mut declines: Vec<Trend> = [Metric::MeanRecall, Metric::MeanQuality]
+        .into_iter()
+        .filter_map(|m| build(m.name(), Direction::Decreasing, &metric_series(m)))
+        .collect();
+    let raw: Vec<f64> = declines.iter().map(|t| t.p_value).collect();
+    for (t, adj) in declines.iter_mut().zip(stats::holm(&raw)) {
+        t.p_adjusted = adj;
+        t.significant = adj < opts.alpha && t.slope < 0.0;
+    }
+    let noise_series: Vec<Vec<f64>> = shared
+        .iter()
+        .filter_map(|row| {
+            row.iter()
+                .map(|c| {
+                    c.noise
+                        .filter(|_| c.top_k > 0)
+                        .map(|n| f64::from(n) / f64::from(c.top_k))
+                })
+                .collect::<Option<Vec<f64>>>()
+        })
+        .collect();
+    let mut noise = build("mean_noise_fraction", Direction::Increasing, &noise_series);
+    if let Some(t) = noise.as_mut() {
+        t.significant = t.p_adjusted < opts.alpha && t.slope > 0.0;
+    }
+
+    let mut findings = Vec::new();
+    let slow: Vec<&Trend> = declines
+        .iter()
+        .filter(|t| {
+            t.significant
+                && t.largest_step <= opts.slow_max_step * -t.total_change
+                && t.moving_cases >= opts.min_declining_cases
+        })
+        .collect();
+    if !slow.is_empty() {
+        let parts: Vec<String> = slow
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} {:.4} → {:.4} over {} runs (OLS slope {:.4} per run, one-sided permutation p = {:.4}, Holm-adjusted {:.4}; largest single-run drop {:.4}; {} of {} cases lower than {} runs ago)",
+                    t.metric,
+                    t.values[0],
+                    t.values[w - 1],
+                    w,
+                    t.slope,
+                    t.p_value,
+                    t.p_adjusted,
+                    t.largest_step,
+                    t.moving_cases,
+                    t.cases,
+                    w - 1
+                )
+            })
+            .collect();
+        let moving: Vec<String> = shared
+            .iter()
+            .filter(|row| row[w - 1].recall < row[0].recall || row[w - 1].quality < row[0].quality)
+            .map(|row| row[w - 1].id.clone())
+            .collect();
+        let mut f = finding(
+            Pattern::SlowDecline,
+            format!("slow generalised decline: {}", parts.join("; ")),
+            "silent staleness: sources out of sync or validity windows not updated (the ghost mode arriving); review source synchronisation and the chunks' valid_from / valid_to".to_owned(),
+            moving,
+        );
+        for t in &slow {
+            f.evidence.insert(format!("{}_slope", t.metric), t.slope);
+            f.evidence
+                .insert(format!("{}_p_adjusted", t.metric), t.p_adjusted);
+            f.evidence
+                .insert(format!("{}_total_change", t.metric), t.total_change);
+        }
+        f.runs = w;
+        findings.push(f);
+    }
+    if let Some(t) = noise.as_ref().filter(|t| t.significant) {
+        let mut f = finding(
+            Pattern::NoiseHigh,
+            format!(
+                "mean noise rising: {:.3} → {:.3} of K over {} runs (OLS slope {:.4} per run, one-sided permutation p = {:.4}, {} cases)",
+                t.values[0], t.values[w - 1], w, t.slope, t.p_value, t.cases
+            ),
+            noise_cause(),
+            Vec::new(),
+        );
+        f.evidence = BTreeMap::from([
+            ("noise_slope".to_owned(), t.slope),
+            ("noise_p".to_owned(), t.p_value),
+        ]);
+        f.runs = w;
+        findings.push(f);
+    }
+    let mut all = declines;
+    all.extend(noise);
+    (all, findings)
+}
+
+/// The cross-run diagnosis of `runs`, ordered oldest → newest; `corpus` is the current
+/// corpus, when available (it names domains and batches of outranking chunks and finds
+/// table chunks). Never fails: an empty history gives an empty diagnosis, and what could
+/// not be checked is said in [`RunsDiagnosis::notes`].
+///
+/// The snapshot patterns (domain, numeric, gold, noise over the ceiling) are read on the
+/// newest run, with their persistence over the runs before it; the regression patterns
+/// compare the newest run with the last accepted run before it; the trend patterns look at
+/// the last [`DiagnoseOptions::trend_window`] runs.
+pub fn diagnose_runs(
+    runs: &[RecordedRun],
+    corpus: Option<&Corpus>,
+    opts: &DiagnoseOptions,
+) -> RunsDiagnosis {
+    let Some(newest) = runs.last() else {
+        return RunsDiagnosis {
+            run: None,
+            runs: 0,
+            last_accepted: None,
+            findings: Vec::new(),
+            trends: Vec::new(),
+            noise: None,
+            notes: vec!["no run to diagnose".to_owned()],
+        };
+    };
+    let mut notes = Vec::new();
+    let mut findings = snapshot(&newest.report, corpus, opts);
+    // Persistence: walk back while some finding still holds.
+    let mut alive: Vec<bool> = vec![true; findings.len()];
+    for r in runs[..runs.len() - 1].iter().rev() {
+        if !alive.contains(&true) {
+            break;
+        }
+        let earlier = snapshot(&r.report, corpus, opts);
+        for (f, a) in findings.iter_mut().zip(alive.iter_mut()) {
+            if *a
+                && earlier
+                    .iter()
+                    .any(|g| g.pattern == f.pattern && g.domain == f.domain)
+            {
+                f.runs += 1;
+            } else {
+                *a = false;
+            }
+        }
+    }
+    let last_accepted = runs[..runs.len() - 1]
+        .iter()
+        .rposition(|r| r.report.verdict == Verdict::Accept);
+    match last_accepted {
+        Some(i) => findings.extend(regressions(runs, i, corpus, &mut notes)),
+        None => notes.push(
+            "no accepted run before the newest: regressions by ingestion are not checked"
+                .to_owned(),
+        ),
+    }
+    let (trends, trend_findings) = trends(runs, opts, &mut notes);
+    for t in trend_findings {
+        // Rising noise joins a noise finding already made on the newest run.
+        match findings.iter_mut().find(|f| f.pattern == t.pattern) {
+            Some(f) => {
+                f.saw = format!("{}; {}", f.saw, t.saw);
+                f.evidence.extend(t.evidence);
+            }
+            None => findings.push(t),
+        }
+    }
+    findings.sort_by_key(|f| f.pattern);
+    RunsDiagnosis {
+        run: Some(newest.meta.id.clone()),
+        runs: runs.len(),
+        last_accepted: last_accepted.map(|i| runs[i].meta.id.clone()),
+        findings,
+        trends,
+        noise: Some(calibrate_noise(&newest.report)),
+        notes,
+    }
+}

@@ -1,0 +1,585 @@
+//! Cross-run diagnosis (SPEC §4, seed 000): each pattern triggers on a crafted history and
+//! stays silent on a healthy one; noise calibration on a crafted run.
+
+#[path = "compare_support.rs"]
+mod support;
+
+use support::{case, ranked, record, run_of, sane_chunk, Scenario};
+use veredicto_core::case::Corpus;
+use veredicto_core::compare::{
+    calibrate_noise, diagnose_runs, DiagnoseOptions, Pattern, PatternFinding, RunsDiagnosis,
+};
+use veredicto_core::exam::Verdict;
+use veredicto_core::history::RecordedRun;
+use veredicto_core::run::{Retrieved, Run};
+
+const DOMAINS: [&str; 3] = ["fiscal", "laboral", "viajes"];
+
+fn ids() -> Vec<String> {
+    DOMAINS
+        .iter()
+        .flat_map(|d| (0..4).map(move |i| format!("{d}{i}")))
+        .collect()
+}
+
+fn expected(id: &str) -> Vec<String> {
+    (0..3).map(|j| format!("{id}_e{j}")).collect()
+}
+
+/// Twelve cases, four per domain. Case 0 of each domain is numeric (tagged in fiscal and
+/// laboral; in viajes its first expected chunk is a pipe table in the corpus), case 1 is
+/// gold. Every expected chunk is in the corpus, sane, from batch `2025-09-01-inicial`.
+fn scenario() -> Scenario {
+    let mut cases = Vec::new();
+    let mut chunks = Vec::new();
+    for d in DOMAINS {
+        for i in 0..4 {
+            let id = format!("{d}{i}");
+            let e = expected(&id);
+            let er: Vec<&str> = e.iter().map(String::as_str).collect();
+            let tags: &[&str] = if i == 0 && d != "viajes" {
+                &["numeric"]
+            } else {
+                &[]
+            };
+            cases.push(case(&id, &er, Some(d), tags, i == 1, 10));
+            for x in &e {
+                chunks.push(sane_chunk(x, d, "2025-09-01-inicial"));
+            }
+        }
+    }
+    if let Some(t) = chunks.iter_mut().find(|c| c.id == "viajes0_e0") {
+        t.text = Some("| perfil | dieta |\n|---|---|\n| A | 53,34 |\n| B | 26,67 |".into());
+    }
+    for d in DOMAINS {
+        for n in 1..=3 {
+            chunks.push(sane_chunk(
+                &format!("{d}_new_{n}"),
+                d,
+                &format!("2025-11-14-{d}"),
+            ));
+        }
+    }
+    let mut sc = Scenario::new(cases);
+    sc.corpus = Some(Corpus::new(chunks));
+    sc
+}
+
+/// Ranks 1, 7, 8 of 20, noise 2: passes.
+fn healthy(id: &str) -> Vec<Retrieved> {
+    let e = expected(id);
+    ranked(id, 20, &[(&e[0], 1), (&e[1], 7), (&e[2], 8)], 10, Some(2))
+}
+
+/// Ranks 1, 7, 14 (recall 2/3): fails recall; `above` sit at ranks 2, 3, …
+fn failing(id: &str, above: &[&str]) -> Vec<Retrieved> {
+    let e = expected(id);
+    let mut placed: Vec<(&str, usize)> = vec![(&e[0], 1), (&e[1], 7), (&e[2], 14)];
+    placed.extend(above.iter().enumerate().map(|(i, a)| (*a, i + 2)));
+    ranked(id, 20, &placed, 10, None)
+}
+
+/// Ranks 1, 2, 3 with falling scores: recall 1, noise 7 > 3.
+fn noisy(id: &str) -> Vec<Retrieved> {
+    let e = expected(id);
+    ranked(id, 20, &[(&e[0], 1), (&e[1], 2), (&e[2], 3)], 10, None)
+}
+
+/// Ranks 1, 2, 7 with noise `n` (≤ 3: passes).
+fn with_noise(id: &str, n: usize) -> Vec<Retrieved> {
+    let e = expected(id);
+    ranked(id, 20, &[(&e[0], 1), (&e[1], 2), (&e[2], 7)], 10, Some(n))
+}
+
+fn run(overrides: Vec<(&str, Vec<Retrieved>)>) -> Run {
+    run_of(
+        ids()
+            .into_iter()
+            .map(|id| {
+                let list = overrides
+                    .iter()
+                    .find(|(o, _)| *o == id)
+                    .map(|(_, l)| l.clone())
+                    .unwrap_or_else(|| healthy(&id));
+                (id, list)
+            })
+            .collect(),
+    )
+}
+
+fn rec(i: usize, sc: &Scenario, run: &Run) -> RecordedRun {
+    record(
+        &format!("r{i:02}"),
+        &format!("2025-10-{:02}T10:00:00Z", i + 1),
+        sc,
+        run,
+    )
+}
+
+/// `n` healthy runs.
+fn healthy_history(sc: &Scenario, n: usize) -> Vec<RecordedRun> {
+    (0..n).map(|i| rec(i, sc, &run(vec![]))).collect()
+}
+
+fn find(d: &RunsDiagnosis, p: Pattern) -> Option<&PatternFinding> {
+    d.findings.iter().find(|f| f.pattern == p)
+}
+
+fn patterns(d: &RunsDiagnosis) -> Vec<Pattern> {
+    d.findings.iter().map(|f| f.pattern).collect()
+}
+
+#[test]
+fn a_healthy_history_has_no_finding() {
+    let sc = scenario();
+    let mut runs = healthy_history(&sc, 7);
+    // Small harmless movement in one run: a rank changes inside the top-K.
+    let e = expected("fiscal2");
+    runs.push(rec(
+        7,
+        &sc,
+        &run(vec![(
+            "fiscal2",
+            ranked(
+                "fiscal2",
+                20,
+                &[(&e[0], 1), (&e[1], 7), (&e[2], 9)],
+                10,
+                Some(1),
+            ),
+        )]),
+    ));
+    runs.push(rec(8, &sc, &run(vec![])));
+    assert!(runs.iter().all(|r| r.report.verdict == Verdict::Accept));
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+    assert_eq!(d.last_accepted.as_deref(), Some("r07"));
+    assert_eq!(d.trends.len(), 3);
+    assert!(d.trends.iter().all(|t| !t.significant));
+    assert!(d.notes.is_empty(), "{:?}", d.notes);
+    // Without a corpus, too.
+    let d = diagnose_runs(&runs, None, &DiagnoseOptions::default());
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+}
+
+#[test]
+fn a_whole_domain_failing() {
+    let sc = scenario();
+    let mut runs = healthy_history(&sc, 3);
+    let viajes = |i| {
+        rec(
+            i,
+            &sc,
+            &run((0..4)
+                .map(|k| {
+                    (
+                        ["viajes0", "viajes1", "viajes2", "viajes3"][k],
+                        failing(&format!("viajes{k}"), &[]),
+                    )
+                })
+                .collect()),
+        )
+    };
+    runs.push(viajes(3));
+    runs.push(viajes(4));
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    let f = find(&d, Pattern::DomainFailing).expect("domain pattern");
+    assert_eq!(f.domain.as_deref(), Some("viajes"));
+    assert_eq!(f.cases, vec!["viajes0", "viajes1", "viajes2", "viajes3"]);
+    assert_eq!(f.runs, 2, "seen in the last two runs");
+    assert!(f.saw.starts_with("4 of 4 cases of domain `viajes` fail recall (100%), against 0 of 8 cases elsewhere (0%)"), "{}", f.saw);
+    assert!(f
+        .cause
+        .contains("ingestion or classification of domain `viajes`"));
+    assert!(
+        (f.evidence["fisher_p"] - 1.0 / 495.0).abs() < 1e-12,
+        "1 / C(12, 4)"
+    );
+    assert!(find(&d, Pattern::NumericFailing).is_none());
+    assert!(find(&d, Pattern::GoldFailing).is_none());
+    // Two failing domains: neither is "a domain failing while the others pass".
+    let mut both: Vec<(&str, Vec<Retrieved>)> = Vec::new();
+    for k in [
+        "viajes0", "viajes1", "viajes2", "viajes3", "fiscal0", "fiscal1", "fiscal2", "fiscal3",
+    ] {
+        both.push((k, failing(k, &[])));
+    }
+    runs.push(rec(5, &sc, &run(both)));
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    assert!(find(&d, Pattern::DomainFailing).is_none());
+}
+
+#[test]
+fn only_numeric_cases_failing() {
+    let sc = scenario();
+    let mut runs = healthy_history(&sc, 3);
+    // viajes0 is numeric only through its table chunk in the corpus.
+    runs.push(rec(
+        3,
+        &sc,
+        &run(vec![
+            ("fiscal0", failing("fiscal0", &[])),
+            ("laboral0", failing("laboral0", &[])),
+            ("viajes0", failing("viajes0", &[])),
+        ]),
+    ));
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    let f = find(&d, Pattern::NumericFailing).expect("numeric pattern");
+    assert_eq!(f.cases, vec!["fiscal0", "laboral0", "viajes0"]);
+    assert!(f
+        .cause
+        .contains("chunking of tables or missing descriptions"));
+    assert!(
+        f.saw
+            .starts_with("3 of the 3 cases failing recall are numeric/table (100%)"),
+        "{}",
+        f.saw
+    );
+    assert!(find(&d, Pattern::DomainFailing).is_none());
+    assert!(find(&d, Pattern::GoldFailing).is_none());
+    // Without the corpus viajes0 is not known to be a table case, and 2 of 3 is below 80%.
+    let d = diagnose_runs(&runs, None, &DiagnoseOptions::default());
+    assert!(find(&d, Pattern::NumericFailing).is_none());
+}
+
+#[test]
+fn only_gold_cases_failing() {
+    let sc = scenario();
+    let mut runs = healthy_history(&sc, 3);
+    runs.push(rec(
+        3,
+        &sc,
+        &run(vec![
+            ("fiscal1", failing("fiscal1", &[])),
+            ("laboral1", failing("laboral1", &[])),
+            ("viajes1", failing("viajes1", &[])),
+        ]),
+    ));
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    let f = find(&d, Pattern::GoldFailing).expect("gold pattern");
+    assert_eq!(f.cases, vec!["fiscal1", "laboral1", "viajes1"]);
+    assert!(f.cause.contains("`SINTESIS_CURADA` label"), "{}", f.cause);
+    assert!(find(&d, Pattern::NumericFailing).is_none());
+    // One gold failure is not a pattern (fewer than 2 failing).
+    let mut runs = healthy_history(&sc, 3);
+    runs.push(rec(
+        3,
+        &sc,
+        &run(vec![("fiscal1", failing("fiscal1", &[]))]),
+    ));
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    assert!(find(&d, Pattern::GoldFailing).is_none());
+}
+
+#[test]
+fn regression_by_the_latest_ingestion_in_another_domain() {
+    let sc = scenario();
+    let mut runs = healthy_history(&sc, 3);
+    // New fiscal chunks bury a laboral case's chunk; laboral itself received nothing.
+    runs.push(rec(
+        3,
+        &sc,
+        &run(vec![(
+            "laboral2",
+            failing("laboral2", &["fiscal_new_1", "fiscal_new_2"]),
+        )]),
+    ));
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    assert_eq!(d.last_accepted.as_deref(), Some("r02"));
+    let f = find(&d, Pattern::IngestionRegression).expect("regression pattern");
+    assert_eq!(f.cases, vec!["laboral2"]);
+    type Row<'a> = (
+        &'a str,
+        &'a str,
+        usize,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<bool>,
+    );
+    let entered: Vec<Row> = f
+        .entered
+        .iter()
+        .map(|e| {
+            (
+                e.case.as_str(),
+                e.id.as_str(),
+                e.rank,
+                e.ingest_batch.as_deref(),
+                e.domain.as_deref(),
+                e.entered_since,
+            )
+        })
+        .collect();
+    assert_eq!(
+        entered,
+        vec![
+            (
+                "laboral2",
+                "fiscal_new_1",
+                2,
+                Some("2025-11-14-fiscal"),
+                Some("fiscal"),
+                Some(true)
+            ),
+            (
+                "laboral2",
+                "fiscal_new_2",
+                3,
+                Some("2025-11-14-fiscal"),
+                Some("fiscal"),
+                Some(true)
+            ),
+        ]
+    );
+    assert!(f.saw.contains("passed in the last accepted run r02 (2025-10-03T10:00:00Z) and fail now with no new chunk in their domain: laboral2"), "{}", f.saw);
+    assert!(
+        f.saw.contains(
+            "fiscal_new_1 (batch 2025-11-14-fiscal, rank 2) above laboral2_e2 in laboral2"
+        ),
+        "{}",
+        f.saw
+    );
+    assert!(f.cause.starts_with("regression by the latest ingestion"));
+    assert!(find(&d, Pattern::DomainIngestionRegression).is_none());
+    // A case that already failed in the last accepted run is not a regression.
+    let mut runs2 = healthy_history(&sc, 2);
+    let mut with_failure = rec(2, &sc, &run(vec![("laboral2", failing("laboral2", &[]))]));
+    with_failure.report.verdict = Verdict::Accept; // tolerated, say
+    runs2.push(with_failure);
+    runs2.push(rec(
+        3,
+        &sc,
+        &run(vec![("laboral2", failing("laboral2", &["fiscal_new_1"]))]),
+    ));
+    let d = diagnose_runs(&runs2, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    assert!(find(&d, Pattern::IngestionRegression).is_none());
+    // No accepted run before the newest: not checked, and said so.
+    let d = diagnose_runs(&runs[3..], sc.corpus.as_ref(), &DiagnoseOptions::default());
+    assert!(find(&d, Pattern::IngestionRegression).is_none());
+    assert!(d.notes.iter().any(|n| n.contains("no accepted run")));
+}
+
+#[test]
+fn regression_after_an_ingestion_into_the_cases_own_domain() {
+    // The Friday story: the new travel procedure buries the old travel table.
+    let sc = scenario();
+    let mut runs = healthy_history(&sc, 3);
+    runs.push(rec(
+        3,
+        &sc,
+        &run(vec![(
+            "viajes2",
+            failing("viajes2", &["viajes_new_1", "viajes_new_2", "viajes_new_3"]),
+        )]),
+    ));
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    let f = find(&d, Pattern::DomainIngestionRegression).expect("domain regression");
+    assert_eq!(f.domain.as_deref(), Some("viajes"));
+    assert_eq!(f.cases, vec!["viajes2"]);
+    assert_eq!(f.entered.len(), 3);
+    assert!(
+        f.saw
+            .contains("new chunks entered that domain (viajes_new_1, viajes_new_2, viajes_new_3)"),
+        "{}",
+        f.saw
+    );
+    assert!(find(&d, Pattern::IngestionRegression).is_none());
+    // Without a corpus the domain cannot be checked: listed as an ingestion regression,
+    // with the batches the exam's diagnosis recorded.
+    let d = diagnose_runs(&runs, None, &DiagnoseOptions::default());
+    let f = find(&d, Pattern::IngestionRegression).expect("regression pattern");
+    assert_eq!(f.entered.len(), 3);
+    assert!(f
+        .entered
+        .iter()
+        .all(|e| e.entered_since == Some(true) && e.domain.is_none()));
+    assert!(d.notes.iter().any(|n| n.contains("without a corpus")));
+}
+
+#[test]
+fn a_slow_generalised_decline() {
+    let sc = scenario();
+    // Run i has i cases with one expected chunk buried: mean recall falls by 1/36 per run.
+    let order = [
+        "fiscal3", "laboral3", "viajes3", "fiscal2", "laboral2", "viajes2", "laboral1",
+    ];
+    let runs: Vec<RecordedRun> = (0..8)
+        .map(|i| {
+            rec(
+                i,
+                &sc,
+                &run(order[..i]
+                    .iter()
+                    .map(|id| (*id, failing(id, &[])))
+                    .collect()),
+            )
+        })
+        .collect();
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    let f = find(&d, Pattern::SlowDecline).expect("slow decline");
+    assert_eq!(f.runs, 8);
+    assert_eq!(f.cases.len(), 7);
+    assert!(f.cause.contains("stale"));
+    let recall = d.trends.iter().find(|t| t.metric == "mean_recall").unwrap();
+    assert!(recall.significant);
+    assert!((recall.slope + 1.0 / 36.0).abs() < 1e-12);
+    assert_eq!(recall.p_value, 1.0 / 40320.0);
+    assert_eq!(recall.p_adjusted, 2.0 / 40320.0);
+    assert_eq!(recall.moving_cases, 7);
+    assert!(
+        f.saw.contains("mean_recall 1.0000 → 0.8056 over 8 runs"),
+        "{}",
+        f.saw
+    );
+    // The same total drop in one step is not a slow decline.
+    let mut step: Vec<RecordedRun> = (0..7).map(|i| rec(i, &sc, &run(vec![]))).collect();
+    step.push(rec(
+        7,
+        &sc,
+        &run(order.iter().map(|id| (*id, failing(id, &[]))).collect()),
+    ));
+    let d = diagnose_runs(&step, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    assert!(
+        find(&d, Pattern::SlowDecline).is_none(),
+        "{:#?}",
+        d.findings
+    );
+    assert!(
+        find(&d, Pattern::IngestionRegression).is_some(),
+        "a step is a regression"
+    );
+    // Too few runs: no trend, and said so.
+    let d = diagnose_runs(&runs[..4], sc.corpus.as_ref(), &DiagnoseOptions::default());
+    assert!(d.trends.is_empty());
+    assert!(d
+        .notes
+        .iter()
+        .any(|n| n.contains("trends need at least 5 runs")));
+}
+
+#[test]
+fn recall_green_but_noise_high() {
+    let sc = scenario();
+    let mut runs = healthy_history(&sc, 3);
+    runs.push(rec(
+        3,
+        &sc,
+        &run(vec![
+            ("fiscal2", noisy("fiscal2")),
+            ("laboral3", noisy("laboral3")),
+        ]),
+    ));
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    let f = find(&d, Pattern::NoiseHigh).expect("noise pattern");
+    assert_eq!(f.cases, vec!["fiscal2", "laboral3"]);
+    assert!(f.saw.starts_with("2 of 12 cases that pass recall exceed the noise ceiling (17%): fiscal2 (noise 7 > 3 of K 10)"), "{}", f.saw);
+    assert!(f
+        .cause
+        .contains("generic descriptions, mixed chunks or loose facets"));
+    // Failing on noise alone is not a regression by ingestion (nothing was buried).
+    assert!(find(&d, Pattern::IngestionRegression).is_none());
+    assert!(find(&d, Pattern::DomainIngestionRegression).is_none());
+    // A single noisy case is below the pattern's threshold.
+    let mut runs = healthy_history(&sc, 3);
+    runs.push(rec(3, &sc, &run(vec![("fiscal2", noisy("fiscal2"))])));
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    assert!(find(&d, Pattern::NoiseHigh).is_none());
+}
+
+#[test]
+fn mean_noise_rising_under_the_ceiling() {
+    let sc = scenario();
+    // Every case passes; run i has i cases whose noise went from 2 to 3.
+    let ids = ids();
+    let runs: Vec<RecordedRun> = (0..8)
+        .map(|i| {
+            rec(
+                i,
+                &sc,
+                &run(ids[..i]
+                    .iter()
+                    .map(|id| (id.as_str(), with_noise(id, 3)))
+                    .collect()),
+            )
+        })
+        .collect();
+    assert!(runs.iter().all(|r| r.report.verdict == Verdict::Accept));
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    assert_eq!(patterns(&d), vec![Pattern::NoiseHigh]);
+    let f = &d.findings[0];
+    assert!(f.saw.starts_with("mean noise rising"), "{}", f.saw);
+    assert_eq!(f.runs, 8);
+}
+
+#[test]
+fn empty_histories_do_not_panic() {
+    let d = diagnose_runs(&[], None, &DiagnoseOptions::default());
+    assert!(d.findings.is_empty() && d.run.is_none());
+    let empty = Scenario::new(vec![]);
+    let runs: Vec<RecordedRun> = (0..6).map(|i| rec(i, &empty, &run_of(vec![]))).collect();
+    let d = diagnose_runs(&runs, None, &DiagnoseOptions::default());
+    assert!(d.findings.is_empty());
+    assert!(d
+        .noise
+        .as_ref()
+        .unwrap()
+        .overall
+        .suggested_ceiling
+        .is_none());
+    let silly = DiagnoseOptions {
+        trend_window: 0,
+        min_trend_runs: 0,
+        permutations: 0,
+        alpha: f64::NAN,
+        ..DiagnoseOptions::default()
+    };
+    let sc = scenario();
+    let d = diagnose_runs(&healthy_history(&sc, 3), None, &silly);
+    assert!(d.findings.is_empty());
+}
+
+#[test]
+fn noise_calibration_from_the_healthy_cases() {
+    let sc = scenario();
+    // Noise of the twelve cases (all recall 1 except viajes3): the seed's "distribución de
+    // ruido de las queries sanas".
+    let noise = [0, 1, 1, 2, 2, 2, 2, 3, 3, 3, 5];
+    let ids = ids();
+    let mut overrides: Vec<(&str, Vec<Retrieved>)> = ids[..11]
+        .iter()
+        .zip(noise)
+        .map(|(id, n)| {
+            let e = expected(id);
+            (
+                id.as_str(),
+                ranked(id, 20, &[(&e[0], 1), (&e[1], 2), (&e[2], 3)], 10, Some(n)),
+            )
+        })
+        .collect();
+    overrides.push(("viajes3", failing("viajes3", &[])));
+    let r = rec(0, &sc, &run(overrides));
+    let cal = calibrate_noise(&r.report);
+    let o = &cal.overall;
+    assert_eq!(o.healthy_cases, 11);
+    assert_eq!(o.k, Some(10));
+    assert_eq!(
+        o.distribution
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .collect::<Vec<_>>(),
+        vec![(0, 1), (1, 2), (2, 4), (3, 3), (5, 1)]
+    );
+    assert_eq!((o.p50, o.p90, o.max), (Some(2), Some(3), Some(5)));
+    assert_eq!(o.p90_fraction, Some(0.3));
+    // (p90 + 1 result) / K = 0.4, already a multiple of 0.05.
+    assert_eq!(o.suggested_ceiling, Some(0.4));
+    assert_eq!(o.suggested_max_noise, Some(4));
+    assert_eq!((o.over_current, o.over_suggested), (1, 1));
+    assert!(!o.reliable);
+    assert_eq!(cal.current_ceiling, 0.3);
+    let viajes = &cal.domains["viajes"];
+    // viajes0..2 have noise 3, 3, 5 (the last case fails recall and is not healthy).
+    assert_eq!(viajes.healthy_cases, 3);
+    assert_eq!((viajes.p90, viajes.max), (Some(5), Some(5)));
+    assert_eq!(viajes.suggested_ceiling, Some(0.6));
+}
