@@ -45,7 +45,7 @@ pub struct Finding {
     /// The expected chunk concerned, if the finding is about one.
     pub chunk: Option<String>,
     pub finding: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outranked_by: Vec<Outranker>,
 }
 

@@ -275,3 +275,22 @@ fn domain_overrides_apply() {
     assert_eq!(r.cases[0].max_noise, 4);
     assert!(r.cases[0].passed);
 }
+
+#[test]
+fn report_json_reads_back_identically() {
+    // The wire format is also the history's storage format: it must round-trip.
+    let (cases, run, corpus) = irpf_and_asuntos_propios();
+    let policy = Policy::default();
+    let notes = BTreeMap::new();
+    let r = evaluate(ExamInput {
+        cases: &cases,
+        run: &run,
+        corpus: Some(&corpus),
+        policy: &policy,
+        notes: &notes,
+        as_of: Some("2025-11-14"),
+    });
+    let json = serde_json::to_string_pretty(&r).unwrap();
+    let back: veredicto_core::exam::ExamReport = serde_json::from_str(&json).unwrap();
+    assert_eq!(serde_json::to_string_pretty(&back).unwrap(), json);
+}

@@ -189,6 +189,17 @@ pub fn score_key(score: f64) -> u64 {
     }
 }
 
+/// The score of a key from [`score_key`] (`-0.0` comes back as `0.0`).
+#[inline]
+pub fn key_score(key: u64) -> f64 {
+    let bits = if key >> 63 == 1 {
+        key & !(1 << 63)
+    } else {
+        !key
+    };
+    f64::from_bits(bits)
+}
+
 /// trec_eval's ranking order: `Less` means `a` is ranked before `b` (higher score, or equal
 /// score and greater document id).
 #[inline]
@@ -481,6 +492,10 @@ mod tests {
         let mut plain: Vec<(f64, &str)> = scores.iter().copied().zip(ids).collect();
         sort_trec(&mut plain, |(s, d)| (*s, d.as_bytes()));
         sort_trec_keyed(&mut keyed);
+        for (k, s) in keyed.iter().zip([1.5, -2.25, 0.0, 1e300, -1e-300]) {
+            assert_eq!(key_score(score_key(s)), s);
+            let _ = k;
+        }
         let a: Vec<&[u8]> = keyed.iter().map(|k| k.1).collect();
         let b: Vec<&[u8]> = plain.iter().map(|k| k.1.as_bytes()).collect();
         assert_eq!(a, b);
