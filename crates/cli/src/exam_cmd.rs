@@ -1,12 +1,15 @@
 //! `veredicto exam`: the golden-set acceptance exam over a retriever's results.
 
+use crate::history_args::HistoryArgs;
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use veredicto_core::case::Corpus;
-use veredicto_core::exam::{self, ExamInput, Verdict};
+use veredicto_core::compare::{self, CompareOptions, Comparison};
+use veredicto_core::exam::{self, ExamInput, ExamReport, Verdict};
+use veredicto_core::history::{RecordedRun, RunConfig, RunMeta};
 use veredicto_core::policy::Policy;
 use veredicto_formats as formats;
 use veredicto_report::Format;
@@ -48,6 +51,35 @@ pub struct ExamArgs {
     /// Exam date (YYYY-MM-DD) for validity windows in the diagnosis; default: today (UTC).
     #[arg(long, value_name = "DATE", value_parser = parse_date)]
     pub as_of: Option<String>,
+    #[command(flatten)]
+    pub record: RecordArgs,
+}
+
+/// Recording the run in the history and comparing it with a baseline.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub history: HistoryArgs,
+    /// Do not record this run in the history.
+    #[arg(long, conflicts_with_all = ["compare", "fail_on_regression"])]
+    pub no_record: bool,
+    /// Version label of the corpus/index this run examined (recorded with the run).
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Compare with a baseline from the history after the exam.
+    #[arg(long)]
+    pub compare: bool,
+    /// The baseline: `previous` (the last run with the same golden set and policy),
+    /// `last-accepted`, or a run ID / unique prefix.
+    #[arg(long, value_name = "RUN", default_value = "previous")]
+    pub baseline: String,
+    /// Exit 1 on a statistically significant drop or a newly failing gold case, even when
+    /// the absolute gate accepts (implies --compare).
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Seed of the randomisation test and the bootstrap.
+    #[arg(long, value_name = "N", default_value_t = veredicto_core::compare::DEFAULT_SEED)]
+    pub seed: u64,
 }
 
 fn parse_date(s: &str) -> Result<String, String> {
@@ -89,23 +121,161 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         notes: &notes,
         as_of: Some(&as_of),
     });
-    let format = match (args.json, args.format) {
+    let config = RunConfig {
+        retriever: "run-file".to_owned(),
+        source: Some(args.run.display().to_string()),
+        field: Some(
+            serde_json::to_value(policy.field)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+        ),
+        top_k: policy.top_k,
+        ..RunConfig::default()
+    };
+    let corpus_fingerprint = match &args.corpus {
+        Some(p) => Some(file_fingerprint(p)?),
+        None => None,
+    };
+    let output = Output {
+        format: args.format,
+        json: args.json,
+        out: args.out.clone(),
+    };
+    conclude(
+        report,
+        Provenance {
+            config,
+            corpus_fingerprint,
+            latency: Default::default(),
+        },
+        corpus.as_ref(),
+        &args.record,
+        &output,
+    )
+}
+
+/// `sha256:` of a file's bytes.
+pub fn file_fingerprint(path: &std::path::Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(veredicto_core::fingerprint::sha256_bytes(&bytes))
+}
+
+/// How the report is printed.
+pub struct Output {
+    pub format: FormatArg,
+    pub json: bool,
+    pub out: Option<PathBuf>,
+}
+
+/// What a run records besides its report.
+pub struct Provenance {
+    pub config: RunConfig,
+    pub corpus_fingerprint: Option<String>,
+    pub latency: std::collections::BTreeMap<String, veredicto_core::history::StageLatency>,
+}
+
+/// Records the run, compares it with its baseline when asked, prints the report and turns
+/// the verdict into the exit code. Shared by every retriever behind `exam`.
+pub fn conclude(
+    report: ExamReport,
+    provenance: Provenance,
+    corpus: Option<&Corpus>,
+    record: &RecordArgs,
+    output: &Output,
+) -> anyhow::Result<ExitCode> {
+    let compare_wanted = record.compare || record.fail_on_regression;
+    let mut comparison: Option<Comparison> = None;
+    if !record.no_record {
+        let history = record.history.open()?;
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let meta = RunMeta {
+            id: String::new(),
+            created_at: crate::clock::now_rfc3339(),
+            label: record.label.clone(),
+            golden_fingerprint: report.golden_fingerprint.clone(),
+            policy_fingerprint: report.policy_fingerprint.clone(),
+            corpus_fingerprint: provenance.corpus_fingerprint,
+            config: provenance.config,
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            git_revision: crate::history_args::git_revision(&cwd),
+            latency: provenance.latency,
+        };
+        let id = history.record(&meta, &report)?;
+        eprintln!(
+            "veredicto: recorded run {id} in {}",
+            record.history.history.display()
+        );
+        if compare_wanted {
+            let new = RecordedRun {
+                meta: RunMeta {
+                    id: id.clone(),
+                    ..meta
+                },
+                report: report.clone(),
+            };
+            let base_id = match record.baseline.as_str() {
+                "previous" => history.previous_compatible(&new.meta)?.map(|s| s.id),
+                "last-accepted" => history.last_accepted(Some(&id), None)?.map(|s| s.id),
+                other => Some(history.resolve(other)?),
+            };
+            match base_id {
+                Some(base_id) => {
+                    let base = history.get(&base_id)?;
+                    let opts = CompareOptions {
+                        seed: record.seed,
+                        corpus,
+                        ..CompareOptions::default()
+                    };
+                    comparison = Some(compare::compare(&base, &new, &opts));
+                }
+                None => eprintln!(
+                    "veredicto: no baseline ({}) in the history yet: nothing to compare with",
+                    record.baseline
+                ),
+            }
+        }
+    }
+
+    let format = match (output.json, output.format) {
         (true, _) | (_, FormatArg::Json) => Format::Json,
         (_, FormatArg::Human) => Format::Human,
         (_, FormatArg::Markdown) => Format::Markdown,
         (_, FormatArg::Junit) => Format::Junit,
     };
-    let color = args.out.is_none()
+    let color = output.out.is_none()
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let text = veredicto_report::render(&report, format, color);
-    match &args.out {
+    let mut text = veredicto_report::render(&report, format, color);
+    if let Some(c) = &comparison {
+        match format {
+            Format::Human => {
+                text.push('\n');
+                text.push_str(&veredicto_report::comparison::human(c));
+            }
+            Format::Markdown => text.push_str(&veredicto_report::comparison::markdown(c)),
+            Format::Json => {
+                let mut value = serde_json::to_value(&report)?;
+                if let Some(map) = value.as_object_mut() {
+                    map.insert("comparison".to_owned(), serde_json::to_value(c)?);
+                }
+                text = serde_json::to_string_pretty(&value)?;
+                text.push('\n');
+            }
+            Format::Junit => {}
+        }
+    }
+    match &output.out {
         Some(path) => crate::output::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?,
         None => crate::output::print_stdout(&text)?,
     }
-    Ok(match report.verdict {
-        Verdict::Accept => ExitCode::SUCCESS,
-        Verdict::Stop => ExitCode::from(1),
+    let regression = record.fail_on_regression && comparison.as_ref().is_some_and(|c| c.regression);
+    if regression {
+        eprintln!("veredicto: regression against the baseline (--fail-on-regression)");
+    }
+    Ok(match (report.verdict, regression) {
+        (Verdict::Accept, false) => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
     })
 }

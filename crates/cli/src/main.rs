@@ -5,8 +5,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod clock;
+mod compare_cmd;
 mod exam_cmd;
+mod history_args;
 mod output;
+mod runs_cmd;
 mod trec_cmd;
 
 #[derive(Debug, Parser)]
@@ -26,6 +29,10 @@ enum Command {
     Exam(exam_cmd::ExamArgs),
     /// trec_eval-compatible evaluator: same command line, same output.
     Trec(trec_cmd::TrecArgs),
+    /// The run history: list and show recorded runs.
+    Runs(runs_cmd::RunsArgs),
+    /// Compare a run with its baseline (significance, displaced chunks, cross-run diagnosis).
+    Compare(compare_cmd::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +47,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Exam(args) => exam_cmd::run(args),
         Command::Trec(args) => trec_cmd::run(args),
+        Command::Runs(args) => runs_cmd::run(args),
+        Command::Compare(args) => compare_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -24,9 +24,18 @@ pub fn example(name: &str) -> PathBuf {
     workspace().join("examples/rack").join(name)
 }
 
+/// Runs the binary in a fresh working directory (so the default history,
+/// `.veredicto/history.db`, lands in a temporary folder).
 pub fn veredicto(args: &[&str]) -> Output {
+    let cwd = tempfile::tempdir().expect("tempdir");
+    veredicto_in(cwd.path(), args)
+}
+
+/// Runs the binary in `dir`.
+pub fn veredicto_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_veredicto"))
         .args(args)
+        .current_dir(dir)
         .env("NO_COLOR", "1")
         .output()
         .expect("run veredicto")

@@ -1,6 +1,8 @@
 //! Renderers for veredicto reports (STYLE item 12: compute once, render many). Each
 //! function takes the finished [`ExamReport`] and returns text; none recomputes a number.
 
+pub mod comparison;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;

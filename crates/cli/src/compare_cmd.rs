@@ -1,0 +1,142 @@
+//! `veredicto compare [BASE] [RUN]`: a run against its baseline, with significance, and the
+//! cross-run diagnosis of the recent history.
+
+use crate::history_args::HistoryArgs;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use veredicto_core::case::Corpus;
+use veredicto_core::compare::{self, CompareOptions, DiagnoseOptions};
+use veredicto_core::history::RecordedRun;
+use veredicto_store::{History, RunFilter};
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline run (ID, unique prefix); default: see --baseline.
+    pub base: Option<String>,
+    /// The run to judge (ID, unique prefix, `latest`); default: the latest run.
+    pub run: Option<String>,
+    /// When BASE is not given: `previous` (the last run with the same golden set and
+    /// policy before RUN) or `last-accepted`.
+    #[arg(long, value_name = "WHICH", default_value = "previous")]
+    pub baseline: String,
+    /// The current corpus, to tell the ingest batch of chunks that displaced expected ones.
+    #[arg(long, value_name = "CORPUS")]
+    pub corpus: Option<PathBuf>,
+    /// Seed of the randomisation test and the bootstrap.
+    #[arg(long, default_value_t = compare::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Monte-Carlo sign patterns when exact enumeration is too large.
+    #[arg(long, default_value_t = 10_000)]
+    pub permutations: usize,
+    /// Bootstrap resamples for the confidence intervals.
+    #[arg(long, default_value_t = 10_000)]
+    pub bootstrap: usize,
+    /// Runs of history the cross-run diagnosis looks at.
+    #[arg(long, default_value_t = 10)]
+    pub window: usize,
+    /// Exit 1 on a significant drop or a newly failing gold case.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Print a Markdown summary (pull-request comment).
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
+    #[command(flatten)]
+    pub history: HistoryArgs,
+}
+
+/// The last `window` runs of `run`'s golden set up to and including it, oldest first.
+pub fn recent_runs(
+    history: &History,
+    run: &RecordedRun,
+    window: usize,
+) -> anyhow::Result<Vec<RecordedRun>> {
+    let mut ids: Vec<String> = history
+        .list(&RunFilter {
+            golden_fingerprint: Some(run.meta.golden_fingerprint.clone()),
+            before: Some(run.meta.id.clone()),
+            limit: Some(window.saturating_sub(1)),
+            ..RunFilter::default()
+        })?
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    ids.reverse();
+    let mut runs = Vec::with_capacity(ids.len() + 1);
+    for id in ids {
+        runs.push(history.get(&id)?);
+    }
+    runs.push(run.clone());
+    Ok(runs)
+}
+
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let history = args.history.open_existing()?;
+    let new = history.get(args.run.as_deref().unwrap_or("latest"))?;
+    let base_id = match &args.base {
+        Some(b) => history.resolve(b)?,
+        None => {
+            let found = match args.baseline.as_str() {
+                "previous" => history.previous_compatible(&new.meta)?,
+                "last-accepted" => history.last_accepted(Some(&new.meta.id), None)?,
+                other => anyhow::bail!(
+                    "--baseline must be `previous` or `last-accepted`, got `{other}` (give a run ID as BASE instead)"
+                ),
+            };
+            match found {
+                Some(s) => s.id,
+                None => anyhow::bail!(
+                    "no {} baseline for run {} in {}",
+                    args.baseline,
+                    new.meta.id,
+                    args.history.history.display()
+                ),
+            }
+        }
+    };
+    let base = history.get(&base_id)?;
+    let corpus = match &args.corpus {
+        Some(p) => Some(Corpus::new(veredicto_formats::corpus::read_corpus(p)?)),
+        None => None,
+    };
+    let opts = CompareOptions {
+        seed: args.seed,
+        permutations: args.permutations,
+        bootstrap: args.bootstrap,
+        corpus: corpus.as_ref(),
+        ..CompareOptions::default()
+    };
+    let comparison = compare::compare(&base, &new, &opts);
+    let runs = recent_runs(&history, &new, args.window)?;
+    let diagnosis = compare::diagnose_runs(
+        &runs,
+        corpus.as_ref(),
+        &DiagnoseOptions {
+            seed: args.seed,
+            ..DiagnoseOptions::default()
+        },
+    );
+    let text = if args.json {
+        let mut s = serde_json::to_string_pretty(&serde_json::json!({
+            "comparison": comparison,
+            "diagnosis": diagnosis,
+        }))?;
+        s.push('\n');
+        s
+    } else if args.markdown {
+        veredicto_report::comparison::markdown(&comparison)
+    } else {
+        let mut s = veredicto_report::comparison::human(&comparison);
+        s.push('\n');
+        s.push_str(&veredicto_report::comparison::diagnosis_human(&diagnosis));
+        s
+    };
+    crate::output::print_stdout(&text)?;
+    Ok(if args.fail_on_regression && comparison.regression {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,276 @@
+//! Text renderings of a [`Comparison`] with its baseline and of the cross-run diagnosis
+//! ([`RunsDiagnosis`]): for the terminal and for a pull-request comment.
+
+use crate::fmt;
+use veredicto_core::compare::{
+    Comparison, MetricTest, RankChange, RegressionReason, RunsDiagnosis,
+};
+
+fn signed(v: f64, digits: usize) -> String {
+    if v > 0.0 {
+        format!("+{v:.digits$}")
+    } else {
+        format!("{v:.digits$}")
+    }
+}
+
+fn metric_digits(t: &MetricTest) -> usize {
+    if t.metric.name().contains("quality") {
+        1
+    } else {
+        3
+    }
+}
+
+fn p(v: f64) -> String {
+    if v < 0.0001 {
+        "<0.0001".to_owned()
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+fn ci(t: &MetricTest) -> String {
+    match (t.ci_low, t.ci_high) {
+        (Some(lo), Some(hi)) => {
+            let d = metric_digits(t);
+            format!("[{}, {}]", signed(lo, d), signed(hi, d))
+        }
+        _ => "-".to_owned(),
+    }
+}
+
+/// Lines describing what changed for each moved expected chunk and who displaced it.
+fn case_lines(c: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in &c.cases {
+        let moved: Vec<String> = d
+            .expected
+            .iter()
+            .filter(|e| !matches!(e.change, RankChange::Same | RankChange::Absent))
+            .map(|e| {
+                let r = |x: Option<usize>| x.map_or("-".to_owned(), |r| r.to_string());
+                format!("{} {}→{}", e.id, r(e.base_rank), r(e.new_rank))
+            })
+            .collect();
+        if moved.is_empty() && d.recall.delta == 0.0 && d.base_passed == d.new_passed {
+            continue;
+        }
+        let status = match (d.base_passed, d.new_passed) {
+            (true, false) => "NEWLY FAILING",
+            (false, true) => "newly passing",
+            (true, true) => "passing",
+            (false, false) => "still failing",
+        };
+        out.push(format!(
+            "{}{}: {status}; recall {} → {} ({}); {}",
+            d.id,
+            if d.gold { " (gold)" } else { "" },
+            fmt::pct(d.recall.base),
+            fmt::pct(d.recall.new),
+            signed(d.recall.delta, 3),
+            if moved.is_empty() {
+                "no expected chunk moved".to_owned()
+            } else {
+                moved.join(", ")
+            }
+        ));
+        for disp in &d.displaced {
+            let by: Vec<String> = disp
+                .by
+                .iter()
+                .map(|b| match &b.ingest_batch {
+                    Some(batch) => format!("{}#{} ({batch})", b.id, b.rank),
+                    None => format!("{}#{}", b.id, b.rank),
+                })
+                .collect();
+            out.push(format!(
+                "    {} displaced by: {}",
+                disp.chunk,
+                if by.is_empty() {
+                    "-".to_owned()
+                } else {
+                    by.join(", ")
+                }
+            ));
+        }
+    }
+    out
+}
+
+/// The comparison for a terminal.
+pub fn human(c: &Comparison) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "comparison with {} ({}{}) over {} shared cases\n",
+        c.base.id,
+        c.base.created_at,
+        c.base
+            .label
+            .as_deref()
+            .map(|l| format!(", {l}"))
+            .unwrap_or_default(),
+        c.shared_cases
+    ));
+    for d in &c.compatibility.differences {
+        out.push_str(&format!("  differs: {d}\n"));
+    }
+    out.push_str(&format!(
+        "  newly failing: {}\n  newly passing: {}\n",
+        list_or_none(&c.newly_failing),
+        list_or_none(&c.newly_passing)
+    ));
+    for line in case_lines(c) {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out.push_str(&format!(
+        "  {:<14} {:>9} {:>9} {:>9}  {:<22} {:>8} {:>8}  sig\n",
+        "metric", "base", "new", "Δ", "95% CI", "p", "Holm p"
+    ));
+    for t in &c.tests {
+        let d = metric_digits(t);
+        out.push_str(&format!(
+            "  {:<14} {:>9.d$} {:>9.d$} {:>9}  {:<22} {:>8} {:>8}  {}\n",
+            t.metric.name(),
+            t.base_mean,
+            t.new_mean,
+            signed(t.mean_difference, d),
+            ci(t),
+            p(t.p_value),
+            p(t.p_adjusted),
+            if t.significant { "yes" } else { "no" },
+        ));
+    }
+    out.push_str(&format!(
+        "  (paired sign-flip randomisation test, two-sided; bootstrap {} resamples; Holm across metrics; seed {})\n",
+        c.settings.bootstrap, c.settings.seed
+    ));
+    out.push_str(if c.regression {
+        "  regression: YES\n"
+    } else {
+        "  regression: no\n"
+    });
+    for r in &c.regression_reasons {
+        out.push_str(&format!("    - {}\n", regression_reason(r)));
+    }
+    out
+}
+
+fn regression_reason(r: &RegressionReason) -> String {
+    match r {
+        RegressionReason::SignificantDrop {
+            metric,
+            mean_difference,
+            p_adjusted,
+        } => format!(
+            "significant drop of {} (Δ {mean_difference:+.4}, Holm p {})",
+            metric.name(),
+            p(*p_adjusted)
+        ),
+        RegressionReason::NewlyFailingGold { case } => {
+            format!("gold case {case} passed in the baseline and fails now")
+        }
+    }
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".to_owned()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// The comparison for a pull-request comment.
+pub fn markdown(c: &Comparison) -> String {
+    let mut out = format!(
+        "\n### Compared with `{}`{}\n\n",
+        c.base.id,
+        if c.regression {
+            " — ⚠️ regression"
+        } else {
+            ""
+        }
+    );
+    for r in &c.regression_reasons {
+        out.push_str(&format!("- **regression**: {}\n", regression_reason(r)));
+    }
+    for d in &c.compatibility.differences {
+        out.push_str(&format!("- differs: {d}\n"));
+    }
+    out.push_str(&format!(
+        "- shared cases: {}\n- newly failing: {}\n- newly passing: {}\n\n",
+        c.shared_cases,
+        list_or_none(&c.newly_failing),
+        list_or_none(&c.newly_passing)
+    ));
+    out.push_str("| metric | base | new | Δ | 95% CI | p | Holm p | significant |\n");
+    out.push_str("|---|---:|---:|---:|---|---:|---:|:-:|\n");
+    for t in &c.tests {
+        let d = metric_digits(t);
+        out.push_str(&format!(
+            "| {} | {:.d$} | {:.d$} | {} | {} | {} | {} | {} |\n",
+            t.metric.name(),
+            t.base_mean,
+            t.new_mean,
+            signed(t.mean_difference, d),
+            ci(t),
+            p(t.p_value),
+            p(t.p_adjusted),
+            if t.significant { "yes" } else { "no" }
+        ));
+    }
+    let lines = case_lines(c);
+    if !lines.is_empty() {
+        out.push_str("\n<details><summary>Per-case changes</summary>\n\n");
+        for l in lines {
+            out.push_str(&format!("- {}\n", l.trim_start()));
+        }
+        out.push_str("\n</details>\n");
+    }
+    out
+}
+
+/// The cross-run diagnosis for a terminal.
+pub fn diagnosis_human(d: &RunsDiagnosis) -> String {
+    let mut out = String::new();
+    if d.findings.is_empty() {
+        out.push_str(&format!(
+            "cross-run diagnosis over {} runs: no failure pattern\n",
+            d.runs
+        ));
+    } else {
+        out.push_str(&format!("cross-run diagnosis over {} runs:\n", d.runs));
+    }
+    for f in &d.findings {
+        out.push_str(&format!("  [{}] {}\n", f.pattern.id(), f.saw));
+        out.push_str(&format!("      likely cause: {}\n", f.cause));
+        for e in &f.entered {
+            out.push_str(&format!(
+                "      {} (batch {}) entered since the last accepted run and outranks {} of {} at rank {}\n",
+                e.id,
+                e.ingest_batch.as_deref().unwrap_or("unknown"),
+                e.expected,
+                e.case,
+                e.rank
+            ));
+        }
+    }
+    if let Some(n) = &d.noise {
+        let o = &n.overall;
+        match (o.suggested_ceiling, o.p50, o.p90, o.max) {
+            (Some(s), Some(p50), Some(p90), Some(max)) => out.push_str(&format!(
+                "  noise calibration: {} healthy cases, noise p50 {p50}, p90 {p90}, max {max}; suggested ceiling {:.2} of K (current {:.2}){}\n",
+                o.healthy_cases,
+                s,
+                n.current_ceiling,
+                if o.reliable { "" } else { " — too few healthy cases to rely on" }
+            )),
+            _ => out.push_str("  noise calibration: no healthy case with a defined noise\n"),
+        }
+    }
+    for note in &d.notes {
+        out.push_str(&format!("  note: {note}\n"));
+    }
+    out
+}
