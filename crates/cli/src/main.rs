@@ -9,6 +9,7 @@ mod compare_cmd;
 mod exam_cmd;
 mod history_args;
 mod output;
+mod report_cmd;
 mod runs_cmd;
 mod trec_cmd;
 
@@ -33,6 +34,8 @@ enum Command {
     Runs(runs_cmd::RunsArgs),
     /// Compare a run with its baseline (significance, displaced chunks, cross-run diagnosis).
     Compare(compare_cmd::CompareArgs),
+    /// Render a recorded run: self-contained HTML (default), Markdown, JUnit or JSON.
+    Report(report_cmd::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Trec(args) => trec_cmd::run(args),
         Command::Runs(args) => runs_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(args),
+        Command::Report(args) => report_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,116 @@
+//! `veredicto report [RUN]`: one recorded run rendered from the history, with its baseline
+//! comparison, the cross-run diagnosis and the trends: HTML (self-contained), Markdown,
+//! JUnit or JSON. Computed once, rendered many ways.
+
+use crate::compare_cmd::recent_runs;
+use crate::history_args::HistoryArgs;
+use anyhow::Context;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use veredicto_core::case::Corpus;
+use veredicto_core::compare::{self, CompareOptions, DiagnoseOptions};
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ReportFormat {
+    Html,
+    Markdown,
+    Junit,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The run (ID, unique prefix, `latest`).
+    #[arg(default_value = "latest")]
+    pub run: String,
+    #[arg(long, value_enum, default_value = "html")]
+    pub format: ReportFormat,
+    /// Write to FILE (atomically); default stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Baseline for the comparison: `previous`, `last-accepted`, a run ID, or `none`.
+    #[arg(long, value_name = "RUN", default_value = "previous")]
+    pub baseline: String,
+    /// The current corpus (ingest batches of displacing chunks).
+    #[arg(long, value_name = "CORPUS")]
+    pub corpus: Option<PathBuf>,
+    /// Runs of history for the trends and the cross-run diagnosis.
+    #[arg(long, default_value_t = 30)]
+    pub window: usize,
+    #[arg(long, default_value_t = compare::DEFAULT_SEED)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub history: HistoryArgs,
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let history = args.history.open_existing()?;
+    let current = history.get(&args.run)?;
+    let corpus = match &args.corpus {
+        Some(p) => Some(Corpus::new(veredicto_formats::corpus::read_corpus(p)?)),
+        None => None,
+    };
+    let base_id = match args.baseline.as_str() {
+        "none" => None,
+        "previous" => history.previous_compatible(&current.meta)?.map(|s| s.id),
+        "last-accepted" => history
+            .last_accepted(Some(&current.meta.id), None)?
+            .map(|s| s.id),
+        other => Some(history.resolve(other)?),
+    };
+    let comparison = match base_id {
+        Some(id) => {
+            let base = history.get(&id)?;
+            Some(compare::compare(
+                &base,
+                &current,
+                &CompareOptions {
+                    seed: args.seed,
+                    corpus: corpus.as_ref(),
+                    ..CompareOptions::default()
+                },
+            ))
+        }
+        None => None,
+    };
+    let runs = recent_runs(&history, &current, args.window)?;
+    let diagnosis = compare::diagnose_runs(
+        &runs,
+        corpus.as_ref(),
+        &DiagnoseOptions {
+            seed: args.seed,
+            ..DiagnoseOptions::default()
+        },
+    );
+    let text = match args.format {
+        ReportFormat::Html => veredicto_report::html::render(&veredicto_report::html::HtmlInput {
+            current: &current,
+            baseline_comparison: comparison.as_ref(),
+            diagnosis: Some(&diagnosis),
+            history: &runs,
+        }),
+        ReportFormat::Markdown => {
+            let mut s = veredicto_report::markdown::render(&current.report);
+            if let Some(c) = &comparison {
+                s.push_str(&veredicto_report::comparison::markdown(c));
+            }
+            s
+        }
+        ReportFormat::Junit => veredicto_report::junit::render(&current.report),
+        ReportFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&serde_json::json!({
+                "run": current,
+                "comparison": comparison,
+                "diagnosis": diagnosis,
+            }))?;
+            s.push('\n');
+            s
+        }
+    };
+    match &args.out {
+        Some(path) => crate::output::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => crate::output::print_stdout(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,31 @@
+#!/bin/sh
+# Installs Debian's `chromium` package, which the HTML report test
+# (crates/report/tests/html_chromium.rs) drives headless. Idempotent: does nothing when
+# /usr/bin/chromium already exists. Needs root (or sudo) and apt-get; CI calls it before
+# `cargo test`.
+set -eu
+
+if [ -x /usr/bin/chromium ]; then
+    echo "chromium already installed: $(/usr/bin/chromium --version 2>/dev/null || echo /usr/bin/chromium)"
+    exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-chromium.sh: apt-get not found; install Debian's chromium package by other means" >&2
+    exit 1
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+        SUDO="sudo"
+    else
+        echo "install-chromium.sh: run as root (or install sudo)" >&2
+        exit 1
+    fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update
+$SUDO apt-get install -y --no-install-recommends chromium fonts-dejavu-core fonts-liberation
+/usr/bin/chromium --version
