@@ -1,0 +1,489 @@
+//! The BERT-family transformer encoder (BERT, RoBERTa, XLM-RoBERTa), forward pass only.
+//!
+//! Sequences are *packed*, not padded: the tokens of every sequence of a batch are stacked
+//! into one `T x hidden` matrix, the dense layers run as single GEMMs over all `T` tokens,
+//! and attention runs per sequence over exactly its own tokens. No padding means no wasted
+//! FLOPs and no attention mask, and a sequence's result does not depend on which other
+//! sequences share its batch.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::config::{Activation, EncoderConfig, Family};
+use crate::kernels::{self, Mat, Threads};
+use crate::safetensors::SafeTensors;
+use crate::EmbedError;
+
+/// Tensor-name prefixes tried, in order, in front of `embeddings.` / `encoder.`.
+const PREFIXES: &[&str] = &["", "bert.", "roberta.", "xlm-roberta.", "model."];
+
+/// Affine parameters of a layer norm.
+pub(crate) struct Norm {
+    w: Vec<f32>,
+    b: Vec<f32>,
+}
+
+/// A dense layer stored as `in x out` row-major (transposed from PyTorch's `out x in`).
+pub(crate) struct Dense {
+    w: Vec<f32>,
+    b: Vec<f32>,
+    inp: usize,
+    out: usize,
+}
+
+/// Rows a small dense-layer call is zero-padded to (see [`Dense::needs_padding`]).
+const MIN_GEMM_ROWS: usize = 65;
+
+impl Dense {
+    /// `out[t x out] = x[t x in] · W + b` for `t` rows (`out` is overwritten).
+    pub(crate) fn apply(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+        for r in out.chunks_exact_mut(self.out).take(rows) {
+            r.copy_from_slice(&self.b);
+        }
+        self.accumulate(x, rows, out);
+    }
+
+    /// `io[t x out] += x[t x in] · W + b` (residual connection fused).
+    fn apply_add(&self, x: &[f32], rows: usize, io: &mut [f32]) {
+        for r in io.chunks_exact_mut(self.out).take(rows) {
+            for (v, b) in r.iter_mut().zip(&self.b) {
+                *v += b;
+            }
+        }
+        self.accumulate(x, rows, io);
+    }
+
+    /// `io += x · W` on the blocked GEMM path (see [`Dense::needs_padding`]).
+    fn accumulate(&self, x: &[f32], rows: usize, io: &mut [f32]) {
+        if rows == 0 {
+            return;
+        }
+        if self.needs_padding(rows) {
+            let mut xp = vec![0f32; MIN_GEMM_ROWS * self.inp];
+            xp[..rows * self.inp].copy_from_slice(&x[..rows * self.inp]);
+            let mut op = vec![0f32; MIN_GEMM_ROWS * self.out];
+            op[..rows * self.out].copy_from_slice(&io[..rows * self.out]);
+            self.gemm(&xp, MIN_GEMM_ROWS, &mut op);
+            io[..rows * self.out].copy_from_slice(&op[..rows * self.out]);
+        } else {
+            self.gemm(x, rows, io);
+        }
+    }
+
+    /// The `gemm` crate takes other code paths for small problems (gemv for one row,
+    /// "horizontal" kernels when rows x out <= 256, another k blocking when rows and out are
+    /// both <= 64), and those round differently from its blocked kernels. On the blocked path
+    /// a row's result does not depend on the other rows; padding the calls that would leave it
+    /// keeps a text's vector bit-identical alone or in a batch. For real models (out >= 65)
+    /// only a single-row call is padded.
+    fn needs_padding(&self, rows: usize) -> bool {
+        rows < 2 || rows * self.out <= 256 || (rows <= 64 && self.out <= 64)
+    }
+
+    fn gemm(&self, x: &[f32], rows: usize, io: &mut [f32]) {
+        kernels::gemm(
+            rows,
+            self.out,
+            self.inp,
+            Mat::rows(x, self.inp),
+            Mat::rows(&self.w, self.out),
+            io,
+            self.out,
+            true,
+            1.0,
+            Threads::Pool,
+        );
+    }
+
+    /// `out = x · W + b` by plain dot products in a fixed order: for the small
+    /// classification heads, where the result must not depend on how many rows there are.
+    pub(crate) fn apply_exact(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+        for r in 0..rows {
+            let xr = &x[r * self.inp..(r + 1) * self.inp];
+            for o in 0..self.out {
+                let mut acc = 0f32;
+                for (i, xi) in xr.iter().enumerate() {
+                    acc += xi * self.w[i * self.out + o];
+                }
+                out[r * self.out + o] = acc + self.b[o];
+            }
+        }
+    }
+
+    pub(crate) fn out_dim(&self) -> usize {
+        self.out
+    }
+}
+
+struct Layer {
+    qkv: Dense,
+    attn_out: Dense,
+    ln1: Norm,
+    ff_in: Dense,
+    ff_out: Dense,
+    ln2: Norm,
+}
+
+/// Loads named tensors with a fixed prefix and checks their shapes.
+pub(crate) struct WeightSource<'a> {
+    st: &'a SafeTensors,
+    prefix: String,
+}
+
+impl<'a> WeightSource<'a> {
+    /// Finds the prefix under which the encoder's tensors live.
+    pub(crate) fn detect(st: &'a SafeTensors) -> Result<Self, EmbedError> {
+        for p in PREFIXES {
+            if st.contains(&format!("{p}embeddings.word_embeddings.weight")) {
+                return Ok(WeightSource {
+                    st,
+                    prefix: p.to_string(),
+                });
+            }
+        }
+        Err(EmbedError::MissingTensor {
+            path: st.path().to_path_buf(),
+            name: "embeddings.word_embeddings.weight".into(),
+            prefixes: PREFIXES.iter().map(|p| p.to_string()).collect(),
+        })
+    }
+
+    /// A source reading tensor names as they are (for heads outside the encoder prefix).
+    pub(crate) fn root(st: &'a SafeTensors) -> Self {
+        WeightSource {
+            st,
+            prefix: String::new(),
+        }
+    }
+
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.st.contains(&format!("{}{name}", self.prefix))
+    }
+
+    pub(crate) fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, EmbedError> {
+        let full = format!("{}{name}", self.prefix);
+        if !self.st.contains(&full) {
+            return Err(EmbedError::MissingTensor {
+                path: self.st.path().to_path_buf(),
+                name: name.to_string(),
+                prefixes: vec![self.prefix.clone()],
+            });
+        }
+        let got = self.st.shape(&full).unwrap_or(&[]);
+        // Accept [n] vs [1, n] style differences only when the element counts agree exactly
+        // in the same order (e.g. a bias stored as [1, n]).
+        let squeeze = |s: &[usize]| s.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
+        if got != shape && squeeze(got) != squeeze(shape) {
+            return Err(EmbedError::TensorShape {
+                path: self.st.path().to_path_buf(),
+                name: full,
+                expected: shape.to_vec(),
+                got: got.to_vec(),
+            });
+        }
+        self.st.get_f32(&full)
+    }
+
+    /// Layer norm `name.{weight,bias}` (or the old `gamma`/`beta` names).
+    pub(crate) fn norm(&self, name: &str, h: usize) -> Result<Norm, EmbedError> {
+        let (w, b) = if self.has(&format!("{name}.gamma")) {
+            ("gamma", "beta")
+        } else {
+            ("weight", "bias")
+        };
+        Ok(Norm {
+            w: self.tensor(&format!("{name}.{w}"), &[h])?,
+            b: self.tensor(&format!("{name}.{b}"), &[h])?,
+        })
+    }
+
+    /// Dense layer `name.{weight,bias}` with PyTorch weight shape `[out, in]`.
+    pub(crate) fn dense(&self, name: &str, inp: usize, out: usize) -> Result<Dense, EmbedError> {
+        let w = self.tensor(&format!("{name}.weight"), &[out, inp])?;
+        let b = self.tensor(&format!("{name}.bias"), &[out])?;
+        Ok(Dense {
+            w: transpose(&w, out, inp),
+            b,
+            inp,
+            out,
+        })
+    }
+}
+
+fn transpose(w: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut t = vec![0f32; w.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            t[c * rows + r] = w[r * cols + c];
+        }
+    }
+    t
+}
+
+/// A loaded encoder.
+pub(crate) struct Encoder {
+    pub cfg: EncoderConfig,
+    word: Vec<f32>,
+    pos: Vec<f32>,
+    token_type: Vec<f32>,
+    emb_ln: Norm,
+    layers: Vec<Layer>,
+}
+
+/// One tokenized sequence.
+pub(crate) struct Seq<'a> {
+    pub ids: &'a [u32],
+    pub type_ids: &'a [u32],
+}
+
+/// Output of a forward pass: the final hidden states of every token, packed.
+pub(crate) struct Hidden {
+    /// `T x hidden`, sequences one after another.
+    pub data: Vec<f32>,
+    /// Start row of each sequence, plus `T` at the end.
+    pub offsets: Vec<usize>,
+    pub hidden: usize,
+}
+
+impl Hidden {
+    /// The rows of sequence `i`.
+    pub fn seq(&self, i: usize) -> &[f32] {
+        &self.data[self.offsets[i] * self.hidden..self.offsets[i + 1] * self.hidden]
+    }
+}
+
+impl Encoder {
+    /// Loads the encoder weights described by `cfg` from `st`.
+    pub(crate) fn load(cfg: EncoderConfig, st: &SafeTensors) -> Result<Encoder, EmbedError> {
+        let src = WeightSource::detect(st)?;
+        let h = cfg.hidden_size;
+        let word = src.tensor("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?;
+        let pos = src.tensor(
+            "embeddings.position_embeddings.weight",
+            &[cfg.max_position_embeddings, h],
+        )?;
+        let token_type = src.tensor(
+            "embeddings.token_type_embeddings.weight",
+            &[cfg.type_vocab_size, h],
+        )?;
+        let emb_ln = src.norm("embeddings.LayerNorm", h)?;
+        let mut layers = Vec::with_capacity(cfg.num_layers);
+        for i in 0..cfg.num_layers {
+            let l = format!("encoder.layer.{i}.");
+            let q = src.dense(&format!("{l}attention.self.query"), h, h)?;
+            let k = src.dense(&format!("{l}attention.self.key"), h, h)?;
+            let v = src.dense(&format!("{l}attention.self.value"), h, h)?;
+            layers.push(Layer {
+                qkv: fuse_qkv(&q, &k, &v),
+                attn_out: src.dense(&format!("{l}attention.output.dense"), h, h)?,
+                ln1: src.norm(&format!("{l}attention.output.LayerNorm"), h)?,
+                ff_in: src.dense(&format!("{l}intermediate.dense"), h, cfg.intermediate_size)?,
+                ff_out: src.dense(&format!("{l}output.dense"), cfg.intermediate_size, h)?,
+                ln2: src.norm(&format!("{l}output.LayerNorm"), h)?,
+            });
+        }
+        Ok(Encoder {
+            cfg,
+            word,
+            pos,
+            token_type,
+            emb_ln,
+            layers,
+        })
+    }
+
+    /// Runs the encoder over `seqs` (each already truncated to the position limit).
+    pub(crate) fn forward(&self, seqs: &[Seq<'_>], tokenizer: &Path) -> Result<Hidden, EmbedError> {
+        let cfg = &self.cfg;
+        let h = cfg.hidden_size;
+        let mut offsets = Vec::with_capacity(seqs.len() + 1);
+        let mut t = 0usize;
+        for s in seqs {
+            offsets.push(t);
+            t += s.ids.len();
+        }
+        offsets.push(t);
+
+        // Embeddings.
+        let mut x = vec![0f32; t * h];
+        for (si, s) in seqs.iter().enumerate() {
+            if s.ids.len() > cfg.max_positions() {
+                return Err(EmbedError::InvalidOption {
+                    option: "max_tokens",
+                    reason: format!(
+                        "a sequence of {} tokens exceeds the model's {} positions",
+                        s.ids.len(),
+                        cfg.max_positions()
+                    ),
+                });
+            }
+            let mut nonpad = 0usize;
+            for (j, (&id, &tt)) in s.ids.iter().zip(s.type_ids).enumerate() {
+                let id = id as usize;
+                if id >= cfg.vocab_size {
+                    return Err(EmbedError::config(
+                        tokenizer,
+                        "model.vocab",
+                        format!(
+                            "token id {id} is outside the model's vocab_size {} (tokenizer and weights do not match)",
+                            cfg.vocab_size
+                        ),
+                    ));
+                }
+                let tt = (tt as usize).min(cfg.type_vocab_size - 1);
+                let p = match cfg.family {
+                    Family::Bert => j,
+                    Family::Roberta => {
+                        let pad = cfg.pad_token_id as usize;
+                        if id == pad {
+                            pad
+                        } else {
+                            nonpad += 1;
+                            pad + nonpad
+                        }
+                    }
+                };
+                let row = &mut x[(offsets[si] + j) * h..(offsets[si] + j + 1) * h];
+                let we = &self.word[id * h..(id + 1) * h];
+                let pe = &self.pos[p * h..(p + 1) * h];
+                let te = &self.token_type[tt * h..(tt + 1) * h];
+                for c in 0..h {
+                    row[c] = we[c] + pe[c] + te[c];
+                }
+            }
+        }
+        kernels::layer_norm(&mut x, &self.emb_ln.w, &self.emb_ln.b, cfg.layer_norm_eps);
+
+        let mut qkv = vec![0f32; t * 3 * h];
+        let mut ctx = vec![0f32; t * h];
+        let mut ctx_heads = vec![0f32; t * h];
+        let mut inter = vec![0f32; t * cfg.intermediate_size];
+        for layer in &self.layers {
+            layer.qkv.apply(&x, t, &mut qkv);
+            self.attention(&qkv, &offsets, &mut ctx_heads, &mut ctx);
+            layer.attn_out.apply_add(&ctx, t, &mut x);
+            kernels::layer_norm(&mut x, &layer.ln1.w, &layer.ln1.b, cfg.layer_norm_eps);
+            layer.ff_in.apply(&x, t, &mut inter);
+            match cfg.activation {
+                Activation::GeluErf => kernels::gelu_erf(&mut inter),
+                Activation::GeluTanh => kernels::gelu_tanh(&mut inter),
+                Activation::Relu => kernels::relu(&mut inter),
+            }
+            layer.ff_out.apply_add(&inter, t, &mut x);
+            kernels::layer_norm(&mut x, &layer.ln2.w, &layer.ln2.b, cfg.layer_norm_eps);
+        }
+        Ok(Hidden {
+            data: x,
+            offsets,
+            hidden: h,
+        })
+    }
+
+    /// Multi-head self-attention of each sequence over its own tokens.
+    ///
+    /// `qkv` is `T x 3h` (queries, keys, values side by side); the result goes to `ctx`
+    /// (`T x h`), via `heads` (`heads x T x d`, one contiguous block per (head, sequence)).
+    fn attention(&self, qkv: &[f32], offsets: &[usize], heads: &mut [f32], ctx: &mut [f32]) {
+        let h = self.cfg.hidden_size;
+        let nh = self.cfg.num_heads;
+        let d = h / nh;
+        let t = *offsets.last().unwrap_or(&0);
+        let scale = 1.0 / (d as f32).sqrt();
+        let nseq = offsets.len() - 1;
+
+        // One task per (head, sequence), each owning its block of `heads`.
+        let mut tasks: Vec<(usize, usize, &mut [f32])> = Vec::with_capacity(nh * nseq);
+        for (hi, slab) in heads.chunks_exact_mut(t * d).enumerate() {
+            let mut rest = slab;
+            for s in 0..nseq {
+                let len = offsets[s + 1] - offsets[s];
+                let (block, tail) = rest.split_at_mut(len * d);
+                rest = tail;
+                tasks.push((hi, s, block));
+            }
+        }
+        tasks
+            .into_par_iter()
+            .for_each_init(Vec::new, |scores, (hi, s, out)| {
+                let o = offsets[s];
+                let len = offsets[s + 1] - o;
+                if len == 0 {
+                    return;
+                }
+                scores.clear();
+                scores.resize(len * len, 0.0);
+                let base = o * 3 * h + hi * d;
+                // scores = q · kᵀ * scale
+                kernels::gemm(
+                    len,
+                    len,
+                    d,
+                    Mat {
+                        data: &qkv[base..],
+                        rs: 3 * h,
+                        cs: 1,
+                    },
+                    Mat {
+                        data: &qkv[base + h..],
+                        rs: 1,
+                        cs: 3 * h,
+                    },
+                    scores,
+                    len,
+                    false,
+                    scale,
+                    Threads::One,
+                );
+                for row in scores.chunks_exact_mut(len) {
+                    kernels::softmax_row(row);
+                }
+                // out = softmax(scores) · v
+                kernels::gemm(
+                    len,
+                    d,
+                    len,
+                    Mat::rows(scores, len),
+                    Mat {
+                        data: &qkv[base + 2 * h..],
+                        rs: 3 * h,
+                        cs: 1,
+                    },
+                    out,
+                    d,
+                    false,
+                    1.0,
+                    Threads::One,
+                );
+            });
+        // Back to token-major layout.
+        let heads: &[f32] = heads;
+        ctx.par_chunks_mut(h).enumerate().for_each(|(row, out)| {
+            for hi in 0..nh {
+                let src = &heads[hi * t * d + row * d..hi * t * d + (row + 1) * d];
+                out[hi * d..(hi + 1) * d].copy_from_slice(src);
+            }
+        });
+    }
+}
+
+/// Concatenates the query, key and value projections into one `h x 3h` layer.
+fn fuse_qkv(q: &Dense, k: &Dense, v: &Dense) -> Dense {
+    let (inp, h) = (q.inp, q.out);
+    let mut w = vec![0f32; inp * 3 * h];
+    for r in 0..inp {
+        w[r * 3 * h..r * 3 * h + h].copy_from_slice(&q.w[r * h..(r + 1) * h]);
+        w[r * 3 * h + h..r * 3 * h + 2 * h].copy_from_slice(&k.w[r * h..(r + 1) * h]);
+        w[r * 3 * h + 2 * h..(r + 1) * 3 * h].copy_from_slice(&v.w[r * h..(r + 1) * h]);
+    }
+    let mut b = Vec::with_capacity(3 * h);
+    b.extend_from_slice(&q.b);
+    b.extend_from_slice(&k.b);
+    b.extend_from_slice(&v.b);
+    Dense {
+        w,
+        b,
+        inp,
+        out: 3 * h,
+    }
+}

@@ -1,0 +1,124 @@
+//! Embedders and rerankers for veredicto (SPEC §6).
+//!
+//! - [`LocalEmbedder`]: a BERT-family sentence-transformers model loaded from a folder on disk
+//!   (`config.json`, `tokenizer.json`, `model.safetensors`, pooling / normalisation / max length
+//!   / prefixes from the sentence-transformers files), run on the CPU.
+//! - [`OpenAiEmbedder`]: any OpenAI-compatible `/v1/embeddings` server.
+//! - [`CrossEncoder`]: a local BERT or XLM-RoBERTa sequence-classification model that scores
+//!   (query, passage) pairs.
+//! - [`HttpReranker`]: a text-embeddings-inference `/rerank` or Cohere/Jina style rerank server.
+//!
+//! Every model records a fingerprint ([`ModelFingerprint`], [`RerankerFingerprint`]) so an
+//! index or a run can refuse or declare a model change. Libraries never read environment
+//! variables: keys, URLs and thread counts come in through the option structs.
+//!
+//! Supported local architectures: [`SUPPORTED_ARCHITECTURES`] (`bert`, `roberta`,
+//! `xlm-roberta`); see `docs/models.md`.
+
+#![warn(missing_docs)]
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+mod config;
+mod cross;
+mod encoder;
+mod error;
+mod http;
+mod kernels;
+mod local;
+mod openai;
+mod rerank_http;
+mod safetensors;
+mod tokenize;
+
+pub use config::{Pooling, SUPPORTED_ARCHITECTURES};
+pub use cross::{CrossEncoder, CrossEncoderOptions};
+pub use error::EmbedError;
+pub use local::{LocalEmbedder, LocalEmbedderOptions};
+pub use openai::{OpenAiConfig, OpenAiEmbedder};
+pub use rerank_http::{HttpRerankConfig, HttpReranker, RerankApi};
+
+/// Whether a text is a search query or a passage of the corpus: selects the prefix that
+/// asymmetric models (e5: `"query: "` / `"passage: "`, bge: a query instruction) expect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TextKind {
+    /// A question or search query.
+    Query,
+    /// A chunk of the corpus.
+    Passage,
+}
+
+/// Everything that determines the vectors an embedder produces. Two embedders with equal
+/// fingerprints produce the same vectors for the same texts; an index records the fingerprint
+/// and refuses to be searched with a different one.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+pub struct ModelFingerprint {
+    /// The model's name: the folder name for a local model, the model id for a server.
+    pub name: String,
+    /// `model_type` of `config.json` (`"bert"`, `"xlm-roberta"`, ...) or
+    /// `"openai-compatible"` for a server.
+    pub architecture: String,
+    /// File name -> `"sha256:<hex>"` of `config.json`, `tokenizer.json` and
+    /// `model.safetensors` (empty for a server: its weights are not visible).
+    pub files: BTreeMap<String, String>,
+    /// `"mean"` or `"cls"` (`"server"` when a server pools).
+    pub pooling: String,
+    /// Whether vectors are L2-normalised by the embedder.
+    pub normalize: bool,
+    /// Vector dimension (0 while a server's dimension is not yet known).
+    pub dim: usize,
+    /// Inputs are truncated to this many tokens, special tokens included (0: the server's).
+    pub max_tokens: usize,
+    /// Prepended to every query before tokenization.
+    pub query_prefix: String,
+    /// Prepended to every passage before tokenization.
+    pub passage_prefix: String,
+}
+
+impl ModelFingerprint {
+    /// A short stable identifier: `sha256:` of the fingerprint's JSON (fields in declaration
+    /// order, files sorted by name).
+    pub fn digest(&self) -> String {
+        // Serialising this plain struct cannot fail.
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        config::sha256_hex(&json)
+    }
+}
+
+/// Turns texts into vectors.
+pub trait Embedder: Send + Sync {
+    /// What determines this embedder's vectors.
+    fn fingerprint(&self) -> &ModelFingerprint;
+    /// The dimension of the vectors returned by [`Embedder::embed`].
+    fn dim(&self) -> usize;
+    /// One vector per text, in order; deterministic for the same inputs whatever the batch
+    /// split or thread count.
+    fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Everything that determines a reranker's scores.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+pub struct RerankerFingerprint {
+    /// The model's name (folder name, or the model id sent to a server, or the URL).
+    pub name: String,
+    /// `"bert"`, `"xlm-roberta"`, ... for a local cross-encoder; `"http"` for a server.
+    pub architecture: String,
+    /// File name -> `"sha256:<hex>"` (empty for a server).
+    pub files: BTreeMap<String, String>,
+    /// Pairs are truncated to this many tokens (0: the server's choice).
+    pub max_tokens: usize,
+    /// How the score is derived from the model output (`"logit"`,
+    /// `"softmax:<label>"`, or the server contract `"tei"` / `"cohere"`).
+    pub score: String,
+}
+
+/// Scores (query, passage) pairs; higher means more relevant.
+pub trait Reranker: Send + Sync {
+    /// What determines this reranker's scores.
+    fn fingerprint(&self) -> &RerankerFingerprint;
+    /// One score per passage, in the order given.
+    fn score(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>, EmbedError>;
+}
