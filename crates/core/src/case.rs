@@ -51,6 +51,8 @@ impl Chunk {
 #[derive(Debug, Clone, Default)]
 pub struct Corpus {
     chunks: BTreeMap<String, Chunk>,
+    /// What the chunks come from, for messages: `corpus` or `index`.
+    source: &'static str,
 }
 
 impl Corpus {
@@ -61,7 +63,27 @@ impl Corpus {
         for c in chunks {
             map.entry(c.id.clone()).or_insert(c);
         }
-        Corpus { chunks: map }
+        Corpus {
+            chunks: map,
+            source: "corpus",
+        }
+    }
+
+    /// A corpus rehydrated from veredicto's index: messages say "index".
+    pub fn from_index(chunks: impl IntoIterator<Item = Chunk>) -> Self {
+        Corpus {
+            source: "index",
+            ..Corpus::new(chunks)
+        }
+    }
+
+    /// `corpus` or `index`.
+    pub fn source(&self) -> &'static str {
+        if self.source.is_empty() {
+            "corpus"
+        } else {
+            self.source
+        }
     }
 
     pub fn get(&self, id: &str) -> Option<&Chunk> {

@@ -72,12 +72,12 @@ pub fn diagnose_case(view: &CaseView<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     for e in view.expected {
         let chunk = view.corpus.and_then(|c| c.get(&e.id));
-        if view.corpus.is_some() && chunk.is_none() {
-            out.push(finding(
-                Check::Corpus,
-                e,
-                "expected chunk not in the corpus".into(),
-            ));
+        if let (Some(corpus), None) = (view.corpus, chunk) {
+            let text = match corpus.source() {
+                "index" => "expected chunk not in the index (never ingested)".to_owned(),
+                other => format!("expected chunk not in the {other}"),
+            };
+            out.push(finding(Check::Corpus, e, text));
             continue;
         }
         if view.passed || e.in_top_k {

@@ -736,7 +736,8 @@ impl Measure {
         Measure { family, param }
     }
 
-    /// `R@k`: recall at rank k (trec `recall.k`).
+    /// `R@k`: recall at rank k (trec `recall.k`). For this and the other `*_at`
+    /// constructors, k = 0 is taken as 1.
     pub fn recall_at(k: u32) -> Measure {
         Measure::new(Family::R, Param::Rank(u64::from(k.max(1))))
     }

@@ -16,10 +16,28 @@ pub struct Run {
     /// A free name for the run (the TREC tag, or the file name).
     pub name: String,
     pub queries: BTreeMap<String, Vec<Retrieved>>,
+    /// Ranks known beyond the listed results: per query, chunk ID → (1-based rank, score).
+    /// A retriever that can rank the whole index (veredicto's) fills it for the expected
+    /// chunks, so "position 15" is reported even when only the top 10 are listed.
+    pub known_ranks: BTreeMap<String, BTreeMap<String, (usize, Option<f64>)>>,
 }
 
 impl Run {
     pub fn results(&self, query_id: &str) -> &[Retrieved] {
         self.queries.get(query_id).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The rank and score of `chunk` for `query_id`: its position in the listed results,
+    /// else a known rank beyond them.
+    pub fn rank_of(&self, query_id: &str, chunk: &str) -> Option<(usize, Option<f64>)> {
+        let results = self.results(query_id);
+        match results.iter().position(|r| r.id == chunk) {
+            Some(p) => Some((p + 1, results[p].score)),
+            None => self
+                .known_ranks
+                .get(query_id)
+                .and_then(|m| m.get(chunk))
+                .copied(),
+        }
     }
 }

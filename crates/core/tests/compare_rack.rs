@@ -70,6 +70,7 @@ fn trec(file: &str) -> Run {
     Run {
         name: file.to_owned(),
         queries,
+        ..Run::default()
     }
 }
 
@@ -181,7 +182,7 @@ fn friday_against_last_weeks_green_run() {
     assert!(!recall.significant);
     assert_eq!(format!("{:.4}", recall.mean_difference), "-0.0694");
     // The Friday story: the old profile table went from rank 7 to 14, under the new batch.
-    // The exam's diagnosis lists the first five chunks above it (106 is the sixth).
+    // The exam's diagnosis lists the first ten chunks above it (106 is the sixth).
     let v = c
         .cases
         .iter()
@@ -206,6 +207,11 @@ fn friday_against_last_weeks_green_run() {
             ("silver_viajes_101", 4, new),
             ("silver_viajes_104", 5, new),
             ("gold_005", 6, Some("2025-09-01-inicial")),
+            ("silver_viajes_106", 7, new),
+            ("silver_viajes_010", 8, Some("2025-09-01-inicial")),
+            ("silver_finanzas_140", 9, Some("2025-09-01-inicial")),
+            ("silver_legal_050", 10, Some("2025-09-01-inicial")),
+            ("silver_viajes_011", 11, Some("2025-09-01-inicial")),
         ]
     );
     // Fixing it: the reverse comparison has only improvements.
@@ -251,7 +257,8 @@ fn the_patterns_of_friday() {
             "silver_viajes_102",
             "silver_viajes_103",
             "silver_viajes_101",
-            "silver_viajes_104"
+            "silver_viajes_104",
+            "silver_viajes_106"
         ]
     );
     assert!(dom

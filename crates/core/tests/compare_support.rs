@@ -123,6 +123,7 @@ pub fn run_of(lists: Vec<(String, Vec<Retrieved>)>) -> Run {
     Run {
         name: "test".into(),
         queries: lists.into_iter().collect(),
+        ..Run::default()
     }
 }
 

@@ -130,6 +130,7 @@ impl Synthetic {
         let run = Run {
             name: format!("synthetic-{}", self.seed),
             queries,
+            ..Run::default()
         };
         let corpus = Corpus::new(chunks);
         let policy = Policy {

@@ -274,14 +274,14 @@ fn evaluate_case(
         .expected
         .iter()
         .map(|id| {
-            let pos = results.iter().position(|r| &r.id == id);
+            let found = input.run.rank_of(&case.id, id);
             let chunk = input.corpus.and_then(|c| c.get(id));
             ExpectedChunk {
                 id: id.clone(),
-                rank: pos.map(|p| p + 1),
-                score: pos.and_then(|p| results[p].score),
+                rank: found.map(|(r, _)| r),
+                score: found.and_then(|(_, s)| s),
                 gold: chunk.is_some_and(|c| c.has_label(gold_label)),
-                in_top_k: pos.is_some_and(|p| p < k as usize),
+                in_top_k: found.is_some_and(|(r, _)| r <= k as usize && r <= results.len()),
                 in_corpus: input.corpus.map(|_| chunk.is_some()),
             }
         })

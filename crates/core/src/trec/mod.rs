@@ -40,6 +40,6 @@ pub mod zscore;
 
 pub use plan::{Plan, PlanError, QueryEval, Summary};
 pub use res_rels::{
-    cmp_trec, key_score, score_key, sort_trec, sort_trec_keyed, DuplicateDoc, EvalOptions,
-    QueryQrels, ResRels, Scratch, NONPOOL, UNJUDGED,
+    cmp_trec, find_duplicate, key_score, score_key, sort_trec, sort_trec_keyed, DuplicateDoc,
+    EvalOptions, QueryQrels, ResRels, Scratch, NONPOOL, UNJUDGED,
 };

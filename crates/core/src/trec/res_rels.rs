@@ -345,26 +345,10 @@ impl ResRels {
             None => ranked.len(),
         };
         let ranked = &ranked[..keep];
-        let hashes = &mut scratch.hashes;
-        hashes.clear();
-        hashes.extend(ranked.iter().map(|d| hash_id(docno(d))));
-        // Duplicates: an open addressing table of rank + 1, keyed by the id's hash.
-        let size = (keep * 2).next_power_of_two().max(2);
-        let table = &mut scratch.table;
-        table.clear();
-        table.resize(size, 0);
-        let mask = size - 1;
-        for (i, &h) in hashes.iter().enumerate() {
-            let mut at = h as usize & mask;
-            while table[at] != 0 {
-                let j = table[at] as usize - 1;
-                if hashes[j] == h && docno(&ranked[j]) == docno(&ranked[i]) {
-                    return Err(duplicate(docno(&ranked[i])));
-                }
-                at = (at + 1) & mask;
-            }
-            table[at] = i as u32 + 1;
+        if let Some((_, j)) = find_duplicate(scratch, ranked, &docno) {
+            return Err(duplicate(docno(&ranked[j])));
         }
+        let hashes = &scratch.hashes;
         let mut rels: Vec<i32> = Vec::with_capacity(keep);
         for (d, &h) in ranked.iter().zip(hashes.iter()) {
             let r = match qrels.get_hashed(h, docno(d)) {
@@ -462,6 +446,36 @@ impl ResRels {
             .min(self.rels.len());
         self.rels[..k].iter().filter(|&&r| self.is_rel(r)).count() as u64
     }
+}
+
+/// The first pair `(i, j)`, `i < j`, of items with the same document id (`j` as small as
+/// possible), using `scratch`'s buffers; afterwards `scratch` holds each item's [`hash_id`].
+pub fn find_duplicate<T>(
+    scratch: &mut Scratch,
+    items: &[T],
+    docno: impl Fn(&T) -> &[u8],
+) -> Option<(usize, usize)> {
+    let hashes = &mut scratch.hashes;
+    hashes.clear();
+    hashes.extend(items.iter().map(|d| hash_id(docno(d))));
+    // An open addressing table of index + 1, keyed by the id's hash.
+    let size = (items.len() * 2).next_power_of_two().max(2);
+    let table = &mut scratch.table;
+    table.clear();
+    table.resize(size, 0);
+    let mask = size - 1;
+    for (j, &h) in hashes.iter().enumerate() {
+        let mut at = h as usize & mask;
+        while table[at] != 0 {
+            let i = table[at] as usize - 1;
+            if hashes[i] == h && docno(&items[i]) == docno(&items[j]) {
+                return Some((i, j));
+            }
+            at = (at + 1) & mask;
+        }
+        table[at] = j as u32 + 1;
+    }
+    None
 }
 
 #[cfg(test)]
