@@ -1,0 +1,389 @@
+//! Opening an index folder: the manifest, the memory-mapped vectors and the per-row metadata.
+
+use crate::chunk::{ChunkLine, ChunkMeta, Entry, TextHash};
+use crate::error::{IndexError, Result};
+use crate::manifest::{files, BatchRecord, Manifest};
+use memmap2::Mmap;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+/// An open index. Cheap to open: the manifest and `chunks.jsonl` are read, the vectors and
+/// the original chunk records are memory-mapped and paged in only when searched or read.
+#[derive(Debug)]
+pub struct Index {
+    dir: PathBuf,
+    manifest: Manifest,
+    vectors: Option<Mmap>,
+    records: Option<Mmap>,
+    entries: Vec<Entry>,
+}
+
+/// A view of one row: the chunk's ID, text hash, batch, metadata, vector and original record.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkRef<'a> {
+    index: &'a Index,
+    row: usize,
+}
+
+impl<'a> ChunkRef<'a> {
+    /// The row.
+    pub fn row(&self) -> usize {
+        self.row
+    }
+
+    /// The chunk ID.
+    pub fn id(&self) -> &'a str {
+        &self.index.entries[self.row].id
+    }
+
+    /// SHA-256 of the text that was embedded.
+    pub fn text_hash(&self) -> TextHash {
+        self.index.entries[self.row].text_hash
+    }
+
+    /// The batch that brought this chunk's current text (unchanged chunks keep theirs).
+    pub fn batch(&self) -> &'a BatchRecord {
+        &self.index.manifest.batches[self.index.entries[self.row].batch as usize]
+    }
+
+    /// Position of [`ChunkRef::batch`] in the manifest's `batches`.
+    pub fn batch_position(&self) -> usize {
+        self.index.entries[self.row].batch as usize
+    }
+
+    /// The batch label (`ingest_batch`).
+    pub fn ingest_batch(&self) -> &'a str {
+        &self.batch().name
+    }
+
+    /// When the chunk's current text was ingested (the batch's time).
+    pub fn ingested_at(&self) -> &'a str {
+        &self.batch().time
+    }
+
+    /// Filter metadata.
+    pub fn meta(&self) -> &'a ChunkMeta {
+        self.index.entries[self.row].meta()
+    }
+
+    /// The stored (L2-normalised) vector.
+    pub fn vector(&self) -> &'a [f32] {
+        self.index.vector(self.row)
+    }
+
+    /// The original chunk JSON given at ingest, read from `records.jsonl` (`None` when none
+    /// was kept).
+    pub fn record(&self) -> Result<Option<Value>> {
+        let Some((offset, len)) = self.index.entries[self.row].record else {
+            return Ok(None);
+        };
+        let path = self.index.dir.join(files::RECORDS);
+        let bytes = self
+            .index
+            .records
+            .as_deref()
+            .and_then(|m| m.get(offset as usize..(offset + len) as usize))
+            .ok_or_else(|| {
+                IndexError::corrupt(&path, 0, format!("record of row {} out of range", self.row))
+            })?;
+        serde_json::from_slice(bytes).map(Some).map_err(|e| {
+            IndexError::corrupt(&path, 0, format!("record of chunk {:?}: {e}", self.id()))
+        })
+    }
+}
+
+impl Index {
+    /// Opens the index in folder `dir`.
+    ///
+    /// Refuses a folder written by a newer format version ([`IndexError::NewerFormat`]), and
+    /// checks that each file has the size and line count the manifest says
+    /// ([`IndexError::Corrupt`] names the file). Contents are not hashed: see [`Index::verify`].
+    pub fn open(dir: &Path) -> Result<Index> {
+        if cfg!(target_endian = "big") {
+            return Err(IndexError::corrupt(
+                &dir.join(files::VECTORS),
+                0,
+                "vectors are little-endian f32 and this machine is big-endian: not supported",
+            ));
+        }
+        let manifest = Manifest::read(dir)?;
+        let dim = manifest.dimension;
+        let count = manifest.count;
+        if count > u32::MAX as usize {
+            return Err(IndexError::corrupt(
+                &dir.join(files::MANIFEST),
+                0,
+                format!(
+                    "count {count} exceeds the supported maximum of {}",
+                    u32::MAX
+                ),
+            ));
+        }
+
+        // Vectors: size must be exactly count × dim × 4.
+        let vpath = dir.join(files::VECTORS);
+        let expected = (count as u64)
+            .checked_mul(dim as u64)
+            .and_then(|x| x.checked_mul(4))
+            .ok_or_else(|| {
+                IndexError::corrupt(&dir.join(files::MANIFEST), 0, "count × dimension overflows")
+            })?;
+        let vectors = map_file(&vpath, expected, |found| {
+            format!(
+                "expected {expected} bytes ({count} vectors × {dim} dimensions × 4), found {found}{}",
+                if found < expected { " (truncated)" } else { "" }
+            )
+        })?;
+
+        // Records: size must match the manifest.
+        let rpath = dir.join(files::RECORDS);
+        let rbytes = manifest
+            .files
+            .get(files::RECORDS)
+            .map(|f| f.bytes)
+            .ok_or_else(|| missing_file_record(dir, files::RECORDS))?;
+        let records = map_file(&rpath, rbytes, |found| {
+            format!("expected {rbytes} bytes (from the manifest), found {found}")
+        })?;
+
+        // Chunks: one line per row, IDs strictly ascending.
+        let cpath = dir.join(files::CHUNKS);
+        let file = File::open(&cpath).map_err(|e| IndexError::io(&cpath, e))?;
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut entries: Vec<Entry> = Vec::with_capacity(count);
+        let mut line = String::new();
+        let mut lineno = 0usize;
+        loop {
+            line.clear();
+            let read = reader
+                .read_line(&mut line)
+                .map_err(|e| IndexError::io(&cpath, e))?;
+            if read == 0 {
+                break;
+            }
+            lineno += 1;
+            if entries.len() == count {
+                return Err(IndexError::corrupt(
+                    &cpath,
+                    lineno,
+                    format!("more lines than the {count} chunks of the manifest"),
+                ));
+            }
+            let mut parsed: ChunkLine = serde_json::from_str(line.trim_end_matches('\n'))
+                .map_err(|e| IndexError::corrupt(&cpath, lineno, format!("{e}")))?;
+            let text_hash: TextHash = parsed
+                .text_hash
+                .parse()
+                .map_err(|e| IndexError::corrupt(&cpath, lineno, format!("`text_hash`: {e}")))?;
+            if parsed.batch as usize >= manifest.batches.len() {
+                return Err(IndexError::corrupt(
+                    &cpath,
+                    lineno,
+                    format!(
+                        "`batch` {} but the manifest lists {} batches",
+                        parsed.batch,
+                        manifest.batches.len()
+                    ),
+                ));
+            }
+            if let Some(prev) = entries.last() {
+                if *prev.id >= *parsed.id {
+                    return Err(IndexError::corrupt(
+                        &cpath,
+                        lineno,
+                        format!(
+                            "chunk IDs must be strictly ascending: {:?} after {:?}",
+                            parsed.id, prev.id
+                        ),
+                    ));
+                }
+            }
+            if let Some((offset, len)) = parsed.record {
+                if offset.checked_add(len).is_none_or(|end| end > rbytes) {
+                    return Err(IndexError::corrupt(
+                        &cpath,
+                        lineno,
+                        format!("`record` [{offset}, {len}] lies outside records.jsonl"),
+                    ));
+                }
+            }
+            let meta = parsed.meta();
+            entries.push(Entry::new(
+                &parsed.id,
+                text_hash,
+                parsed.batch,
+                &meta,
+                parsed.record,
+            ));
+        }
+        if entries.len() != count {
+            return Err(IndexError::corrupt(
+                &cpath,
+                0,
+                format!(
+                    "{} lines but the manifest says {count} chunks (truncated?)",
+                    entries.len()
+                ),
+            ));
+        }
+        Ok(Index {
+            dir: dir.to_path_buf(),
+            manifest,
+            vectors,
+            records,
+            entries,
+        })
+    }
+
+    /// Checks every data file's SHA-256 against the manifest (reads all of them).
+    pub fn verify(&self) -> Result<()> {
+        for (name, record) in &self.manifest.files {
+            let path = self.dir.join(name);
+            let mut file = File::open(&path).map_err(|e| IndexError::io(&path, e))?;
+            let mut hasher = Sha256::new();
+            let mut buf = vec![0u8; 1 << 20];
+            let mut total = 0u64;
+            loop {
+                let n = file.read(&mut buf).map_err(|e| IndexError::io(&path, e))?;
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+                hasher.update(&buf[..n]);
+            }
+            let got = crate::hash_hex(&hasher.finalize());
+            if total != record.bytes || got != record.sha256 {
+                return Err(IndexError::corrupt(
+                    &path,
+                    0,
+                    format!(
+                        "content does not match the manifest: {total} bytes with {got}, \
+                         expected {} bytes with {}",
+                        record.bytes, record.sha256
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The folder the index was opened from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Number of chunks.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the index holds no chunk.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Number of components per vector.
+    pub fn dimension(&self) -> usize {
+        self.manifest.dimension
+    }
+
+    /// The model fingerprint hash the index was built with.
+    pub fn model_hash(&self) -> &str {
+        &self.manifest.model_hash
+    }
+
+    /// Refuses a model other than the index's ([`IndexError::ModelMismatch`]); call it
+    /// before embedding queries with `model_hash`.
+    pub fn check_model(&self, model_hash: &str) -> Result<()> {
+        if model_hash == self.manifest.model_hash {
+            Ok(())
+        } else {
+            Err(IndexError::ModelMismatch {
+                path: self.dir.join(files::MANIFEST),
+                index: self.manifest.model_hash.clone(),
+                given: model_hash.to_string(),
+            })
+        }
+    }
+
+    /// The chunk at `row` (panics if `row >= len()`, like slice indexing).
+    pub fn chunk(&self, row: usize) -> ChunkRef<'_> {
+        assert!(
+            row < self.len(),
+            "row {row} out of range (len {})",
+            self.len()
+        );
+        ChunkRef { index: self, row }
+    }
+
+    /// The chunk with ID `id`, if present.
+    pub fn get(&self, id: &str) -> Option<ChunkRef<'_>> {
+        self.row_of(id).map(|row| ChunkRef { index: self, row })
+    }
+
+    /// The row of chunk `id` (binary search: rows are in ID order).
+    pub fn row_of(&self, id: &str) -> Option<usize> {
+        self.entries.binary_search_by(|e| (*e.id).cmp(id)).ok()
+    }
+
+    /// Every chunk, in row (= ID) order.
+    pub fn chunks(&self) -> impl ExactSizeIterator<Item = ChunkRef<'_>> + '_ {
+        (0..self.len()).map(move |row| ChunkRef { index: self, row })
+    }
+
+    /// The vector of `row` (L2-normalised).
+    pub fn vector(&self, row: usize) -> &[f32] {
+        let d = self.dimension();
+        &self.vectors()[row * d..(row + 1) * d]
+    }
+
+    /// All vectors, row-major.
+    pub fn vectors(&self) -> &[f32] {
+        match &self.vectors {
+            // SAFETY: the map is page-aligned (so f32-aligned), its length is a multiple of 4
+            // (checked at open), and any bit pattern is a valid f32.
+            Some(m) => unsafe { std::slice::from_raw_parts(m.as_ptr().cast::<f32>(), m.len() / 4) },
+            None => &[],
+        }
+    }
+
+    pub(crate) fn entry(&self, row: usize) -> &Entry {
+        &self.entries[row]
+    }
+
+    pub(crate) fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+}
+
+fn missing_file_record(dir: &Path, name: &str) -> IndexError {
+    IndexError::corrupt(
+        &dir.join(files::MANIFEST),
+        0,
+        format!("`files` has no entry for {name}"),
+    )
+}
+
+/// Maps `path` read-only after checking its length; `None` for an empty file.
+fn map_file(path: &Path, expected: u64, message: impl Fn(u64) -> String) -> Result<Option<Mmap>> {
+    let file = File::open(path).map_err(|e| IndexError::io(path, e))?;
+    let found = file.metadata().map_err(|e| IndexError::io(path, e))?.len();
+    if found != expected {
+        return Err(IndexError::corrupt(path, 0, message(found)));
+    }
+    if found == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the index files are never modified in place (writers build a new folder and
+    // rename it over the old one), so the mapping's contents do not change under us.
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| IndexError::io(path, e))?;
+    Ok(Some(map))
+}

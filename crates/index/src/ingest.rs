@@ -1,0 +1,418 @@
+//! Incremental ingest: compare a new corpus with the index, embed only what is new, write
+//! the new index atomically.
+
+use crate::chunk::{ChunkInput, ChunkLine, TextHash};
+use crate::error::{IndexError, Result};
+use crate::index::Index;
+use crate::kernel;
+use crate::manifest::{
+    files, BatchRecord, EmbeddedField, FileRecord, Manifest, Metric, ModelFingerprint, FORMAT_NAME,
+    FORMAT_VERSION, ROW_ORDER, VECTOR_DTYPE,
+};
+use crate::write::{AtomicDir, HashingWriter};
+use rayon::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// What the caller says about the embedding of this ingest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IngestSettings {
+    /// The model's fingerprint; must equal the index's unless `full_rebuild`.
+    pub model: ModelFingerprint,
+    /// The model's output dimension.
+    pub dimension: usize,
+    /// Which chunk field the texts come from.
+    pub field: EmbeddedField,
+    /// Ignore the stored vectors: embed every chunk (required to change model).
+    pub full_rebuild: bool,
+}
+
+/// The batch an `apply` records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchInfo {
+    /// The batch label (`ingest_batch`).
+    pub name: String,
+    /// The time of the ingest, as the caller formats it (e.g. RFC 3339); the library never
+    /// reads the clock.
+    pub time: String,
+    /// The corpus fingerprint (`sha256:...`) computed by the caller.
+    pub corpus_hash: String,
+}
+
+/// Where a chunk's vector comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Row of the current index.
+    Stored(usize),
+    /// Position in [`Plan::to_embed`].
+    New(usize),
+}
+
+/// How a new corpus differs from the index, and which texts need embedding.
+///
+/// Chunks are keyed by ID and compared by the SHA-256 of the embedded text. Only *added* and
+/// *changed* chunks may need embedding, and not even those when a chunk with the same text
+/// hash is already in the index (the vector cache is keyed by model fingerprint + text hash)
+/// or earlier in the new corpus (each distinct text is embedded once).
+#[derive(Debug)]
+pub struct Plan<'a> {
+    base: Option<&'a Index>,
+    settings: IngestSettings,
+    chunks: Vec<ChunkInput>,
+    hashes: Vec<TextHash>,
+    sources: Vec<Source>,
+    /// Per chunk: the batch position it keeps (unchanged chunks), or `None` (new batch).
+    keep_batch: Vec<Option<u32>>,
+    added: Vec<String>,
+    changed: Vec<String>,
+    removed: Vec<String>,
+    unchanged: Vec<String>,
+    /// Chunk positions whose text must be embedded, in corpus order.
+    to_embed: Vec<usize>,
+    reused: usize,
+}
+
+impl<'a> Plan<'a> {
+    /// Compares `corpus` (in corpus order) with `base` (the current index, or `None` for a
+    /// new one).
+    ///
+    /// Refuses ([`IndexError::ModelMismatch`]) an index built with another model unless
+    /// `settings.full_rebuild`; refuses a dimension other than the index's, duplicate chunk
+    /// IDs and validity dates that are not `YYYY-MM-DD`.
+    pub fn new(
+        base: Option<&'a Index>,
+        corpus: Vec<ChunkInput>,
+        settings: IngestSettings,
+    ) -> Result<Plan<'a>> {
+        settings.model.validate()?;
+        if settings.dimension == 0 {
+            return Err(IndexError::argument("dimension", "must be at least 1"));
+        }
+        if let Some(index) = base {
+            if !settings.full_rebuild {
+                index.check_model(&settings.model.hash)?;
+                if index.dimension() != settings.dimension {
+                    return Err(IndexError::DimensionMismatch {
+                        what: format!("index {}", index.dir().display()),
+                        expected: index.dimension(),
+                        got: settings.dimension,
+                    });
+                }
+            }
+        }
+        let mut positions: HashMap<&str, usize> = HashMap::with_capacity(corpus.len());
+        for (i, c) in corpus.iter().enumerate() {
+            if let Some(first) = positions.insert(c.id.as_str(), i) {
+                return Err(IndexError::DuplicateId {
+                    id: c.id.clone(),
+                    first,
+                    second: i,
+                });
+            }
+            c.meta.validate(&c.id)?;
+        }
+        let hashes: Vec<TextHash> = corpus.par_iter().map(|c| TextHash::of(&c.text)).collect();
+
+        let reuse = base.filter(|_| !settings.full_rebuild);
+        // Lookup only (never iterated): the first row holding each text hash.
+        let mut stored_by_hash: HashMap<TextHash, usize> = HashMap::new();
+        if let Some(index) = reuse {
+            for (row, e) in index.entries().iter().enumerate() {
+                stored_by_hash.entry(e.text_hash).or_insert(row);
+            }
+        }
+        let mut new_by_hash: HashMap<TextHash, usize> = HashMap::new();
+        let mut plan = Plan {
+            base,
+            settings,
+            chunks: Vec::new(),
+            hashes: Vec::new(),
+            sources: Vec::with_capacity(corpus.len()),
+            keep_batch: Vec::with_capacity(corpus.len()),
+            added: Vec::new(),
+            changed: Vec::new(),
+            removed: Vec::new(),
+            unchanged: Vec::new(),
+            to_embed: Vec::new(),
+            reused: 0,
+        };
+        for (i, c) in corpus.iter().enumerate() {
+            let hash = hashes[i];
+            let old_row = base.and_then(|b| b.row_of(&c.id));
+            let old_hash = old_row.and_then(|r| base.map(|b| b.entry(r).text_hash));
+            let unchanged = old_hash == Some(hash);
+            match (old_row, unchanged) {
+                (None, _) => plan.added.push(c.id.clone()),
+                (Some(_), false) => plan.changed.push(c.id.clone()),
+                (Some(_), true) => plan.unchanged.push(c.id.clone()),
+            }
+            let source = match (old_row, reuse) {
+                (Some(row), Some(index)) if unchanged => {
+                    plan.keep_batch.push(Some(index.entry(row).batch));
+                    Source::Stored(row)
+                }
+                _ => {
+                    plan.keep_batch.push(None);
+                    if let Some(&row) = stored_by_hash.get(&hash) {
+                        plan.reused += 1;
+                        Source::Stored(row)
+                    } else if let Some(&slot) = new_by_hash.get(&hash) {
+                        Source::New(slot)
+                    } else {
+                        let slot = plan.to_embed.len();
+                        plan.to_embed.push(i);
+                        new_by_hash.insert(hash, slot);
+                        Source::New(slot)
+                    }
+                }
+            };
+            plan.sources.push(source);
+        }
+        if let Some(index) = base {
+            for e in index.entries() {
+                if !positions.contains_key(&*e.id) {
+                    plan.removed.push(e.id.to_string());
+                }
+            }
+        }
+        drop(positions);
+        plan.chunks = corpus;
+        plan.hashes = hashes;
+        Ok(plan)
+    }
+
+    /// IDs of chunks not in the index, in corpus order.
+    pub fn added(&self) -> &[String] {
+        &self.added
+    }
+
+    /// IDs of chunks in the index with another text hash, in corpus order.
+    pub fn changed(&self) -> &[String] {
+        &self.changed
+    }
+
+    /// IDs of chunks in the index and not in the corpus, in ID order.
+    pub fn removed(&self) -> &[String] {
+        &self.removed
+    }
+
+    /// IDs of chunks in the index with the same text hash, in corpus order.
+    pub fn unchanged(&self) -> &[String] {
+        &self.unchanged
+    }
+
+    /// Added or changed chunks whose vector is taken from the index by text hash.
+    pub fn reused(&self) -> usize {
+        self.reused
+    }
+
+    /// The texts the caller must embed, in corpus order, each distinct text once:
+    /// `(chunk ID of its first occurrence, text)`. Pass their vectors to [`Plan::apply`] in
+    /// this order.
+    pub fn to_embed(&self) -> Vec<(&str, &str)> {
+        self.to_embed
+            .iter()
+            .map(|&i| (self.chunks[i].id.as_str(), self.chunks[i].text.as_str()))
+            .collect()
+    }
+
+    /// Number of texts to embed.
+    pub fn embed_count(&self) -> usize {
+        self.to_embed.len()
+    }
+
+    /// Number of chunks in the new corpus.
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Whether the new corpus is empty.
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// Writes the new index to `dir` atomically and opens it.
+    ///
+    /// `vectors` are the embeddings of [`Plan::to_embed`], in that order (they are
+    /// L2-normalised here; stored vectors are copied verbatim). The index is built in a
+    /// temporary folder beside `dir`, synced, then swapped in: on any error (or a crash) the
+    /// old index at `dir` is untouched. Same plan, vectors and batch give byte-identical
+    /// files, whatever the number of threads.
+    pub fn apply<V: AsRef<[f32]> + Sync>(
+        self,
+        vectors: &[V],
+        batch: &BatchInfo,
+        dir: &Path,
+    ) -> Result<Index> {
+        let dim = self.settings.dimension;
+        if vectors.len() != self.to_embed.len() {
+            return Err(IndexError::VectorCount {
+                expected: self.to_embed.len(),
+                got: vectors.len(),
+            });
+        }
+        crate::manifest::check_sha256(&batch.corpus_hash, "corpus hash")?;
+        for (slot, v) in vectors.iter().enumerate() {
+            let got = v.as_ref().len();
+            if got != dim {
+                return Err(IndexError::DimensionMismatch {
+                    what: format!("vector for chunk {:?}", self.chunks[self.to_embed[slot]].id),
+                    expected: dim,
+                    got,
+                });
+            }
+        }
+        // Normalise the new vectors (in parallel; each is computed alone, so the bits do not
+        // depend on the split). A bad vector is reported when its row is written, so that
+        // this path also exercises the cleanup of a half-built folder.
+        let mut fresh = vec![0.0f32; vectors.len() * dim];
+        let ok: Vec<bool> = fresh
+            .par_chunks_mut(dim.max(1))
+            .zip(vectors.par_iter())
+            .map(|(out, v)| kernel::normalize_into(v.as_ref(), out))
+            .collect();
+
+        // Batches: history kept, unless the index is rebuilt in full.
+        let keep_history = self.base.is_some() && !self.settings.full_rebuild;
+        let mut batches = match (self.base, keep_history) {
+            (Some(index), true) => index.manifest().batches.clone(),
+            _ => Vec::new(),
+        };
+        let batch_pos = u32::try_from(batches.len())
+            .map_err(|_| IndexError::argument("batch", "too many batches"))?;
+        batches.push(BatchRecord {
+            name: batch.name.clone(),
+            time: batch.time.clone(),
+            added: self.added.len(),
+            changed: self.changed.len(),
+            removed: self.removed.len(),
+            unchanged: self.unchanged.len(),
+            embedded: self.to_embed.len(),
+            reused: self.reused,
+        });
+        let created_at = match (self.base, keep_history) {
+            (Some(index), true) => index.manifest().created_at.clone(),
+            _ => batch.time.clone(),
+        };
+
+        // Rows in chunk-ID order (byte-wise).
+        let mut order: Vec<usize> = (0..self.chunks.len()).collect();
+        order.sort_unstable_by(|&a, &b| self.chunks[a].id.cmp(&self.chunks[b].id));
+
+        let target = AtomicDir::create(dir)?;
+        let result = self.write_files(&target, &order, &fresh, &ok, batch_pos, &batches);
+        let file_records = match result {
+            Ok(records) => records,
+            Err(e) => {
+                target.abandon();
+                return Err(e);
+            }
+        };
+        let manifest = Manifest {
+            format: FORMAT_NAME.to_string(),
+            format_version: FORMAT_VERSION,
+            dimension: dim,
+            count: self.chunks.len(),
+            metric: Metric::Cosine,
+            vector_dtype: VECTOR_DTYPE.to_string(),
+            row_order: ROW_ORDER.to_string(),
+            field: self.settings.field,
+            model: self.settings.model.value.clone(),
+            model_hash: self.settings.model.hash.clone(),
+            corpus_hash: batch.corpus_hash.clone(),
+            created_at,
+            updated_at: batch.time.clone(),
+            batches,
+            files: file_records,
+        };
+        if let Err(e) = target.write_file(files::MANIFEST, &manifest.to_bytes()) {
+            target.abandon();
+            return Err(e);
+        }
+        target.commit()?;
+        Index::open(dir)
+    }
+
+    fn write_files(
+        &self,
+        target: &AtomicDir,
+        order: &[usize],
+        fresh: &[f32],
+        ok: &[bool],
+        batch_pos: u32,
+        batches: &[BatchRecord],
+    ) -> Result<BTreeMap<String, FileRecord>> {
+        let dim = self.settings.dimension;
+        let mut vectors = HashingWriter::create(target, files::VECTORS)?;
+        let mut records = HashingWriter::create(target, files::RECORDS)?;
+        let mut chunks = HashingWriter::create(target, files::CHUNKS)?;
+        let mut row_bytes = Vec::with_capacity(dim * 4);
+        for &i in order {
+            let c = &self.chunks[i];
+            let v: &[f32] = match self.sources[i] {
+                Source::Stored(row) => match self.base {
+                    Some(index) => index.vector(row),
+                    None => unreachable_source(&c.id)?,
+                },
+                Source::New(slot) => {
+                    if !ok[slot] {
+                        return Err(IndexError::InvalidVector {
+                            what: format!("vector for chunk {:?}", c.id),
+                            problem: "has a NaN or infinite component, or is all zeros".into(),
+                        });
+                    }
+                    &fresh[slot * dim..(slot + 1) * dim]
+                }
+            };
+            row_bytes.clear();
+            for x in v {
+                row_bytes.extend_from_slice(&x.to_le_bytes());
+            }
+            vectors.write(&row_bytes)?;
+
+            let record = match &c.record {
+                Some(value) => {
+                    // Serialising a JSON value cannot fail.
+                    let mut line = serde_json::to_vec(value).unwrap_or_default();
+                    line.push(b'\n');
+                    let at = records.position();
+                    records.write(&line)?;
+                    Some((at, line.len() as u64))
+                }
+                None => None,
+            };
+            let batch = self.keep_batch[i].unwrap_or(batch_pos);
+            let b = &batches[batch as usize];
+            let line = ChunkLine {
+                id: c.id.clone(),
+                text_hash: self.hashes[i].to_string(),
+                batch,
+                ingest_batch: b.name.clone(),
+                ingested_at: b.time.clone(),
+                domain: c.meta.domain.clone(),
+                labels: c.meta.labels.clone(),
+                facets: c.meta.facets.clone(),
+                valid_from: c.meta.valid_from.clone(),
+                valid_to: c.meta.valid_to.clone(),
+                record,
+            };
+            let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
+            bytes.push(b'\n');
+            chunks.write(&bytes)?;
+        }
+        let mut out = BTreeMap::new();
+        for w in [vectors, records, chunks] {
+            let (name, rec) = w.finish()?;
+            out.insert(name, rec);
+        }
+        Ok(out)
+    }
+}
+
+/// A stored source without a base index cannot be built by `Plan::new`.
+fn unreachable_source(id: &str) -> Result<&'static [f32]> {
+    Err(IndexError::argument(
+        "plan",
+        format!("chunk {id:?} refers to a stored vector but there is no index"),
+    ))
+}

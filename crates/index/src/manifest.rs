@@ -1,0 +1,231 @@
+//! `manifest.json`: what the index is, how it was built, and what its files must hold.
+
+use crate::error::{IndexError, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Value of the manifest's `format` key.
+pub const FORMAT_NAME: &str = "veredicto-index";
+
+/// The on-disk format version this build writes and the highest it reads.
+pub const FORMAT_VERSION: u64 = 1;
+
+/// File names inside an index folder.
+pub mod files {
+    /// The manifest.
+    pub const MANIFEST: &str = "manifest.json";
+    /// Row-major little-endian f32 vectors, `count × dimension`.
+    pub const VECTORS: &str = "vectors.f32";
+    /// One JSON line of metadata per row.
+    pub const CHUNKS: &str = "chunks.jsonl";
+    /// The original chunk JSON lines, for rehydration; addressed by byte offsets.
+    pub const RECORDS: &str = "records.jsonl";
+}
+
+/// The embedding model's fingerprint as the caller computed it: an opaque JSON value
+/// (model name, file hashes, pooling, normalisation, dimension, prefixes, ...) and its hash.
+///
+/// The index never interprets `value`; it compares `hash` to refuse mixing models.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelFingerprint {
+    /// Whatever describes the model; stored verbatim in the manifest.
+    pub value: Value,
+    /// `sha256:<64 lower-case hex digits>` of `value` (computed by the caller).
+    pub hash: String,
+}
+
+impl ModelFingerprint {
+    /// Checks that `hash` looks like `sha256:<64 hex>`.
+    pub fn validate(&self) -> Result<()> {
+        check_sha256(&self.hash, "model fingerprint hash")
+    }
+}
+
+pub(crate) fn check_sha256(s: &str, field: &str) -> Result<()> {
+    let ok = s
+        .strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    if ok {
+        Ok(())
+    } else {
+        Err(IndexError::argument(
+            field,
+            format!("expected `sha256:` followed by 64 hex digits, got {s:?}"),
+        ))
+    }
+}
+
+/// Which field of a chunk was embedded (SPEC §2: the representation by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EmbeddedField {
+    /// The chunk's `representation` (falling back to `text` where the caller decided so).
+    #[serde(rename = "representation")]
+    Representation,
+    /// The chunk's `text`.
+    #[serde(rename = "text")]
+    Text,
+    /// BEIR convention: `title + " " + text`.
+    #[serde(rename = "title+text")]
+    TitleText,
+}
+
+impl std::fmt::Display for EmbeddedField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EmbeddedField::Representation => "representation",
+            EmbeddedField::Text => "text",
+            EmbeddedField::TitleText => "title+text",
+        })
+    }
+}
+
+/// The similarity the index ranks by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Metric {
+    /// Cosine similarity: vectors and queries are L2-normalised, the score is their inner product.
+    #[serde(rename = "cosine")]
+    Cosine,
+}
+
+/// One `apply`: the ingestion batch, its time and what it changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchRecord {
+    /// The batch label given by the caller (`--batch-label`).
+    pub name: String,
+    /// The time given by the caller (the library never reads the clock).
+    pub time: String,
+    /// Chunks whose ID was new.
+    pub added: usize,
+    /// Chunks whose ID existed with another text hash.
+    pub changed: usize,
+    /// Chunks that were in the index and are not in the new corpus.
+    pub removed: usize,
+    /// Chunks kept as they were (same ID, same text hash).
+    pub unchanged: usize,
+    /// Distinct texts that the caller embedded for this batch.
+    pub embedded: usize,
+    /// Added or changed chunks whose vector was found in the index by text hash.
+    pub reused: usize,
+}
+
+/// Size and SHA-256 of one data file, checked by [`crate::Index::verify`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRecord {
+    /// Length in bytes.
+    pub bytes: u64,
+    /// `sha256:<hex>` of the contents.
+    pub sha256: String,
+}
+
+/// The contents of `manifest.json`.
+///
+/// Serialised with its fields in declaration order and `BTreeMap`s, so the same index always
+/// gives the same bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`FORMAT_NAME`].
+    pub format: String,
+    /// The on-disk format version ([`FORMAT_VERSION`] for indexes this build writes).
+    pub format_version: u64,
+    /// Number of components per vector.
+    pub dimension: usize,
+    /// Number of rows (chunks).
+    pub count: usize,
+    /// The similarity (always cosine on L2-normalised vectors).
+    pub metric: Metric,
+    /// Element type of `vectors.f32`: always `f32le`.
+    pub vector_dtype: String,
+    /// How rows are ordered: always `chunk_id_ascending` (byte-wise).
+    pub row_order: String,
+    /// The chunk field that was embedded.
+    pub field: EmbeddedField,
+    /// The model fingerprint value, verbatim.
+    pub model: Value,
+    /// The model fingerprint hash.
+    pub model_hash: String,
+    /// The corpus hash given by the caller at the last `apply`.
+    pub corpus_hash: String,
+    /// Time of the first build (or of the last full rebuild).
+    pub created_at: String,
+    /// Time of the last `apply`.
+    pub updated_at: String,
+    /// Every `apply` since creation, oldest first; `chunks.jsonl` refers to them by position.
+    pub batches: Vec<BatchRecord>,
+    /// Size and hash of each data file, by file name.
+    pub files: BTreeMap<String, FileRecord>,
+}
+
+/// Value of `vector_dtype`.
+pub const VECTOR_DTYPE: &str = "f32le";
+/// Value of `row_order`.
+pub const ROW_ORDER: &str = "chunk_id_ascending";
+
+impl Manifest {
+    /// Reads and checks `DIR/manifest.json`: refuses a newer format version before looking at
+    /// anything else, so an old build gives a clear message on a new index.
+    pub fn read(dir: &Path) -> Result<Manifest> {
+        let path = dir.join(files::MANIFEST);
+        let bytes = std::fs::read(&path).map_err(|e| IndexError::io(&path, e))?;
+        let value: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| IndexError::corrupt(&path, e.line(), format!("invalid JSON: {e}")))?;
+        let Some(object) = value.as_object() else {
+            return Err(IndexError::corrupt(&path, 0, "expected a JSON object"));
+        };
+        if object.get("format").and_then(Value::as_str) != Some(FORMAT_NAME) {
+            return Err(IndexError::corrupt(
+                &path,
+                0,
+                format!("`format` must be {FORMAT_NAME:?}: not a veredicto index"),
+            ));
+        }
+        let found = object
+            .get("format_version")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| {
+                IndexError::corrupt(&path, 0, "`format_version` missing or not an integer")
+            })?;
+        if found > FORMAT_VERSION {
+            return Err(IndexError::NewerFormat {
+                path,
+                found,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let manifest: Manifest = serde_json::from_value(value)
+            .map_err(|e| IndexError::corrupt(&path, 0, format!("{e}")))?;
+        if manifest.dimension == 0 {
+            return Err(IndexError::corrupt(&path, 0, "`dimension` is 0"));
+        }
+        if manifest.vector_dtype != VECTOR_DTYPE {
+            return Err(IndexError::corrupt(
+                &path,
+                0,
+                format!(
+                    "`vector_dtype` {:?} is not supported (expected {VECTOR_DTYPE:?})",
+                    manifest.vector_dtype
+                ),
+            ));
+        }
+        if manifest.row_order != ROW_ORDER {
+            return Err(IndexError::corrupt(
+                &path,
+                0,
+                format!(
+                    "`row_order` {:?} is not supported (expected {ROW_ORDER:?})",
+                    manifest.row_order
+                ),
+            ));
+        }
+        Ok(manifest)
+    }
+
+    /// The manifest as written: pretty JSON with a final newline.
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        // Serialising plain data (strings, integers, JSON values) cannot fail.
+        let mut out = serde_json::to_vec_pretty(self).unwrap_or_default();
+        out.push(b'\n');
+        out
+    }
+}
