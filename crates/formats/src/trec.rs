@@ -29,9 +29,13 @@ pub use indexed::{read_run_indexed, IndexedRun, RunSource};
 
 use crate::error::{FormatError, Result};
 use crate::text::strip_bom;
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::Path;
-use veredicto_core::trec::{cmp_trec, hash::IdBuildHasher};
+use std::sync::Mutex;
+use veredicto_core::trec::{
+    find_duplicate, hash::IdBuildHasher, key_score, sort_trec_keyed, Scratch,
+};
 
 /// One relevance judgement.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -211,24 +215,29 @@ fn parse_plain_decimal(tok: &[u8]) -> Option<f64> {
         _ => (false, tok),
     };
     let mut mant: u64 = 0;
-    let mut digits = 0u32;
+    let mut i = 0;
+    while i < body.len() && body[i].is_ascii_digit() {
+        mant = mant
+            .wrapping_mul(10)
+            .wrapping_add(u64::from(body[i] - b'0'));
+        i += 1;
+    }
+    let int_digits = i;
     let mut decimals = 0usize;
-    let mut dot = false;
-    for &b in body {
-        match b {
-            b'0'..=b'9' => {
-                if digits == 19 {
-                    return None;
-                }
-                mant = mant * 10 + u64::from(b - b'0');
-                digits += 1;
-                if dot {
-                    decimals += 1;
-                }
-            }
-            b'.' if !dot => dot = true,
-            _ => return None,
+    if i < body.len() && body[i] == b'.' {
+        i += 1;
+        let start = i;
+        while i < body.len() && body[i].is_ascii_digit() {
+            mant = mant
+                .wrapping_mul(10)
+                .wrapping_add(u64::from(body[i] - b'0'));
+            i += 1;
         }
+        decimals = i - start;
+    }
+    let digits = int_digits + decimals;
+    if i != body.len() || digits > 19 {
+        return None;
     }
     if digits == 0 || mant > (1u64 << 53) || decimals >= POW10.len() {
         return None;
@@ -256,6 +265,34 @@ pub(crate) fn parse_run_line(line: &[u8]) -> std::result::Result<RunLine<'_>, Li
     parse_run_line_at(line).0
 }
 
+/// The index of the first whitespace byte at or after `i` (or `data.len()`). Eight bytes at a
+/// time: a byte-parallel "less than 0x21" test finds the first candidate exactly (borrows only
+/// run upwards from a true candidate), and the table decides whether it is whitespace.
+#[inline]
+fn token_end(data: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while i + 8 <= data.len() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&data[i..i + 8]);
+        let w = u64::from_le_bytes(word);
+        let below = w.wrapping_sub(ONES * 0x21) & !w & HIGH;
+        if below == 0 {
+            i += 8;
+            continue;
+        }
+        let at = i + (below.trailing_zeros() / 8) as usize;
+        if is_space(data[at]) {
+            return at;
+        }
+        i = at + 1; // a control character that is not whitespace: part of the token
+    }
+    while i < data.len() && !is_space(data[i]) {
+        i += 1;
+    }
+    i
+}
+
 /// Parses the run line at the start of `data` (which may hold further lines); returns it with
 /// the length of the line, its `\n` included. One pass over the bytes.
 #[inline]
@@ -277,9 +314,7 @@ pub(crate) fn parse_run_line_at(
             return (Ok(RunLine::Skip), line_end(data, i));
         }
         let start = i;
-        while i < len && !is_space(data[i]) {
-            i += 1;
-        }
+        i = token_end(data, i);
         f[n] = (start, i);
         n += 1;
     }
@@ -390,44 +425,50 @@ pub fn read_qrels(path: &Path) -> Result<Qrels> {
 pub fn parse_qrels(bytes: &[u8], path: &Path) -> Result<Qrels> {
     let bytes = strip_bom(bytes);
     check_utf8(bytes, path, 1)?;
-    let mut rows: Vec<(&[u8], &[u8], i32, usize)> = Vec::new();
+    // Per query: `(docno, rel, line)` of each judgement, queries in order of appearance.
+    type Judged<'a> = Vec<(&'a [u8], i32, usize)>;
+    let mut index: HashMap<&[u8], usize, IdBuildHasher> = HashMap::default();
+    let mut groups: Vec<(&[u8], Judged<'_>)> = Vec::new();
     for (n, line) in numbered_lines(bytes) {
         match parse_qrels_line(line) {
-            Ok(Some((qid, docno, rel))) => rows.push((qid, docno, rel, n)),
+            Ok(Some((qid, docno, rel))) => {
+                let g = *index.entry(qid).or_insert_with(|| {
+                    groups.push((qid, Vec::new()));
+                    groups.len() - 1
+                });
+                groups[g].1.push((docno, rel, n));
+            }
             Ok(None) => {}
             Err((field, message)) => return Err(FormatError::invalid(path, n, field, message)),
         }
     }
-    rows.sort_by(|a, b| a.0.cmp(b.0).then_with(|| a.1.cmp(b.1)));
-    for w in rows.windows(2) {
-        if w[0].0 == w[1].0 && w[0].1 == w[1].1 {
-            let (first, second) = (w[0].3.min(w[1].3), w[0].3.max(w[1].3));
+    groups.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut queries: Vec<QrelsQuery> = Vec::with_capacity(groups.len());
+    for (qid, mut judged) in groups {
+        judged.sort_by(|a, b| a.0.cmp(b.0)); // stable: a repeated docno keeps line order
+        if let Some(w) = judged.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(FormatError::invalid(
                 path,
-                second,
+                w[1].2,
                 "docno",
                 format!(
-                    "document '{}' is judged twice for query '{}' (first on line {first})",
-                    utf8(w[0].1),
-                    utf8(w[0].0)
+                    "document '{}' is judged twice for query '{}' (first on line {})",
+                    utf8(w[0].0),
+                    utf8(qid),
+                    w[0].2
                 ),
             ));
         }
-    }
-    let mut queries: Vec<QrelsQuery> = Vec::new();
-    for (qid, docno, rel, _) in rows {
-        if queries.last().is_none_or(|q| q.qid.as_bytes() != qid) {
-            queries.push(QrelsQuery {
-                qid: utf8(qid),
-                judgments: Vec::new(),
-            });
-        }
-        if let Some(q) = queries.last_mut() {
-            q.judgments.push(Judgment {
-                docno: utf8(docno),
-                rel,
-            });
-        }
+        queries.push(QrelsQuery {
+            qid: utf8(qid),
+            judgments: judged
+                .into_iter()
+                .map(|(docno, rel, _)| Judgment {
+                    docno: utf8(docno),
+                    rel,
+                })
+                .collect(),
+        });
     }
     Ok(Qrels { queries })
 }
@@ -439,68 +480,84 @@ pub fn read_run(path: &Path) -> Result<TrecRun> {
     parse_run(&bytes, path)
 }
 
-/// Parses run text; `path` only names the source in errors.
+/// Parses run text; `path` only names the source in errors. Large inputs are parsed in
+/// parallel (see [`read_run_indexed`]).
 pub fn parse_run(bytes: &[u8], path: &Path) -> Result<TrecRun> {
-    let bytes = strip_bom(bytes);
-    check_utf8(bytes, path, 1)?;
-    let mut qids: HashMap<&[u8], usize, IdBuildHasher> = HashMap::default();
-    // Per query: its id and `(score, docno, line)` of each result.
-    type Results<'a> = Vec<(f64, &'a [u8], usize)>;
-    let mut per_query: Vec<(&[u8], Results<'_>)> = Vec::new();
-    let mut runid: &[u8] = &[];
-    for (n, line) in numbered_lines(bytes) {
-        match parse_run_line(line) {
-            Ok(RunLine::Skip) => {}
-            Ok(RunLine::Result {
-                qid,
-                docno,
-                score,
-                runid: r,
-            }) => {
-                let q = *qids.entry(qid).or_insert_with(|| {
-                    per_query.push((qid, Vec::new()));
-                    per_query.len() - 1
-                });
-                per_query[q].1.push((score, docno, n));
-                runid = r;
+    // Query ids get numbers in the order the parser meets them.
+    type Names = (HashMap<Vec<u8>, u32, IdBuildHasher>, Vec<Vec<u8>>);
+    let names: Mutex<Names> = Mutex::default();
+    let intern = |qid: &[u8]| {
+        let mut guard = names.lock().unwrap_or_else(|e| e.into_inner());
+        let (map, list) = &mut *guard;
+        if let Some(&i) = map.get(qid) {
+            return Some(i);
+        }
+        let i = u32::try_from(list.len()).ok()?;
+        map.insert(qid.to_vec(), i);
+        list.push(qid.to_vec());
+        Some(i)
+    };
+    let source = RunSource::Reader {
+        reader: Box::new(bytes),
+        name: path.to_path_buf(),
+    };
+    let run = read_run_indexed(source, &intern, usize::MAX)?;
+    let (_, qids) = names.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut order: Vec<u32> = (0..qids.len() as u32).collect();
+    order.sort_by(|&a, &b| qids[a as usize].cmp(&qids[b as usize]));
+    let queries: Vec<Result<RunQuery>> = order
+        .par_iter()
+        .map(|&q| {
+            let qid = &qids[q as usize];
+            let mut docs: Vec<(u64, &[u8])> = Vec::new();
+            run.docs_into(q, &mut docs);
+            if let Some((i, _)) = find_duplicate(&mut Scratch::default(), &docs, |d| d.1) {
+                let docno = docs[i].1;
+                let lines = run_lines(strip_bom(bytes), qid, docno);
+                let (first, second) = match lines.as_slice() {
+                    [a, b, ..] => (*a, *b),
+                    _ => (0, 0),
+                };
+                return Err(FormatError::invalid(
+                    path,
+                    second,
+                    "docno",
+                    format!(
+                        "document '{}' is retrieved twice for query '{}' (first on line {first})",
+                        utf8(docno),
+                        utf8(qid)
+                    ),
+                ));
             }
-            Err((field, message)) => return Err(FormatError::invalid(path, n, field, message)),
-        }
-    }
-    per_query.sort_by(|a, b| a.0.cmp(b.0));
-    let mut queries = Vec::with_capacity(per_query.len());
-    for (qid, mut docs) in per_query {
-        let mut by_doc: Vec<(&[u8], usize)> = docs.iter().map(|d| (d.1, d.2)).collect();
-        by_doc.sort_unstable();
-        if let Some(w) = by_doc.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(FormatError::invalid(
-                path,
-                w[1].1,
-                "docno",
-                format!(
-                    "document '{}' is retrieved twice for query '{}' (first on line {})",
-                    utf8(w[0].0),
-                    utf8(qid),
-                    w[0].1
-                ),
-            ));
-        }
-        docs.sort_by(|a, b| cmp_trec((a.0, a.1), (b.0, b.1)));
-        queries.push(RunQuery {
-            qid: utf8(qid),
-            docs: docs
-                .into_iter()
-                .map(|(score, docno, _)| RankedDoc {
-                    docno: utf8(docno),
-                    score,
-                })
-                .collect(),
-        });
-    }
+            sort_trec_keyed(&mut docs);
+            Ok(RunQuery {
+                qid: utf8(qid),
+                docs: docs
+                    .into_iter()
+                    .map(|(key, docno)| RankedDoc {
+                        docno: utf8(docno),
+                        score: key_score(key),
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
     Ok(TrecRun {
-        runid: utf8(runid),
-        queries,
+        runid: run.runid().to_string(),
+        queries: queries.into_iter().collect::<Result<_>>()?,
     })
+}
+
+/// The 1-based lines where `qid` retrieves `docno`.
+fn run_lines(bytes: &[u8], qid: &[u8], docno: &[u8]) -> Vec<usize> {
+    numbered_lines(bytes)
+        .filter_map(|(n, line)| match parse_run_line(line) {
+            Ok(RunLine::Result {
+                qid: q, docno: d, ..
+            }) if q == qid && d == docno => Some(n),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Reads trec_eval's Z-score reference file (`-Z`): `qid measure mean stddev` per line
@@ -539,17 +596,10 @@ pub fn read_zscores(path: &Path) -> Result<Vec<(String, String, f64, f64)>> {
 /// The 1-based lines of a run file where `qid` retrieves `docno` (to report duplicates found
 /// while evaluating). Unreadable files give no lines.
 pub fn find_run_lines(path: &Path, qid: &str, docno: &str) -> Vec<usize> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    numbered_lines(strip_bom(&bytes))
-        .filter_map(|(n, line)| match parse_run_line(line) {
-            Ok(RunLine::Result {
-                qid: q, docno: d, ..
-            }) if q == qid.as_bytes() && d == docno.as_bytes() => Some(n),
-            _ => None,
-        })
-        .collect()
+    match std::fs::read(path) {
+        Ok(bytes) => run_lines(strip_bom(&bytes), qid.as_bytes(), docno.as_bytes()),
+        Err(_) => Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -648,6 +698,47 @@ mod tests {
         assert!(parse_plain_decimal(b".").is_none());
         assert!(parse_score(b".").is_err());
         assert!(parse_score(b"1.2.3").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn run_line_fields_match_a_naive_split(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    b' ', b'\t', b'\r', 0x0b, 0x0c, 0x01, 0x1f, 0x7f, 0xc3, b'a', b'Z', b'#',
+                    b'0', b'7', b'.', b'-', b'\n',
+                ]),
+                0..60,
+            )
+        ) {
+            let (parsed, used) = parse_run_line_at(&bytes);
+            let line_len = bytes.iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| i + 1);
+            proptest::prop_assert_eq!(used, line_len);
+            let line = &bytes[..line_len];
+            let tokens: Vec<&[u8]> = line
+                .split(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+                .filter(|t| !t.is_empty())
+                .collect();
+            match parsed {
+                Ok(RunLine::Skip) => {
+                    proptest::prop_assert!(tokens.is_empty() || tokens[0][0] == b'#');
+                }
+                Ok(RunLine::Result { qid, docno, runid, .. }) => {
+                    proptest::prop_assert!(tokens.len() >= 6);
+                    proptest::prop_assert_eq!(qid, tokens[0]);
+                    proptest::prop_assert_eq!(docno, tokens[2]);
+                    proptest::prop_assert_eq!(runid, tokens[5]);
+                }
+                Err((field, message)) => {
+                    if message.starts_with("line has") {
+                        let expected = format!("line has {} column", tokens.len());
+                        proptest::prop_assert!(message.starts_with(&expected), "{}", message);
+                    } else {
+                        proptest::prop_assert!(tokens.len() >= 6 && field == "score");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

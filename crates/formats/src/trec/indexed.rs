@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use veredicto_core::trec::score_key;
 
 /// Bytes read per block.
-const BLOCK: usize = 32 << 20;
+const BLOCK: usize = 16 << 20;
 /// Target size of a piece parsed by one task.
 const PIECE: usize = 2 << 20;
 
@@ -122,11 +122,22 @@ impl IndexedRun {
 }
 
 /// Reads a run, keeping the results of the queries that `query_index` maps to an index below
-/// `num_queries` (other lines are validated and dropped).
+/// `num_queries` (other lines are validated and dropped; `usize::MAX` keeps every query that
+/// gets an index).
 pub fn read_run_indexed(
     source: RunSource<'_>,
     query_index: &(dyn Fn(&[u8]) -> Option<u32> + Sync),
     num_queries: usize,
+) -> Result<IndexedRun> {
+    read_blocks(source, query_index, num_queries, BLOCK, PIECE)
+}
+
+fn read_blocks(
+    source: RunSource<'_>,
+    query_index: &(dyn Fn(&[u8]) -> Option<u32> + Sync),
+    num_queries: usize,
+    block: usize,
+    piece: usize,
 ) -> Result<IndexedRun> {
     let (mut reader, path): (Box<dyn Read + Send + '_>, PathBuf) = match source {
         RunSource::Path(p) => {
@@ -142,7 +153,7 @@ pub fn read_run_indexed(
     // Double buffering: the next block is read while the current one is parsed.
     let mut cur: Vec<u8> = Vec::new();
     let mut spare: Vec<u8> = Vec::new();
-    let mut eof = fill(&mut reader, &mut cur, BLOCK).map_err(io_err)?;
+    let mut eof = fill(&mut reader, &mut cur, block).map_err(io_err)?;
     let mut start = if cur.starts_with(b"\xEF\xBB\xBF") {
         3
     } else {
@@ -156,7 +167,7 @@ pub fn read_run_indexed(
                 Some(i) => i + 1,
                 None => {
                     // One line longer than a block: read on.
-                    eof = fill(&mut reader, &mut cur, BLOCK).map_err(io_err)?;
+                    eof = fill(&mut reader, &mut cur, block).map_err(io_err)?;
                     continue;
                 }
             }
@@ -170,11 +181,11 @@ pub fn read_run_indexed(
                 if eof {
                     Ok(true)
                 } else {
-                    fill(&mut reader, &mut next, BLOCK)
+                    fill(&mut reader, &mut next, block)
                 }
             },
             || {
-                split_pieces(data)
+                split_pieces(data, piece)
                     .par_iter()
                     .map(|&(a, b)| parse_piece(&data[a..b], query_index, num_queries))
                     .collect::<Vec<Piece>>()
@@ -205,12 +216,12 @@ fn fill(reader: &mut dyn Read, buf: &mut Vec<u8>, want: usize) -> std::io::Resul
     Ok(n < want)
 }
 
-/// Cuts `data` into pieces of about [`PIECE`] bytes at line ends.
-fn split_pieces(data: &[u8]) -> Vec<(usize, usize)> {
+/// Cuts `data` into pieces of about `piece` bytes at line ends.
+fn split_pieces(data: &[u8], piece: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut a = 0;
     while a < data.len() {
-        let want = (a + PIECE).min(data.len());
+        let want = (a + piece).min(data.len());
         let b = if want == data.len() {
             want
         } else {
@@ -340,6 +351,12 @@ fn assemble(pieces: Vec<Piece>, num_queries: usize, lines: u64) -> IndexedRun {
         stored.push(p.recs);
     }
     ranges.sort_by_key(|r| (r.0, r.1));
+    let seen = ranges.last().map_or(0, |r| r.0 as usize + 1);
+    let num_queries = if num_queries == usize::MAX {
+        seen
+    } else {
+        num_queries.max(seen)
+    };
     let mut starts = vec![0usize; num_queries + 1];
     for r in &ranges {
         starts[r.0 as usize + 1] += 1;
@@ -395,6 +412,68 @@ mod tests {
         assert!(!run.has_query(2));
         assert_eq!(run.runid(), "r");
         assert_eq!(run.num_lines(), 6);
+    }
+
+    #[test]
+    fn tiny_blocks_and_pieces_give_the_same_result() {
+        let mut text = b"\xEF\xBB\xBF".to_vec();
+        for i in 0..300 {
+            let q = ["1", "3", "2"][i % 3];
+            let tag = if i == 150 {
+                "a-very-long-run-tag-".repeat(20)
+            } else {
+                "r".to_string()
+            };
+            text.extend_from_slice(format!("{q} Q0 d{i} {i} {}.5 {tag}\r\n", i % 7).as_bytes());
+            if i % 50 == 0 {
+                text.extend_from_slice(b"# comment\n\n");
+            }
+        }
+        let qids = ["1", "2"];
+        let lookup = |q: &[u8]| {
+            qids.iter()
+                .position(|x| x.as_bytes() == q)
+                .map(|i| i as u32)
+        };
+        let read = |block, piece| {
+            read_blocks(
+                RunSource::Reader {
+                    reader: Box::new(&text[..]),
+                    name: PathBuf::from("run"),
+                },
+                &lookup,
+                2,
+                block,
+                piece,
+            )
+            .unwrap()
+        };
+        let whole = read(1 << 20, 1 << 20);
+        for (block, piece) in [(40, 40), (97, 13), (1000, 64)] {
+            let small = read(block, piece);
+            for q in 0..2 {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                whole.docs_into(q, &mut a);
+                small.docs_into(q, &mut b);
+                assert_eq!(a, b);
+                assert_eq!(a.len(), 100);
+            }
+            assert_eq!(small.num_lines(), whole.num_lines());
+            assert_eq!(small.runid(), "r");
+        }
+        let e = read_blocks(
+            RunSource::Reader {
+                reader: Box::new(&b"1 Q0 a 1 1 r\n1 Q0 b 1 1 r\n1 Q0 c 1 x r\n"[..]),
+                name: PathBuf::from("run"),
+            },
+            &lookup,
+            2,
+            16,
+            8,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.to_string(), "run:3: field `score`: not a number: 'x'");
     }
 
     #[test]
