@@ -28,8 +28,36 @@ pub struct ExamArgs {
     #[arg(long, value_name = "GOLDEN")]
     pub golden: PathBuf,
     /// The retriever's results: TREC run (`qid Q0 docid rank score tag`) or JSONL.
-    #[arg(long, value_name = "RUN")]
-    pub run: PathBuf,
+    #[arg(
+        long,
+        value_name = "RUN",
+        required_unless_present = "index",
+        conflicts_with = "index"
+    )]
+    pub run: Option<PathBuf>,
+    /// Run every case against veredicto's index instead of reading a run file.
+    #[arg(long, value_name = "DIR")]
+    pub index: Option<PathBuf>,
+    #[command(flatten)]
+    pub embedder: crate::models::EmbedderArgs,
+    /// Results listed per case with --index (ranks of expected chunks are exact at any depth).
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "index")]
+    pub depth: usize,
+    /// Rerank stage: a cross-encoder model folder, or an HTTP `/rerank` URL.
+    #[arg(long, value_name = "MODEL_DIR|URL", requires = "index")]
+    pub rerank: Option<String>,
+    /// Stage-1 candidates handed to the reranker.
+    #[arg(long, value_name = "N", default_value_t = 30, requires = "rerank")]
+    pub candidates: usize,
+    /// Results kept after reranking (at least each case's K).
+    #[arg(long, value_name = "M", default_value_t = 10, requires = "rerank")]
+    pub keep: usize,
+    /// Write the retrieved lists as a TREC run (any tool can re-score them).
+    #[arg(long, value_name = "FILE", requires = "index")]
+    pub save_run: Option<PathBuf>,
+    /// Include per-stage latency in the JSON (it differs on every run).
+    #[arg(long)]
+    pub timings: bool,
     /// Chunk JSONL (or BEIR corpus.jsonl): gold labels, domains, validity, text for the diagnosis.
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
@@ -103,17 +131,77 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         None => Policy::default(),
     };
     let cases = formats::golden::read_golden(&args.golden)?;
-    let run = formats::run::read_run(&args.run)?;
-    let corpus = match &args.corpus {
+    let mut corpus = match &args.corpus {
         Some(p) => Some(Corpus::new(formats::corpus::read_corpus(p)?)),
         None => None,
+    };
+    let mut latency = std::collections::BTreeMap::new();
+    let mut stage1 = None;
+    let mut index_fp = None;
+    let mut model_info: (Option<String>, Option<String>) = (None, None);
+    let run = match (&args.run, &args.index) {
+        (Some(path), _) => formats::run::read_run(path)?,
+        (None, Some(dir)) => {
+            let index = veredicto_index::Index::open(dir)?;
+            let needs_model = cases.iter().any(|c| c.query_vector.is_none());
+            let embedder = if needs_model {
+                let e = args.embedder.load()?;
+                index.check_model(&crate::models::index_fingerprint(e.as_ref()).hash)?;
+                Some(e)
+            } else {
+                None
+            };
+            let reranker = match &args.rerank {
+                Some(spec) => Some(crate::models::load_reranker(
+                    spec,
+                    &args.embedder.api_key_env,
+                )?),
+                None => None,
+            };
+            let k_of = |c: &veredicto_core::case::Case| {
+                c.top_k
+                    .unwrap_or(policy.thresholds(c.domain.as_deref()).top_k)
+                    as usize
+            };
+            let r = crate::retrieval::retrieve(
+                &index,
+                embedder.as_deref(),
+                &cases,
+                k_of,
+                &crate::retrieval::Settings {
+                    depth: args.depth,
+                    reranker: reranker.as_deref(),
+                    candidates: args.candidates,
+                    keep: args.keep,
+                },
+            )?;
+            if corpus.is_none() {
+                corpus = Some(crate::retrieval::corpus_of(&index)?);
+            }
+            if let Some(path) = &args.save_run {
+                crate::retrieval::write_trec_run(path, &r.run, "veredicto")?;
+            }
+            latency = r.latency;
+            stage1 = r.stage1;
+            let m = index.manifest();
+            index_fp = Some(m.corpus_hash.clone());
+            model_info = (
+                m.model
+                    .get("name")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned),
+                Some(m.model_hash.clone()),
+            );
+            r.run
+        }
+        (None, None) => anyhow::bail!("give --run FILE or --index DIR"),
     };
     let notes = match &args.notes {
         Some(p) => formats::notes::read_notes(p)?,
         None => BTreeMap::new(),
     };
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
-    let report = exam::evaluate(ExamInput {
+    let mut report = exam::evaluate(ExamInput {
         cases: &cases,
         run: &run,
         corpus: corpus.as_ref(),
@@ -121,9 +209,46 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         notes: &notes,
         as_of: Some(&as_of),
     });
+    if let Some(s1) = &stage1 {
+        // Stage 1 at N candidates: the ceiling of the reranker.
+        let at_n: Vec<_> = cases
+            .iter()
+            .map(|c| veredicto_core::case::Case {
+                top_k: Some(args.candidates as u32),
+                ..c.clone()
+            })
+            .collect();
+        let r1 = exam::evaluate(ExamInput {
+            cases: &at_n,
+            run: s1,
+            corpus: corpus.as_ref(),
+            policy: &policy,
+            notes: &notes,
+            as_of: Some(&as_of),
+        });
+        report.stages = vec![
+            stage_summary("retrieval", args.candidates as u32, &r1),
+            stage_summary("rerank", policy.top_k, &report),
+        ];
+    }
+    if args.timings {
+        report.latency = latency.clone();
+    }
     let config = RunConfig {
-        retriever: "run-file".to_owned(),
-        source: Some(args.run.display().to_string()),
+        retriever: if args.index.is_some() {
+            "index"
+        } else {
+            "run-file"
+        }
+        .to_owned(),
+        source: args
+            .run
+            .as_ref()
+            .or(args.index.as_ref())
+            .map(|p| p.display().to_string()),
+        embedding_model: model_info.0,
+        model_hash: model_info.1,
+        rerank: args.rerank.clone(),
         field: Some(
             serde_json::to_value(policy.field)
                 .ok()
@@ -133,9 +258,9 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         top_k: policy.top_k,
         ..RunConfig::default()
     };
-    let corpus_fingerprint = match &args.corpus {
-        Some(p) => Some(file_fingerprint(p)?),
-        None => None,
+    let corpus_fingerprint = match (&args.corpus, index_fp) {
+        (Some(p), _) => Some(file_fingerprint(p)?),
+        (None, fp) => fp,
     };
     let output = Output {
         format: args.format,
@@ -147,12 +272,23 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         Provenance {
             config,
             corpus_fingerprint,
-            latency: Default::default(),
+            latency,
         },
         corpus.as_ref(),
         &args.record,
         &output,
     )
+}
+
+fn stage_summary(stage: &str, k: u32, r: &ExamReport) -> veredicto_core::exam::StageSummary {
+    veredicto_core::exam::StageSummary {
+        stage: stage.to_owned(),
+        k,
+        mean_recall: r.summary.mean_recall,
+        mrr: r.summary.mrr,
+        mean_ndcg: r.summary.mean_ndcg,
+        full_recall_cases: r.cases.iter().filter(|c| c.recall >= 1.0).count(),
+    }
 }
 
 /// `sha256:` of a file's bytes.

@@ -8,9 +8,13 @@ mod clock;
 mod compare_cmd;
 mod exam_cmd;
 mod history_args;
+mod ingest_cmd;
+mod models;
 mod output;
 mod report_cmd;
+mod retrieval;
 mod runs_cmd;
+mod search_cmd;
 mod trec_cmd;
 
 #[derive(Debug, Parser)]
@@ -27,7 +31,11 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the golden-set acceptance exam over a retriever's results (exit 0 accept, 1 stop).
-    Exam(exam_cmd::ExamArgs),
+    Exam(Box<exam_cmd::ExamArgs>),
+    /// Embed a corpus into veredicto's exact index (incremental).
+    Ingest(ingest_cmd::IngestArgs),
+    /// Search the index with one query.
+    Search(search_cmd::SearchArgs),
     /// trec_eval-compatible evaluator: same command line, same output.
     Trec(trec_cmd::TrecArgs),
     /// The run history: list and show recorded runs.
@@ -48,8 +56,10 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Exam(args) => exam_cmd::run(args),
+        Command::Exam(args) => exam_cmd::run(*args),
         Command::Trec(args) => trec_cmd::run(args),
+        Command::Ingest(args) => ingest_cmd::run(args),
+        Command::Search(args) => search_cmd::run(args),
         Command::Runs(args) => runs_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),

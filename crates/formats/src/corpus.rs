@@ -35,6 +35,25 @@ pub fn read_corpus_lines(path: &Path) -> Result<Vec<CorpusLine>> {
     let mut seen = SeenIds::default();
     let mut chunks = Vec::new();
     for line in jsonl::read_objects(path)? {
+        let parsed = parse_line(line, &mut seen)?;
+        chunks.push(parsed);
+    }
+    Ok(chunks)
+}
+
+/// Parses one chunk given as a JSON object (e.g. a record rehydrated from the index);
+/// `path` and `line` only locate errors.
+pub fn chunk_from_object(
+    path: &Path,
+    line: usize,
+    object: serde_json::Map<String, Value>,
+) -> Result<Chunk> {
+    let line = jsonl::ObjectLine { path, line, object };
+    Ok(parse_line(line, &mut SeenIds::default())?.chunk)
+}
+
+fn parse_line(line: jsonl::ObjectLine<'_>, seen: &mut SeenIds) -> Result<CorpusLine> {
+    {
         let id_field = if line.object.contains_key("id") || !line.object.contains_key("_id") {
             "id"
         } else {
@@ -68,12 +87,11 @@ pub fn read_corpus_lines(path: &Path) -> Result<Vec<CorpusLine>> {
             ingest_batch: line.opt_id("ingest_batch")?,
             facets,
         };
-        chunks.push(CorpusLine {
+        Ok(CorpusLine {
             chunk,
             vector: line.opt_vector("vector")?,
             line: line.line,
             raw: line.object,
-        });
+        })
     }
-    Ok(chunks)
 }

@@ -51,7 +51,29 @@ pub struct ExamReport {
     /// The exam date used for validity windows, when one was given.
     pub as_of: Option<String>,
     pub run: RunInfo,
+    /// Per-stage summaries when the retriever has several stages (retrieve wide, then
+    /// rerank): stage 1's recall at N is the reranker's ceiling. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageSummary>,
+    /// Per-stage latency, only when asked for (`--timings`): it differs on every run, and
+    /// the rest of the report is byte-identical for the same inputs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub latency: BTreeMap<String, crate::history::StageLatency>,
     pub cases: Vec<CaseResult>,
+}
+
+/// One retrieval stage's quality at its own cut-off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageSummary {
+    /// `retrieval` (stage 1, the vector index) or `rerank`.
+    pub stage: String,
+    /// The stage's cut-off: N candidates for stage 1, K for the final list.
+    pub k: u32,
+    pub mean_recall: f64,
+    pub mrr: f64,
+    pub mean_ndcg: f64,
+    /// Cases with every expected chunk within the cut-off.
+    pub full_recall_cases: usize,
 }
 
 /// What the run held besides the golden set's queries.
@@ -232,6 +254,8 @@ pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
             ignored_queries: ignored.len(),
             ignored_query_ids: ignored.into_iter().take(20).collect(),
         },
+        stages: Vec::new(),
+        latency: BTreeMap::new(),
         cases,
     }
 }
