@@ -108,6 +108,12 @@ pub struct RecordArgs {
     /// Seed of the randomisation test and the bootstrap.
     #[arg(long, value_name = "N", default_value_t = veredicto_core::compare::DEFAULT_SEED)]
     pub seed: u64,
+    /// Declared chunk size of the corpus (recorded with the run's configuration).
+    #[arg(long, value_name = "TOKENS")]
+    pub chunk_size: Option<u32>,
+    /// Declared chunk overlap (recorded with the run's configuration).
+    #[arg(long, value_name = "TOKENS")]
+    pub chunk_overlap: Option<u32>,
 }
 
 fn parse_date(s: &str) -> Result<String, String> {
@@ -321,6 +327,19 @@ pub fn conclude(
     output: &Output,
 ) -> anyhow::Result<ExitCode> {
     let compare_wanted = record.compare || record.fail_on_regression;
+    let mut provenance = provenance;
+    provenance.config.chunk_size = record.chunk_size;
+    provenance.config.chunk_overlap = record.chunk_overlap;
+    let latency_text: String = provenance
+        .latency
+        .iter()
+        .map(|(stage, l)| {
+            format!(
+                "latency {stage}: p50 {:.2} ms · p95 {:.2} ms · p99 {:.2} ms · max {:.2} ms ({} queries)\n",
+                l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms, l.count
+            )
+        })
+        .collect();
     let mut comparison: Option<Comparison> = None;
     if !record.no_record {
         let history = record.history.open()?;
@@ -383,6 +402,15 @@ pub fn conclude(
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let mut text = veredicto_report::render(&report, format, color);
+    if matches!(format, Format::Human) {
+        for s in &report.stages {
+            text.push_str(&format!(
+                "stage {} @{}: mean recall {:.3} · MRR {:.3} · mean nDCG {:.3} · {} cases with every expected chunk\n",
+                s.stage, s.k, s.mean_recall, s.mrr, s.mean_ndcg, s.full_recall_cases
+            ));
+        }
+        text.push_str(&latency_text);
+    }
     if let Some(c) = &comparison {
         match format {
             Format::Human => {
