@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod audit_cmd;
 mod clock;
 mod compare_cmd;
 mod exam_cmd;
@@ -44,6 +45,8 @@ enum Command {
     Compare(compare_cmd::CompareArgs),
     /// Render a recorded run: self-contained HTML (default), Markdown, JUnit or JSON.
     Report(report_cmd::ReportArgs),
+    /// Grounding audit (SPEC §7): check, sheet, review, package, verify.
+    Audit(audit_cmd::AuditArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Runs(args) => runs_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
+        Command::Audit(args) => audit_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,53 @@
+//! Errors of the grounding library. Every one names its file; validation issues also name
+//! the YAML/JSON path, the field and (when it can be located) the line.
+
+use std::fmt;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GroundingError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{path}: {} invalid field(s):\n{}", issues.len(), issues.iter().map(|i| format!("  {i}")).collect::<Vec<_>>().join("\n"))]
+    Invalid { path: PathBuf, issues: Vec<Issue> },
+    #[error("{path}: {message}")]
+    Package { path: PathBuf, message: String },
+}
+
+impl GroundingError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        GroundingError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// One validation problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    /// `cases[0].answers[1].claims[2].citations[0]`
+    pub yaml_path: String,
+    pub field: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for Issue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(
+                f,
+                "line {l}: {} ({}): {}",
+                self.yaml_path, self.field, self.message
+            ),
+            None => write!(f, "{} ({}): {}", self.yaml_path, self.field, self.message),
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! Grounding audit (SPEC §7, seeds 002 and 004): frozen cases, per-claim association and
+//! support verdicts with reasons, grounding measures, evidence sheets, append-only reviews
+//! and hashed audit packages. No clock, no environment: callers pass times and versions.
+
+mod agreement;
+mod bundle;
+mod compare;
+mod error;
+mod impact;
+mod load;
+mod metrics;
+mod model;
+mod package;
+mod policy;
+mod review;
+mod scifact;
+mod sheet;
+mod suggest;
+
+pub use agreement::{cohen_kappa, reviewer_pairs, Agreement, VERDICTS};
+pub use bundle::{build_package, PackageInputs};
+pub use compare::{compare, AnswerComparison, Comparison, NotCompared};
+pub use error::{GroundingError, Issue};
+pub use impact::{impact, load_sources, Impact, SourceSet};
+pub use load::{load_cases, parse_cases, passage_hash, validate};
+pub use metrics::{answer_metrics, claim_supported, document_recall_at, AnswerMetrics};
+pub use model::*;
+pub use package::{
+    read_package, seal, sha256_hex, tar_gz, verify_files, write_dir, Files, Manifest,
+    ManifestEntry, MissingPart, MANIFEST, MANIFEST_HASH,
+};
+pub use policy::{load_policy, violations, GroundingPolicy};
+pub use review::{append_review, new_review, read_reviews, review_log_path, ReviewRecord};
+pub use scifact::scifact_cases;
+pub use sheet::{build_sheet, effective_support, to_csv, to_html, to_json, to_markdown, SheetRow};
+
+pub use suggest::{
+    append_suggestions, label_to_support, nli_inputs, read_suggestions, softmax,
+    suggestion_log_path, suggestion_pairs, SuggestionRecord, NLI_METHOD,
+};
+
+/// The JSON Schema of case files (same text as `docs/grounding-schema.json`).
+pub const CASE_SCHEMA_JSON: &str = include_str!("../schema/grounding-schema.json");

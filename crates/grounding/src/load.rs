@@ -1,0 +1,380 @@
+//! Reading and validating a case file (YAML or JSON, chosen by extension; YAML otherwise).
+
+use crate::error::{GroundingError, Issue};
+use crate::model::*;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Reads, parses and validates a case file. The raw bytes are returned too (packages copy them).
+pub fn load_cases(path: &Path) -> Result<(CaseSet, Vec<u8>), GroundingError> {
+    let bytes = std::fs::read(path).map_err(|e| GroundingError::io(path, e))?;
+    let text = String::from_utf8(bytes.clone()).map_err(|e| GroundingError::Parse {
+        path: path.to_path_buf(),
+        message: format!("not UTF-8: {e}"),
+    })?;
+    let set = parse_cases(path, &text)?;
+    Ok((set, bytes))
+}
+
+/// Parses and validates case text; `path` is only used in messages and to pick the format.
+pub fn parse_cases(path: &Path, text: &str) -> Result<CaseSet, GroundingError> {
+    let is_json = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let set: CaseSet = if is_json {
+        serde_json::from_str(text).map_err(|e| GroundingError::Parse {
+            path: path.to_path_buf(),
+            message: format!("line {} column {}: {e}", e.line(), e.column()),
+        })?
+    } else {
+        serde_norway::from_str(text).map_err(|e| GroundingError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?
+    };
+    let issues = validate(&set, text);
+    if issues.is_empty() {
+        Ok(set)
+    } else {
+        Err(GroundingError::Invalid {
+            path: path.to_path_buf(),
+            issues,
+        })
+    }
+}
+
+/// `sha256:<hex>` of a passage text.
+pub fn passage_hash(text: &str) -> String {
+    let d = Sha256::digest(text.as_bytes());
+    format!("sha256:{}", hex(&d))
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Best-effort line of `value` at or after the line that holds `anchor` (1-based).
+fn find_line(text: &str, anchor: &str, value: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| l.contains(anchor)).unwrap_or(0);
+    lines
+        .iter()
+        .enumerate()
+        .skip(start)
+        .find(|(_, l)| l.contains(value))
+        .map(|(i, _)| i + 1)
+}
+
+struct Ctx<'a> {
+    text: &'a str,
+    issues: Vec<Issue>,
+}
+
+impl Ctx<'_> {
+    fn push(&mut self, yaml_path: String, field: &str, anchor: &str, value: &str, message: String) {
+        let line = find_line(self.text, anchor, value);
+        self.issues.push(Issue {
+            yaml_path,
+            field: field.to_string(),
+            line,
+            message,
+        });
+    }
+}
+
+/// Every semantic rule of the schema beyond types (types are checked by the parser).
+pub fn validate(set: &CaseSet, text: &str) -> Vec<Issue> {
+    let mut cx = Ctx {
+        text,
+        issues: Vec::new(),
+    };
+    if set.schema != SCHEMA_VERSION {
+        cx.push(
+            "schema".into(),
+            "schema",
+            "schema",
+            "schema",
+            format!("expected `{SCHEMA_VERSION}`, found `{}`", set.schema),
+        );
+    }
+    let mut case_ids = BTreeSet::new();
+    let mut claim_ids = BTreeSet::new();
+    for (ci, case) in set.cases.iter().enumerate() {
+        let cp = format!("cases[{ci}]");
+        let anchor = format!("id: {}", case.id);
+        if case.id.trim().is_empty() {
+            cx.push(
+                format!("{cp}.id"),
+                "id",
+                "cases",
+                "id:",
+                "empty case id".into(),
+            );
+        }
+        if !case_ids.insert(case.id.clone()) {
+            cx.push(
+                format!("{cp}.id"),
+                "id",
+                &anchor,
+                &case.id,
+                format!("duplicate case id `{}`", case.id),
+            );
+        }
+        let mut source_ids = BTreeSet::new();
+        for (si, s) in case.sources.iter().enumerate() {
+            if !source_ids.insert(s.id.as_str()) {
+                cx.push(
+                    format!("{cp}.sources[{si}].id"),
+                    "id",
+                    &anchor,
+                    &s.id,
+                    format!("duplicate source id `{}`", s.id),
+                );
+            }
+            let mut pids = BTreeSet::new();
+            for (pi, p) in s.passages.iter().enumerate() {
+                let pp = format!("{cp}.sources[{si}].passages[{pi}]");
+                if !pids.insert(p.id.as_str()) {
+                    cx.push(
+                        format!("{pp}.id"),
+                        "id",
+                        &anchor,
+                        &p.id,
+                        format!("duplicate passage id `{}` in source `{}`", p.id, s.id),
+                    );
+                }
+                match (&p.text, &p.hash) {
+                    (None, None) => cx.push(
+                        pp.clone(),
+                        "text",
+                        &anchor,
+                        &p.id,
+                        "a passage needs its exact `text`, or a `hash` plus `neighbours`".into(),
+                    ),
+                    (None, Some(_))
+                        if p.neighbours.as_deref().is_none_or(|n| n.trim().is_empty()) =>
+                    {
+                        cx.push(
+                            format!("{pp}.neighbours"),
+                            "neighbours",
+                            &anchor,
+                            &p.id,
+                            "a passage located by hash needs its neighbouring text".into(),
+                        )
+                    }
+                    (Some(t), Some(h)) if *h != passage_hash(t) => cx.push(
+                        format!("{pp}.hash"),
+                        "hash",
+                        &anchor,
+                        h,
+                        format!(
+                            "hash does not match the passage text (text hashes to {})",
+                            passage_hash(t)
+                        ),
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        let passage_exists = |src: &str, pid: &str| {
+            case.sources
+                .iter()
+                .any(|s| s.id == src && s.passages.iter().any(|p| p.id == pid))
+        };
+        for (vi, v) in case.valid_sources.iter().enumerate() {
+            if !source_ids.contains(v.as_str()) {
+                cx.push(
+                    format!("{cp}.valid_sources[{vi}]"),
+                    "valid_sources",
+                    &anchor,
+                    v,
+                    format!("unknown source id `{v}`"),
+                );
+            }
+        }
+        for (ri, r) in case.retrieval.iter().enumerate() {
+            let rp = format!("{cp}.retrieval[{ri}]");
+            if r.position as usize != ri + 1 {
+                cx.push(
+                    format!("{rp}.position"),
+                    "position",
+                    &anchor,
+                    "position",
+                    format!(
+                        "positions must be 1, 2, 3… in the order returned; found {} at index {ri}",
+                        r.position
+                    ),
+                );
+            }
+            if !source_ids.contains(r.source.as_str()) {
+                cx.push(
+                    format!("{rp}.source"),
+                    "source",
+                    &anchor,
+                    &r.source,
+                    format!("unknown source id `{}`", r.source),
+                );
+            } else if let Some(p) = &r.passage {
+                if !passage_exists(&r.source, p) {
+                    cx.push(
+                        format!("{rp}.passage"),
+                        "passage",
+                        &anchor,
+                        p,
+                        format!("unknown passage `{p}` of source `{}`", r.source),
+                    );
+                }
+            }
+        }
+        let mut fact_ids = BTreeSet::new();
+        for (fi, f) in case.required_facts.iter().enumerate() {
+            if !fact_ids.insert(f.id.as_str()) {
+                cx.push(
+                    format!("{cp}.required_facts[{fi}].id"),
+                    "id",
+                    &anchor,
+                    &f.id,
+                    format!("duplicate fact id `{}`", f.id),
+                );
+            }
+        }
+        let mut answer_ids = BTreeSet::new();
+        for (ai, a) in case.answers.iter().enumerate() {
+            let ap = format!("{cp}.answers[{ai}]");
+            if !answer_ids.insert(a.id.as_str()) {
+                cx.push(
+                    format!("{ap}.id"),
+                    "id",
+                    &anchor,
+                    &a.id,
+                    format!("duplicate answer id `{}`", a.id),
+                );
+            }
+            let mut cit_ids = BTreeSet::new();
+            for (ki, c) in a.citations.iter().enumerate() {
+                let kp = format!("{ap}.citations[{ki}]");
+                if !cit_ids.insert(c.id.as_str()) {
+                    cx.push(
+                        format!("{kp}.id"),
+                        "id",
+                        &anchor,
+                        &c.id,
+                        format!("duplicate citation id `{}`", c.id),
+                    );
+                }
+                if !source_ids.contains(c.source.as_str()) {
+                    cx.push(
+                        format!("{kp}.source"),
+                        "source",
+                        &anchor,
+                        &c.source,
+                        format!("citation `{}` names unknown source `{}`", c.id, c.source),
+                    );
+                } else if let Some(p) = &c.passage {
+                    if !passage_exists(&c.source, p) {
+                        cx.push(
+                            format!("{kp}.passage"),
+                            "passage",
+                            &anchor,
+                            p,
+                            format!(
+                                "citation `{}` names unknown passage `{p}` of source `{}`",
+                                c.id, c.source
+                            ),
+                        );
+                    }
+                }
+            }
+            for (li, cl) in a.claims.iter().enumerate() {
+                let lp = format!("{ap}.claims[{li}]");
+                let canchor = format!("id: {}", cl.id);
+                if !claim_ids.insert(cl.id.clone()) {
+                    cx.push(
+                        format!("{lp}.id"),
+                        "id",
+                        &canchor,
+                        &cl.id,
+                        format!(
+                            "duplicate claim id `{}` (claim ids are unique in the file)",
+                            cl.id
+                        ),
+                    );
+                }
+                for (xi, cid) in cl.citations.iter().enumerate() {
+                    if !cit_ids.contains(cid.as_str()) {
+                        cx.push(
+                            format!("{lp}.citations[{xi}]"),
+                            "citations",
+                            &canchor,
+                            cid,
+                            format!(
+                                "unknown citation id `{cid}` (answer `{}` shows: {})",
+                                a.id,
+                                a.citations
+                                    .iter()
+                                    .map(|c| c.id.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        );
+                    }
+                }
+                for (xi, fid) in cl.facts.iter().enumerate() {
+                    if !fact_ids.contains(fid.as_str()) {
+                        cx.push(
+                            format!("{lp}.facts[{xi}]"),
+                            "facts",
+                            &canchor,
+                            fid,
+                            format!("claim mapped to missing required fact `{fid}`"),
+                        );
+                    }
+                }
+                if let Some(av) = &cl.association {
+                    if av.reason.trim().is_empty() {
+                        cx.push(
+                            format!("{lp}.association.reason"),
+                            "reason",
+                            &canchor,
+                            "association",
+                            "an association verdict needs a reason".into(),
+                        );
+                    }
+                    let has = !cl.citations.is_empty();
+                    if (av.verdict == Association::Attached) != has {
+                        cx.push(
+                            format!("{lp}.association.verdict"),
+                            "verdict",
+                            &canchor,
+                            "association",
+                            format!(
+                                "`{}` contradicts the claim's {} attached citation(s)",
+                                av.verdict.as_str(),
+                                cl.citations.len()
+                            ),
+                        );
+                    }
+                }
+                if let Some(sv) = &cl.support {
+                    if sv.reason.trim().is_empty() {
+                        let msg = if sv.verdict == Support::NotEvaluable {
+                            "`not_evaluable` must say what is missing in `reason`"
+                        } else {
+                            "a support verdict needs a reason"
+                        };
+                        cx.push(
+                            format!("{lp}.support.reason"),
+                            "reason",
+                            &canchor,
+                            "support",
+                            msg.into(),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    cx.issues
+}

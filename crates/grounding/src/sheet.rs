@@ -1,0 +1,299 @@
+//! The evidence sheet: one row per material claim (SPEC §7). Attached and supported are
+//! separate columns, never merged. Rendered as CSV, JSON or Markdown.
+
+use crate::model::{Association, Case, CaseSet, Claim, Support};
+use crate::review::ReviewRecord;
+use serde::Serialize;
+
+/// One row of the sheet.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SheetRow {
+    pub case_id: String,
+    pub query: String,
+    pub answer_id: String,
+    pub claim_id: String,
+    pub claim_text: String,
+    /// Attached citation IDs, as shown.
+    pub citation_ids: Vec<String>,
+    /// Per cited passage: `source@version#passage`.
+    pub sources: Vec<String>,
+    /// Returned position of each cited passage (`-` when not retrieved).
+    pub positions: Vec<String>,
+    pub passage_texts: Vec<String>,
+    pub association: String,
+    pub association_reason: String,
+    /// Effective support verdict (`pending` when none).
+    pub support: String,
+    pub support_reason: String,
+    pub diagnosis: String,
+    pub reviewer: String,
+    pub time: String,
+    pub pending_note: String,
+    /// Later reviews: `time reviewer: verdict — reason`.
+    pub annexes: Vec<String>,
+}
+
+/// The support verdict in force for a claim: the case file's, else the first review.
+pub fn effective_support(claim: &Claim, reviews: &[ReviewRecord]) -> Option<Support> {
+    claim.support.as_ref().map(|s| s.verdict).or_else(|| {
+        reviews
+            .iter()
+            .find(|r| r.claim == claim.id)
+            .map(|r| r.support)
+    })
+}
+
+fn locate(case: &Case, source: &str, passage: Option<&str>) -> (String, String, String) {
+    let Some(s) = case.sources.iter().find(|s| s.id == source) else {
+        return (source.to_string(), "-".into(), String::new());
+    };
+    let pass: Vec<_> = match passage {
+        Some(p) => s.passages.iter().filter(|x| x.id == p).collect(),
+        None => s.passages.iter().collect(),
+    };
+    let label = match passage {
+        Some(p) => format!("{}@{}#{p}", s.id, s.version),
+        None => format!("{}@{}", s.id, s.version),
+    };
+    let pos = case
+        .retrieval
+        .iter()
+        .find(|r| {
+            r.source == source
+                && (passage.is_none() || r.passage.as_deref() == passage || r.passage.is_none())
+        })
+        .map(|r| r.position.to_string())
+        .unwrap_or_else(|| "-".into());
+    let text = pass
+        .iter()
+        .map(|p| {
+            p.text
+                .clone()
+                .or_else(|| {
+                    p.hash
+                        .as_ref()
+                        .map(|h| format!("[{h}] …{}…", p.neighbours.clone().unwrap_or_default()))
+                })
+                .unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join(" | ");
+    (label, pos, text)
+}
+
+/// Builds the rows of every claim of every answer, in file order.
+pub fn build_sheet(set: &CaseSet, reviews: &[ReviewRecord]) -> Vec<SheetRow> {
+    let mut rows = Vec::new();
+    for case in &set.cases {
+        for a in &case.answers {
+            for cl in &a.claims {
+                let mut sources = Vec::new();
+                let mut positions = Vec::new();
+                let mut texts = Vec::new();
+                for cid in &cl.citations {
+                    if let Some(c) = a.citations.iter().find(|c| &c.id == cid) {
+                        let (l, p, t) = locate(case, &c.source, c.passage.as_deref());
+                        sources.push(l);
+                        positions.push(p);
+                        texts.push(t);
+                    }
+                }
+                let (assoc, assoc_reason) = match &cl.association {
+                    Some(v) => (v.verdict, v.reason.clone()),
+                    None if cl.citations.is_empty() => (
+                        Association::NotAttached,
+                        "derived: no citation attached".to_string(),
+                    ),
+                    None => (
+                        Association::Attached,
+                        format!("derived: {} citation(s) attached", cl.citations.len()),
+                    ),
+                };
+                let mine: Vec<&ReviewRecord> =
+                    reviews.iter().filter(|r| r.claim == cl.id).collect();
+                // The first review is the original verdict when the file has none.
+                let (support, support_reason, reviewer, time, diagnosis, annex_from) =
+                    match &cl.support {
+                        Some(s) => (
+                            s.verdict.as_str().to_string(),
+                            s.reason.clone(),
+                            cl.reviewer.clone().unwrap_or_default(),
+                            cl.time.clone().unwrap_or_default(),
+                            cl.diagnosis.clone().unwrap_or_default(),
+                            0,
+                        ),
+                        None => match mine.first() {
+                            Some(r) => (
+                                r.support.as_str().to_string(),
+                                r.reason.clone(),
+                                r.reviewer.clone(),
+                                r.time.clone(),
+                                r.diagnosis
+                                    .clone()
+                                    .or_else(|| cl.diagnosis.clone())
+                                    .unwrap_or_default(),
+                                1,
+                            ),
+                            None => (
+                                "pending".to_string(),
+                                String::new(),
+                                cl.reviewer.clone().unwrap_or_default(),
+                                cl.time.clone().unwrap_or_default(),
+                                cl.diagnosis.clone().unwrap_or_default(),
+                                0,
+                            ),
+                        },
+                    };
+                let annexes = mine
+                    .iter()
+                    .skip(annex_from)
+                    .map(|r| {
+                        format!(
+                            "{} {}: {} — {}",
+                            r.time,
+                            r.reviewer,
+                            r.support.as_str(),
+                            r.reason
+                        )
+                    })
+                    .collect();
+                rows.push(SheetRow {
+                    case_id: case.id.clone(),
+                    query: case.query.clone(),
+                    answer_id: a.id.clone(),
+                    claim_id: cl.id.clone(),
+                    claim_text: cl.text.clone(),
+                    citation_ids: cl.citations.clone(),
+                    sources,
+                    positions,
+                    passage_texts: texts,
+                    association: assoc.as_str().to_string(),
+                    association_reason: assoc_reason,
+                    support,
+                    support_reason,
+                    diagnosis,
+                    reviewer,
+                    time,
+                    pending_note: cl.pending.clone().unwrap_or_default(),
+                    annexes,
+                });
+            }
+        }
+    }
+    rows
+}
+
+const HEADER: [&str; 18] = [
+    "case_id",
+    "query",
+    "answer_id",
+    "claim_id",
+    "claim_text",
+    "citation_ids",
+    "sources",
+    "positions",
+    "passage_texts",
+    "association",
+    "association_reason",
+    "support",
+    "support_reason",
+    "diagnosis",
+    "reviewer",
+    "time",
+    "pending_note",
+    "annexes",
+];
+
+fn cells(r: &SheetRow) -> [String; 18] {
+    [
+        r.case_id.clone(),
+        r.query.clone(),
+        r.answer_id.clone(),
+        r.claim_id.clone(),
+        r.claim_text.clone(),
+        r.citation_ids.join("; "),
+        r.sources.join("; "),
+        r.positions.join("; "),
+        r.passage_texts.join(" || "),
+        r.association.clone(),
+        r.association_reason.clone(),
+        r.support.clone(),
+        r.support_reason.clone(),
+        r.diagnosis.clone(),
+        r.reviewer.clone(),
+        r.time.clone(),
+        r.pending_note.clone(),
+        r.annexes.join(" || "),
+    ]
+}
+
+/// CSV with a header row (multi-valued cells joined with `; `, texts and annexes with ` || `).
+pub fn to_csv(rows: &[SheetRow]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(HEADER)?;
+    for r in rows {
+        w.write_record(cells(r))?;
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
+}
+
+/// Pretty JSON array of rows (lists stay lists).
+pub fn to_json(rows: &[SheetRow]) -> String {
+    serde_json::to_string_pretty(rows).unwrap_or_else(|_| "[]".into())
+}
+
+/// A GitHub-flavoured Markdown table.
+pub fn to_markdown(rows: &[SheetRow]) -> String {
+    let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        HEADER.join(" | "),
+        "---|".repeat(HEADER.len())
+    );
+    for r in rows {
+        let c = cells(r);
+        out.push_str("| ");
+        out.push_str(&c.iter().map(|s| esc(s)).collect::<Vec<_>>().join(" | "));
+        out.push_str(" |\n");
+    }
+    out
+}
+
+fn html_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A self-contained HTML page (no scripts, no external resources) with one table row per claim.
+pub fn to_html(rows: &[SheetRow]) -> String {
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html lang=\"und\"><head><meta charset=\"utf-8\"><title>veredicto evidence sheet</title>\n<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #bbb;padding:4px;vertical-align:top;text-align:left}th{background:#eee}td.unsupported{background:#fde2e2}td.supported{background:#e2f5e2}td.partially_supported{background:#fdf3d8}td.not_evaluable,td.pending{background:#eee}</style>\n</head><body>\n<h1>Evidence sheet</h1>\n<table>\n<thead><tr>",
+    );
+    for h in HEADER {
+        out.push_str(&format!("<th>{h}</th>"));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for r in rows {
+        out.push_str("<tr>");
+        for (i, c) in cells(r).iter().enumerate() {
+            if HEADER[i] == "support" {
+                out.push_str(&format!("<td class=\"{0}\">{0}</td>", html_escape(c)));
+            } else {
+                out.push_str(&format!("<td>{}</td>", html_escape(c)));
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody>\n</table>\n</body></html>\n");
+    out
+}

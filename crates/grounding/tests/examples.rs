@@ -1,0 +1,291 @@
+//! The worked examples of seeds 002 and 004, with their hand-checked numbers.
+
+use std::path::{Path, PathBuf};
+use veredicto_grounding::*;
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/grounding")
+        .join(name)
+}
+
+fn metrics(set: &CaseSet) -> Vec<AnswerMetrics> {
+    let mut out = Vec::new();
+    for case in &set.cases {
+        for a in &case.answers {
+            out.push(answer_metrics(case, a, &|id| {
+                a.claims
+                    .iter()
+                    .find(|c| c.id == id)
+                    .and_then(|c| effective_support(c, &[]))
+            }));
+        }
+    }
+    out
+}
+
+fn pct(v: Option<f64>) -> f64 {
+    (v.expect("defined") * 1000.0).round() / 10.0
+}
+
+#[test]
+fn seed_002_p7_answers_a_b_c() {
+    let (set, _) = load_cases(&example("p7.yaml")).expect("valid");
+    let m = metrics(&set);
+    let got: Vec<(&str, f64, f64, f64)> = m
+        .iter()
+        .map(|m| {
+            (
+                m.answer.as_str(),
+                pct(m.citation_presence),
+                pct(m.support),
+                pct(m.coverage),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("A", 100.0, 33.3, 33.3),
+            ("B", 100.0, 100.0, 33.3),
+            ("C", 100.0, 100.0, 100.0)
+        ]
+    );
+    assert!(m.iter().all(|m| !m.abstention));
+}
+
+#[test]
+fn seed_002_p7_document_recall() {
+    let (set, _) = load_cases(&example("p7.yaml")).expect("valid");
+    let case = &set.cases[0];
+    assert_eq!(document_recall_at(case, 2), Some(0.0));
+    assert_eq!(document_recall_at(case, 3), Some(0.5));
+    assert_eq!(document_recall_at(case, 4), Some(1.0));
+}
+
+#[test]
+fn seed_004_q017_claims_verdicts_and_reasons() {
+    let (set, _) = load_cases(&example("q017.yaml")).expect("valid");
+    let rows = build_sheet(&set, &[]);
+    let got: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.claim_id.as_str(),
+                r.association.as_str(),
+                r.support.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("C-017-1", "attached", "unsupported"),
+            ("C-017-2", "attached", "supported"),
+            ("C-017-3", "attached", "unsupported"),
+            ("C-017-4", "not_attached", "unsupported"),
+        ]
+    );
+    assert!(rows[0].support_reason.contains("excluye expresamente"));
+    assert!(rows[2].support_reason.contains("llega al almacén"));
+    assert_eq!(rows[0].sources, vec!["D-01@returns-v4#p04"]);
+    assert_eq!(rows[0].positions, vec!["1"]);
+    assert!(rows[0].passage_texts[0].starts_with("Los artículos comprados"));
+    assert!(rows[3].citation_ids.is_empty());
+    let m = &metrics(&set)[0];
+    assert_eq!(
+        (m.claims, m.with_citation, m.supported, m.facts_covered),
+        (4, 3, 1, 1)
+    );
+    assert_eq!(pct(m.citation_presence), 75.0);
+    assert_eq!(pct(m.support), 25.0);
+    assert_eq!(pct(m.coverage), 33.3);
+}
+
+#[test]
+fn abstention_has_undefined_support_and_zero_coverage() {
+    let text = r#"
+schema: veredicto-grounding/1
+cases:
+  - id: Q
+    query: q
+    snapshot: s
+    sources: [{ id: D, version: v, passages: [{ id: p, text: t }] }]
+    required_facts: [{ id: G, text: g }]
+    answers: [{ id: A, text: "Las fuentes no lo indican." }]
+"#;
+    let set = parse_cases(Path::new("x.yaml"), text).expect("valid");
+    let m = &metrics(&set)[0];
+    assert!(m.abstention);
+    assert_eq!(m.support, None);
+    assert_eq!(m.citation_presence, None);
+    assert_eq!(m.coverage, Some(0.0));
+}
+
+#[test]
+fn claim_without_citation_has_support_zero_even_if_marked_supported() {
+    assert!(!claim_supported(Some(Support::Supported), false));
+    assert!(claim_supported(Some(Support::Supported), true));
+    assert!(!claim_supported(Some(Support::PartiallySupported), true));
+}
+
+#[test]
+fn bundled_schema_matches_docs() {
+    let docs = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/grounding-schema.json"),
+    )
+    .expect("docs schema");
+    assert_eq!(docs, CASE_SCHEMA_JSON);
+    let v: serde_json::Value = serde_json::from_str(CASE_SCHEMA_JSON).expect("json");
+    assert_eq!(v["properties"]["schema"]["const"], SCHEMA_VERSION);
+}
+
+#[test]
+fn json_cases_load_like_yaml() {
+    let (set, _) = load_cases(&example("p7.yaml")).expect("valid");
+    let json = serde_json::to_string(&set).expect("ser");
+    let back = parse_cases(Path::new("p7.json"), &json).expect("valid json");
+    assert_eq!(back, set);
+}
+
+#[test]
+fn impact_lists_only_claims_whose_cited_passage_text_changed() {
+    let (set, _) = load_cases(&example("q017.yaml")).expect("valid");
+    let new = load_sources(&example("q017-sources-v5.yaml")).expect("sources");
+    let got = impact(&set, &new);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].claim, "C-017-3");
+    assert_eq!(got[0].change, "passage text changed");
+    assert_eq!(got[0].new_version.as_deref(), Some("refunds-v3"));
+    // Same sources as the cases: nothing.
+    let same = SourceSet {
+        sources: set.cases[0].sources.clone(),
+    };
+    assert!(impact(&set, &same).is_empty());
+    // A source removed touches both claims that cite it.
+    let gone = SourceSet {
+        sources: vec![set.cases[0].sources[1].clone()],
+    };
+    let claims: Vec<String> = impact(&set, &gone).into_iter().map(|i| i.claim).collect();
+    assert_eq!(claims, vec!["C-017-1", "C-017-2"]);
+}
+
+/// SciFact dev (real data, `../shared/datasets`; set `VEREDICTO_SHARED` to point elsewhere).
+#[test]
+fn scifact_dev_converts_into_300_valid_cases() {
+    let shared = std::env::var_os("VEREDICTO_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+    let dir = shared.join("datasets/scifact/original");
+    let set =
+        scifact_cases(&dir.join("corpus.jsonl"), &dir.join("claims_dev.jsonl")).expect("convert");
+    assert_eq!(set.cases.len(), 300);
+    let json = serde_json::to_string(&set).expect("ser");
+    let set = parse_cases(Path::new("scifact_dev.json"), &json).expect("valid cases");
+    let m = metrics(&set);
+    let claims: usize = m.iter().map(|m| m.claims).sum();
+    let cited: usize = m.iter().map(|m| m.with_citation).sum();
+    let supported: usize = m.iter().map(|m| m.supported).sum();
+    let with_evidence = set
+        .cases
+        .iter()
+        .filter(|c| !c.valid_sources.is_empty())
+        .count();
+    let contradicted = build_sheet(&set, &[])
+        .iter()
+        .filter(|r| r.support_reason.starts_with("SciFact CONTRADICT"))
+        .count();
+    assert_eq!(
+        (claims, cited, supported, with_evidence, contradicted),
+        (300, 300, 124, 188, 64)
+    );
+    let sources: usize = set.cases.iter().map(|c| c.sources.len()).sum();
+    assert_eq!(sources, 339); // 340 cited ids, one listed twice
+}
+
+#[test]
+fn cohen_kappa_hand_checked() {
+    use Support::*;
+    // p_o = 3/4; marginals first {S 2, U 2}, second {S 3, U 1}: p_e = (2·3 + 2·1)/16 = 1/2;
+    // κ = (3/4 − 1/2) / (1 − 1/2) = 1/2.
+    let a = cohen_kappa(&[
+        (Supported, Supported),
+        (Supported, Supported),
+        (Unsupported, Unsupported),
+        (Unsupported, Supported),
+    ]);
+    assert_eq!(a.observed, Some(0.75));
+    assert_eq!(a.expected, Some(0.5));
+    assert_eq!(a.kappa, Some(0.5));
+    assert_eq!(a.matrix[2][0], 1);
+    assert_eq!(cohen_kappa(&[]).kappa, None);
+    assert_eq!(
+        cohen_kappa(&[(Supported, Supported)]).kappa,
+        None,
+        "p_e = 1: undefined"
+    );
+}
+
+#[test]
+fn html_sheet_escapes_text() {
+    let (mut set, _) = load_cases(&example("q017.yaml")).expect("valid");
+    set.cases[0].answers[0].claims[0].text = "<script>alert(1)</script> & co".into();
+    let html = to_html(&build_sheet(&set, &[]));
+    assert!(!html.contains("<script>"));
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; co"));
+    assert!(html.contains("<td class=\"unsupported\">unsupported</td>"));
+}
+
+#[test]
+fn compare_pairs_compatible_cases_and_declares_the_rest() {
+    let (base, _) = load_cases(&example("q017.yaml")).expect("valid");
+    let (new, _) = load_cases(&example("q017-replay.yaml")).expect("valid");
+    let c = compare(&base, &[], &new, &[]);
+    assert!(c.not_compared.is_empty());
+    assert_eq!(c.compared.len(), 1);
+    assert_eq!(
+        (c.compared[0].base.supported, c.compared[0].new.supported),
+        (1, 3)
+    );
+    assert_eq!(c.compared[0].claims_only_in_base.len(), 4);
+
+    // Same claim IDs with a changed verdict.
+    let mut changed = base.clone();
+    changed.cases[0].answers[0].claims[1].support = Some(SupportVerdict {
+        verdict: Support::PartiallySupported,
+        reason: "scope".into(),
+    });
+    let c = compare(&base, &[], &changed, &[]);
+    assert_eq!(
+        c.compared[0].verdict_changes,
+        vec!["C-017-2: supported -> partially_supported"]
+    );
+
+    // Incompatible: snapshot, query or passage text changed; cases on one side only.
+    let mut other = base.clone();
+    other.cases[0].snapshot = "shop-docs-v2".into();
+    let c = compare(&base, &[], &other, &[]);
+    assert!(c.compared.is_empty());
+    assert_eq!(
+        c.not_compared[0].reason,
+        "snapshot differs: shop-docs-example vs shop-docs-v2"
+    );
+    let mut other = base.clone();
+    other.cases[0].sources[1].passages[0].text = Some("otro texto".into());
+    let c = compare(&base, &[], &other, &[]);
+    assert_eq!(
+        c.not_compared[0].reason,
+        "resolved passage text differs: D-02#p07"
+    );
+    let mut other = base.clone();
+    other.cases[0].id = "Q-018".into();
+    let reasons: Vec<String> = compare(&base, &[], &other, &[])
+        .not_compared
+        .into_iter()
+        .map(|n| format!("{} {}", n.case, n.reason))
+        .collect();
+    assert_eq!(
+        reasons,
+        vec!["Q-017 case only in base", "Q-018 case only in new"]
+    );
+}
