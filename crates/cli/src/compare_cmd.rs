@@ -78,15 +78,14 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let base_id = match &args.base {
         Some(b) => history.resolve(b)?,
         None => {
-            let found = match args.baseline.as_str() {
-                "previous" => history.previous_compatible(&new.meta)?,
-                "last-accepted" => history.last_accepted(Some(&new.meta.id), None)?,
-                other => anyhow::bail!(
-                    "--baseline must be `previous` or `last-accepted`, got `{other}` (give a run ID as BASE instead)"
-                ),
-            };
-            match found {
-                Some(s) => s.id,
+            if !matches!(args.baseline.as_str(), "previous" | "last-accepted") {
+                anyhow::bail!(
+                    "--baseline must be `previous` or `last-accepted`, got `{}` (give a run ID as BASE instead)",
+                    args.baseline
+                );
+            }
+            match crate::history_args::baseline(&history, &new.meta, &args.baseline)? {
+                Some(id) => id,
                 None => anyhow::bail!(
                     "no {} baseline for run {} in {}",
                     args.baseline,

@@ -369,12 +369,7 @@ pub fn conclude(
                 },
                 report: report.clone(),
             };
-            let base_id = match record.baseline.as_str() {
-                "previous" => history.previous_compatible(&new.meta)?.map(|s| s.id),
-                "last-accepted" => history.last_accepted(Some(&id), None)?.map(|s| s.id),
-                other => Some(history.resolve(other)?),
-            };
-            match base_id {
+            match crate::history_args::baseline(&history, &new.meta, &record.baseline)? {
                 Some(base_id) => {
                     let base = history.get(&base_id)?;
                     let opts = CompareOptions {

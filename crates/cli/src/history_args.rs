@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use veredicto_core::history::RunMeta;
 use veredicto_store::History;
 
 /// The default history file, relative to the working directory.
@@ -24,6 +25,17 @@ impl HistoryArgs {
     pub fn open_existing(&self) -> anyhow::Result<History> {
         Ok(History::open_existing(&self.history)?)
     }
+}
+
+/// The baseline run `which` names for `run`: `previous` (the last earlier run with the same
+/// golden set and policy), `last-accepted` (the last accepted run before it), or a run ID /
+/// unique prefix. `None` when the history holds no such run yet.
+pub fn baseline(history: &History, run: &RunMeta, which: &str) -> anyhow::Result<Option<String>> {
+    Ok(match which {
+        "previous" => history.previous_compatible(run)?.map(|s| s.id),
+        "last-accepted" => history.last_accepted(Some(&run.id), None)?.map(|s| s.id),
+        other => Some(history.resolve(other)?),
+    })
 }
 
 /// The git revision of the working directory (`HEAD`, with `-dirty` when the tree has

@@ -52,11 +52,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let base_id = match args.baseline.as_str() {
         "none" => None,
-        "previous" => history.previous_compatible(&current.meta)?.map(|s| s.id),
-        "last-accepted" => history
-            .last_accepted(Some(&current.meta.id), None)?
-            .map(|s| s.id),
-        other => Some(history.resolve(other)?),
+        which => crate::history_args::baseline(&history, &current.meta, which)?,
     };
     let comparison = match base_id {
         Some(id) => {
