@@ -37,6 +37,24 @@ fn ranked(len: usize, placed: &[(&str, usize)]) -> Vec<Retrieved> {
         .collect()
 }
 
+/// The exam without an exam date.
+fn exam(
+    cases: &[Case],
+    run: &Run,
+    corpus: Option<&Corpus>,
+    policy: &Policy,
+    notes: &BTreeMap<String, String>,
+) -> veredicto_core::exam::ExamReport {
+    evaluate(ExamInput {
+        cases,
+        run,
+        corpus,
+        policy,
+        notes,
+        as_of: None,
+    })
+}
+
 fn gold_chunk(id: &str) -> Chunk {
     Chunk {
         id: id.into(),
@@ -80,14 +98,7 @@ fn seed_000_examples_reproduce_exactly() {
     let (cases, run, corpus) = irpf_and_asuntos_propios();
     let policy = Policy::default();
     let notes = BTreeMap::new();
-    let r = evaluate(ExamInput {
-        cases: &cases,
-        run: &run,
-        corpus: Some(&corpus),
-        policy: &policy,
-        notes: &notes,
-        as_of: None,
-    });
+    let r = exam(&cases, &run, Some(&corpus), &policy, &notes);
     let irpf = &r.cases[0];
     assert_eq!(irpf.recall, 2.0 / 3.0);
     assert_eq!(format!("{:.1}", irpf.recall * 100.0), "66.7");
@@ -133,14 +144,7 @@ fn asuntos_propios_passes_when_noise_is_low() {
     run.queries.insert("asuntos".into(), list);
     let policy = Policy::default();
     let notes = BTreeMap::new();
-    let r = evaluate(ExamInput {
-        cases: &cases,
-        run: &run,
-        corpus: None,
-        policy: &policy,
-        notes: &notes,
-        as_of: None,
-    });
+    let r = exam(&cases, &run, None, &policy, &notes);
     assert_eq!(r.cases[0].noise, Some(0));
     assert_eq!(r.cases[0].noise_threshold, Some(0.98));
     assert!(r.cases[0].passed);
@@ -156,14 +160,7 @@ fn missing_query_scores_zero_and_is_reported() {
     run.queries.insert("stray".into(), ranked(3, &[]));
     let policy = Policy::default();
     let notes = BTreeMap::new();
-    let r = evaluate(ExamInput {
-        cases: &cases,
-        run: &run,
-        corpus: None,
-        policy: &policy,
-        notes: &notes,
-        as_of: None,
-    });
+    let r = exam(&cases, &run, None, &policy, &notes);
     assert_eq!(r.cases.len(), 2, "never dropped");
     let b = &r.cases[1];
     assert_eq!(b.retrieved, 0);
@@ -194,14 +191,7 @@ fn notes_document_non_gold_failures_but_never_gold_ones() {
         max_failing_fraction: 0.5,
         ..Policy::default()
     };
-    let r = evaluate(ExamInput {
-        cases: &cases,
-        run: &run,
-        corpus: Some(&corpus),
-        policy: &policy,
-        notes: &notes,
-        as_of: None,
-    });
+    let r = exam(&cases, &run, Some(&corpus), &policy, &notes);
     assert_eq!(r.reasons, vec![StopReason::GoldCaseFailed]);
     assert_eq!(r.summary.failing_documented, 1);
 }
