@@ -85,6 +85,15 @@ pub enum StoreError {
         query: String,
     },
 
+    /// No grounding audit run has this ID, or starts with this prefix.
+    #[error("{path}: no audit run matches `{query}` (record one with `veredicto audit record`)")]
+    AuditRunNotFound {
+        /// The database file.
+        path: PathBuf,
+        /// What was asked for.
+        query: String,
+    },
+
     /// Several runs start with this prefix.
     #[error(
         "{path}: run prefix `{prefix}` is ambiguous: it matches {} and more; give more characters",

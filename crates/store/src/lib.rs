@@ -25,6 +25,7 @@
 //! - **IDs**: ULIDs from `created_at` and OS randomness, strictly increasing in recording
 //!   order ([`id`] module docs).
 
+mod audit;
 mod codec;
 mod error;
 pub mod id;
@@ -33,6 +34,7 @@ mod schema;
 pub mod synthetic;
 mod time;
 
+pub use audit::{AuditCounts, AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary};
 pub use error::StoreError;
 pub use metric::{Metric, UnknownMetric};
 
@@ -265,13 +267,14 @@ impl History {
             path: path.to_owned(),
             journal_mode,
         };
-        if user_version == 0 {
+        if user_version < schema::SCHEMA_VERSION {
             history.create_schema()?;
         }
         Ok(history)
     }
 
-    /// Creates the schema in one transaction, unless another process did meanwhile.
+    /// Creates the schema (or upgrades a version-1 file) in one transaction, unless another
+    /// process did meanwhile.
     fn create_schema(&self) -> Result<(), StoreError> {
         const OP: &str = "creating the schema";
         let tx = self.begin(OP)?;
@@ -287,10 +290,23 @@ impl History {
             }
             tx.execute_batch(schema::SCHEMA_V1)
                 .and_then(|()| tx.execute_batch(&schema::triggers()))
+                .and_then(|()| tx.execute_batch(schema::SCHEMA_V2_AUDIT))
+                .and_then(|()| tx.execute_batch(&schema::audit_triggers()))
                 .and_then(|()| {
                     tx.execute_batch(&format!(
                         "PRAGMA application_id = {}; PRAGMA user_version = {};",
                         schema::APPLICATION_ID,
+                        schema::SCHEMA_VERSION
+                    ))
+                })
+                .map_err(|e| self.sql(OP, e))?;
+        } else if user_version == 1 {
+            // Upgrade a version-1 history: add the audit tables; nothing else changes.
+            tx.execute_batch(schema::SCHEMA_V2_AUDIT)
+                .and_then(|()| tx.execute_batch(&schema::audit_triggers()))
+                .and_then(|()| {
+                    tx.execute_batch(&format!(
+                        "PRAGMA user_version = {};",
                         schema::SCHEMA_VERSION
                     ))
                 })
@@ -560,16 +576,30 @@ impl History {
     /// Resolves `latest`, a full ID or a unique prefix (case-insensitive; `I`/`L` read as
     /// `1`, `O` as `0`) to a run ID.
     pub fn resolve(&self, id_or_prefix: &str) -> Result<String, StoreError> {
+        self.resolve_in("runs", id_or_prefix)
+    }
+
+    /// [`History::resolve`] over the IDs of `table` (`runs` or `audit_runs`).
+    pub(crate) fn resolve_in(&self, table: &str, id_or_prefix: &str) -> Result<String, StoreError> {
         const OP: &str = "looking up a run";
         let query = id_or_prefix.trim();
-        let not_found = || StoreError::RunNotFound {
-            path: self.path.clone(),
-            query: query.to_owned(),
+        let not_found = || {
+            if table == "runs" {
+                StoreError::RunNotFound {
+                    path: self.path.clone(),
+                    query: query.to_owned(),
+                }
+            } else {
+                StoreError::AuditRunNotFound {
+                    path: self.path.clone(),
+                    query: query.to_owned(),
+                }
+            }
         };
         if query.eq_ignore_ascii_case("latest") {
             return self
                 .conn
-                .prepare_cached("SELECT id FROM runs ORDER BY seq DESC LIMIT 1")
+                .prepare_cached(&format!("SELECT id FROM {table} ORDER BY seq DESC LIMIT 1"))
                 .and_then(|mut st| st.query_row([], |r| r.get(0)).optional())
                 .map_err(|e| self.sql(OP, e))?
                 .ok_or_else(not_found);
@@ -582,9 +612,9 @@ impl History {
         let low = format!("{prefix:0<width$}", width = id::ID_LEN);
         let found: Vec<String> = self
             .conn
-            .prepare_cached(
-                "SELECT id FROM runs WHERE id >= ?1 AND id <= ?2 ORDER BY id DESC LIMIT 4",
-            )
+            .prepare_cached(&format!(
+                "SELECT id FROM {table} WHERE id >= ?1 AND id <= ?2 ORDER BY id DESC LIMIT 4"
+            ))
             .and_then(|mut st| {
                 st.query_map([low, upper], |r| r.get(0))?
                     .collect::<rusqlite::Result<_>>()
@@ -1019,7 +1049,7 @@ fn read_header(conn: &Connection) -> rusqlite::Result<(i64, i64, i64)> {
 fn check_header(path: &Path, application_id: i64, user_version: i64) -> Result<(), StoreError> {
     match (application_id, user_version) {
         (0, 0) => Ok(()),
-        (schema::APPLICATION_ID, schema::SCHEMA_VERSION) => Ok(()),
+        (schema::APPLICATION_ID, 1..=schema::SCHEMA_VERSION) => Ok(()),
         (schema::APPLICATION_ID, v) if v > schema::SCHEMA_VERSION => Err(StoreError::NewerSchema {
             path: path.to_owned(),
             found: v,

@@ -18,8 +18,9 @@
 /// `PRAGMA application_id`: marks the file as a veredicto history ("VRDC").
 pub(crate) const APPLICATION_ID: i64 = 0x5652_4443;
 
-/// `PRAGMA user_version` of the schema below.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+/// `PRAGMA user_version` of the schema below: 1 (exam runs), 2 (adds the grounding audit
+/// tables). A version-1 file is upgraded in place, in one transaction, when opened.
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 /// Tables, indices and append-only triggers of version 1.
 pub(crate) const SCHEMA_V1: &str = r#"
@@ -117,6 +118,72 @@ CREATE TABLE sealed (
 );
 "#;
 
+/// Version 2: grounding audit runs (SPEC §7).
+///
+/// - `audit_runs`: one row per recorded set of answers to frozen cases: the case file's
+///   exact bytes (and SHA-256), counts, and `replay_of`, the run it replays.
+/// - `audit_records`: reviews and model suggestions of a run, one JSON record a row, in
+///   the order they were appended. Unlike exam runs, records may be added to any run at
+///   any time (a review comes after the answers); they are never changed or removed.
+pub(crate) const SCHEMA_V2_AUDIT: &str = r#"
+CREATE TABLE audit_runs (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT    NOT NULL UNIQUE,
+    created_at   TEXT    NOT NULL,
+    created_ms   INTEGER NOT NULL,
+    label        TEXT,
+    replay_of    TEXT    REFERENCES audit_runs (id),
+    cases_name   TEXT    NOT NULL,
+    cases_sha256 TEXT    NOT NULL,
+    cases_body   BLOB    NOT NULL,
+    notes        BLOB,
+    counts       TEXT    NOT NULL,
+    tool_version TEXT    NOT NULL,
+    git_revision TEXT
+);
+CREATE TABLE audit_records (
+    seq  INTEGER PRIMARY KEY,
+    run  INTEGER NOT NULL REFERENCES audit_runs (seq),
+    kind TEXT    NOT NULL CHECK (kind IN ('review', 'suggestion')),
+    body TEXT    NOT NULL
+);
+CREATE INDEX audit_records_by_run ON audit_records (run, kind, seq);
+"#;
+
+/// Append-only triggers of the audit tables.
+pub(crate) fn audit_triggers() -> String {
+    let mut sql = String::new();
+    for (table, refused) in [
+        (
+            "audit_runs",
+            "EXISTS (SELECT 1 FROM audit_runs WHERE seq = NEW.seq OR id = NEW.id) \
+             OR NEW.id <= (SELECT max(id) FROM audit_runs)",
+        ),
+        (
+            "audit_records",
+            "EXISTS (SELECT 1 FROM audit_records WHERE seq = NEW.seq)",
+        ),
+    ] {
+        sql.push_str(&guard(table, refused));
+    }
+    sql
+}
+
+fn guard(table: &str, refused: &str) -> String {
+    format!(
+        "CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table} BEGIN
+             SELECT RAISE(ABORT, 'veredicto history is append-only: {table} rows cannot be updated');
+         END;
+         CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table} BEGIN
+             SELECT RAISE(ABORT, 'veredicto history is append-only: {table} rows cannot be deleted');
+         END;
+         CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table} WHEN {refused} BEGIN
+             SELECT RAISE(ABORT, 'veredicto history is append-only: {table} rows cannot be replaced or added to a recorded run');
+         END;
+"
+    )
+}
+
 /// The tables the append-only triggers guard, each with the condition under which an INSERT
 /// would replace an existing row (`INSERT OR REPLACE` deletes before it inserts), and
 /// whether the table holds rows of a run (which may only be added while that run is being
@@ -172,18 +239,7 @@ pub(crate) fn triggers() -> String {
         } else {
             format!("{replaces} OR {RUNS_IN_ORDER}")
         };
-        sql.push_str(&format!(
-            "CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table} BEGIN
-                 SELECT RAISE(ABORT, 'veredicto history is append-only: {table} rows cannot be updated');
-             END;
-             CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table} BEGIN
-                 SELECT RAISE(ABORT, 'veredicto history is append-only: {table} rows cannot be deleted');
-             END;
-             CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table} WHEN {refused} BEGIN
-                 SELECT RAISE(ABORT, 'veredicto history is append-only: {table} rows cannot be replaced or added to a recorded run');
-             END;
-"
-        ));
+        sql.push_str(&guard(table, &refused));
     }
     sql
 }

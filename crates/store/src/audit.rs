@@ -1,0 +1,467 @@
+//! Grounding audit runs (SPEC §7) in the history database (schema version 2).
+//!
+//! An audit run is one recorded set of answers to frozen cases: the case file exactly as
+//! given (bytes and SHA-256), what it counts, and, for a replay, the run it replays. Reviews
+//! and model suggestions are appended to a run as JSON records, in order, at any time; the
+//! store never parses them (`veredicto-grounding` owns their format) and never changes or
+//! removes one.
+
+use crate::{id, time, History, StoreError};
+use rusqlite::{params, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// What a recorded case file holds (for listings; the bytes are the truth).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditCounts {
+    pub cases: usize,
+    pub answers: usize,
+    pub claims: usize,
+    /// Answers with no material claim.
+    pub abstentions: usize,
+    /// Collection snapshot IDs of the cases, sorted, without repeats.
+    pub snapshots: Vec<String>,
+}
+
+/// An audit run's metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRunMeta {
+    /// Assigned by the history; must be empty when recording.
+    pub id: String,
+    /// RFC 3339.
+    pub created_at: String,
+    pub label: Option<String>,
+    /// The run this one replays (same frozen cases, new answers).
+    pub replay_of: Option<String>,
+    /// File name of the case file as given (`q017.yaml`); decides YAML or JSON.
+    pub cases_name: String,
+    /// `sha256:<hex>` of the case file's bytes (computed by the history).
+    pub cases_sha256: String,
+    pub counts: AuditCounts,
+    pub tool_version: String,
+    pub git_revision: Option<String>,
+}
+
+/// A listing line: the metadata plus how many records were appended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRunSummary {
+    #[serde(flatten)]
+    pub meta: AuditRunMeta,
+    pub reviews: usize,
+    pub suggestions: usize,
+}
+
+/// A whole audit run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRun {
+    pub meta: AuditRunMeta,
+    /// The case file, byte for byte.
+    pub cases: Vec<u8>,
+    /// Notes recorded with the run.
+    pub notes: Option<Vec<u8>>,
+}
+
+/// The kinds of record appended to an audit run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditRecordKind {
+    /// A reviewer's verdict (the first for a claim, or an annex).
+    Review,
+    /// A model's suggested verdict.
+    Suggestion,
+}
+
+impl AuditRecordKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            AuditRecordKind::Review => "review",
+            AuditRecordKind::Suggestion => "suggestion",
+        }
+    }
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut s = String::with_capacity(71);
+    s.push_str("sha256:");
+    for b in digest {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+const META_COLUMNS: &str = "seq, id, created_at, label, replay_of, cases_name, cases_sha256, \
+                            counts, tool_version, git_revision";
+
+impl History {
+    /// Records an audit run in one transaction — the case file, its notes and the records
+    /// already made for it (reviews and suggestions kept beside the file before it was
+    /// recorded) — and returns its new ID. `meta.id` must be empty and `meta.replay_of`,
+    /// when set, must name a recorded audit run (ID or unique prefix; it is stored resolved).
+    pub fn record_audit_run(
+        &self,
+        meta: &AuditRunMeta,
+        cases: &[u8],
+        notes: Option<&[u8]>,
+        records: &[(AuditRecordKind, String)],
+    ) -> Result<String, StoreError> {
+        const OP: &str = "recording an audit run";
+        if !meta.id.is_empty() {
+            return Err(StoreError::IdGiven {
+                path: self.path.clone(),
+                id: meta.id.clone(),
+            });
+        }
+        let created_ms =
+            time::parse_timestamp_ms(&meta.created_at).ok_or_else(|| StoreError::BadTime {
+                path: self.path.clone(),
+                field: "created_at",
+                value: meta.created_at.clone(),
+            })?;
+        let random = id::random_bits().map_err(|e| StoreError::NoRandomness {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })?;
+        let counts =
+            serde_json::to_string(&meta.counts).map_err(|source| StoreError::Unstorable {
+                path: self.path.clone(),
+                what: "audit counts",
+                source,
+            })?;
+        let tx = self.begin(OP)?;
+        let replay_of = match &meta.replay_of {
+            Some(r) => Some(self.resolve_in("audit_runs", r)?),
+            None => None,
+        };
+        let e = |e| self.sql(OP, e);
+        let newest: Option<String> = tx
+            .prepare_cached("SELECT max(id) FROM audit_runs")
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
+            .map_err(e)?;
+        let mut value = id::compose(created_ms, random);
+        if let Some(last) = newest.as_deref().and_then(id::decode) {
+            if value <= last {
+                value = last.wrapping_add(1);
+            }
+        }
+        let run_id = id::encode(value);
+        tx.prepare_cached(
+            "INSERT INTO audit_runs (id, created_at, created_ms, label, replay_of, cases_name,
+                 cases_sha256, cases_body, notes, counts, tool_version, git_revision)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        )
+        .and_then(|mut st| {
+            st.execute(params![
+                run_id,
+                meta.created_at,
+                created_ms,
+                meta.label,
+                replay_of,
+                meta.cases_name,
+                sha256(cases),
+                cases,
+                notes,
+                counts,
+                meta.tool_version,
+                meta.git_revision,
+            ])
+        })
+        .map_err(e)?;
+        let seq = tx.last_insert_rowid();
+        Self::insert_records(&tx, seq, records).map_err(e)?;
+        tx.commit().map_err(e)?;
+        Ok(run_id)
+    }
+
+    fn insert_records(
+        tx: &rusqlite::Connection,
+        run: i64,
+        records: &[(AuditRecordKind, String)],
+    ) -> rusqlite::Result<()> {
+        let mut st =
+            tx.prepare_cached("INSERT INTO audit_records (run, kind, body) VALUES (?1, ?2, ?3)")?;
+        for (kind, body) in records {
+            st.execute(params![run, kind.as_str(), body])?;
+        }
+        Ok(())
+    }
+
+    /// Appends records to a recorded audit run, all in one transaction.
+    pub fn append_audit_records(
+        &self,
+        run: &str,
+        records: &[(AuditRecordKind, String)],
+    ) -> Result<(), StoreError> {
+        const OP: &str = "appending to an audit run";
+        let tx = self.begin(OP)?;
+        let id = self.resolve_in("audit_runs", run)?;
+        let seq = self.audit_seq(&id)?;
+        Self::insert_records(&tx, seq, records).map_err(|e| self.sql(OP, e))?;
+        tx.commit().map_err(|e| self.sql(OP, e))
+    }
+
+    /// Resolves `latest`, a full audit run ID or a unique prefix.
+    pub fn resolve_audit(&self, id_or_prefix: &str) -> Result<String, StoreError> {
+        self.resolve_in("audit_runs", id_or_prefix)
+    }
+
+    fn audit_seq(&self, id: &str) -> Result<i64, StoreError> {
+        self.conn
+            .prepare_cached("SELECT seq FROM audit_runs WHERE id = ?1")
+            .and_then(|mut st| st.query_row([id], |r| r.get(0)).optional())
+            .map_err(|e| self.sql("reading an audit run", e))?
+            .ok_or_else(|| StoreError::AuditRunNotFound {
+                path: self.path.clone(),
+                query: id.to_owned(),
+            })
+    }
+
+    fn audit_meta_row(
+        &self,
+        r: &rusqlite::Row<'_>,
+    ) -> rusqlite::Result<(i64, AuditRunMeta, String)> {
+        Ok((
+            r.get(0)?,
+            AuditRunMeta {
+                id: r.get(1)?,
+                created_at: r.get(2)?,
+                label: r.get(3)?,
+                replay_of: r.get(4)?,
+                cases_name: r.get(5)?,
+                cases_sha256: r.get(6)?,
+                counts: AuditCounts::default(),
+                tool_version: r.get(8)?,
+                git_revision: r.get(9)?,
+            },
+            r.get(7)?,
+        ))
+    }
+
+    fn with_counts(
+        &self,
+        (seq, mut meta, counts): (i64, AuditRunMeta, String),
+    ) -> Result<(i64, AuditRunMeta), StoreError> {
+        meta.counts = serde_json::from_str(&counts)
+            .map_err(|err| self.corrupt(&meta.id, "audit counts", err.to_string()))?;
+        Ok((seq, meta))
+    }
+
+    /// The whole audit run: metadata, case file bytes (checked against their SHA-256) and
+    /// notes.
+    pub fn audit_run(&self, id_or_prefix: &str) -> Result<AuditRun, StoreError> {
+        const OP: &str = "reading an audit run";
+        let id = self.resolve_audit(id_or_prefix)?;
+        let (raw, cases, notes) = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {META_COLUMNS}, cases_body, notes FROM audit_runs WHERE id = ?1"
+            ))
+            .and_then(|mut st| {
+                st.query_row([&id], |r| {
+                    Ok((
+                        self.audit_meta_row(r)?,
+                        r.get::<_, Vec<u8>>(10)?,
+                        r.get::<_, Option<Vec<u8>>>(11)?,
+                    ))
+                })
+            })
+            .map_err(|e| self.sql(OP, e))?;
+        let (_, meta) = self.with_counts(raw)?;
+        let actual = sha256(&cases);
+        if actual != meta.cases_sha256 {
+            return Err(self.corrupt(
+                &id,
+                "case file",
+                format!("SHA-256 is {actual}, recorded {}", meta.cases_sha256),
+            ));
+        }
+        Ok(AuditRun { meta, cases, notes })
+    }
+
+    /// The records of `kind` appended to an audit run, in the order they were appended.
+    pub fn audit_records(
+        &self,
+        id_or_prefix: &str,
+        kind: AuditRecordKind,
+    ) -> Result<Vec<String>, StoreError> {
+        let id = self.resolve_audit(id_or_prefix)?;
+        let seq = self.audit_seq(&id)?;
+        self.conn
+            .prepare_cached(
+                "SELECT body FROM audit_records WHERE run = ?1 AND kind = ?2 ORDER BY seq",
+            )
+            .and_then(|mut st| {
+                st.query_map(params![seq, kind.as_str()], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()
+            })
+            .map_err(|e| self.sql("reading audit records", e))
+    }
+
+    /// Audit runs, newest first (at most `limit`).
+    pub fn audit_runs(&self, limit: Option<usize>) -> Result<Vec<AuditRunSummary>, StoreError> {
+        const OP: &str = "listing audit runs";
+        let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let rows: Vec<((i64, AuditRunMeta, String), usize, usize)> = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {META_COLUMNS},
+                     (SELECT count(*) FROM audit_records WHERE run = a.seq AND kind = 'review'),
+                     (SELECT count(*) FROM audit_records WHERE run = a.seq AND kind = 'suggestion')
+                 FROM audit_runs a ORDER BY seq DESC LIMIT ?1"
+            ))
+            .and_then(|mut st| {
+                st.query_map([limit], |r| {
+                    Ok((self.audit_meta_row(r)?, r.get(10)?, r.get(11)?))
+                })?
+                .collect::<rusqlite::Result<_>>()
+            })
+            .map_err(|e| self.sql(OP, e))?;
+        rows.into_iter()
+            .map(|(raw, reviews, suggestions)| {
+                let (_, meta) = self.with_counts(raw)?;
+                Ok(AuditRunSummary {
+                    meta,
+                    reviews,
+                    suggestions,
+                })
+            })
+            .collect()
+    }
+
+    /// The run an audit run is compared with by default: the run it replays, else the
+    /// newest earlier run recorded from a case file of the same name.
+    pub fn previous_audit_run(&self, id_or_prefix: &str) -> Result<Option<String>, StoreError> {
+        let run = self.audit_run(id_or_prefix)?;
+        if let Some(r) = run.meta.replay_of {
+            return Ok(Some(r));
+        }
+        self.conn
+            .prepare_cached(
+                "SELECT id FROM audit_runs WHERE id < ?1 AND cases_name = ?2 ORDER BY seq DESC LIMIT 1",
+            )
+            .and_then(|mut st| st.query_row([&run.meta.id, &run.meta.cases_name], |r| r.get(0)).optional())
+            .map_err(|e| self.sql("reading an audit run", e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema;
+
+    fn meta(name: &str) -> AuditRunMeta {
+        AuditRunMeta {
+            id: String::new(),
+            created_at: "2026-11-30T10:00:00Z".into(),
+            label: None,
+            replay_of: None,
+            cases_name: name.into(),
+            cases_sha256: String::new(),
+            counts: AuditCounts {
+                cases: 1,
+                answers: 2,
+                claims: 3,
+                abstentions: 0,
+                snapshots: vec!["S1".into()],
+            },
+            tool_version: "0.1.0".into(),
+            git_revision: None,
+        }
+    }
+
+    #[test]
+    fn records_reads_appends_and_refuses_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = History::open(&dir.path().join("h.db")).unwrap();
+        let first = h
+            .record_audit_run(
+                &meta("q.yaml"),
+                b"schema: x\n",
+                Some(b"notes"),
+                &[(AuditRecordKind::Review, "{\"a\":1}".into())],
+            )
+            .unwrap();
+        let mut m = meta("q.yaml");
+        m.replay_of = Some(first[..10].to_string());
+        let second = h.record_audit_run(&m, b"schema: y\n", None, &[]).unwrap();
+        assert!(second > first, "IDs sort in recording order");
+        h.append_audit_records(
+            &second[..12],
+            &[
+                (AuditRecordKind::Review, "r1".into()),
+                (AuditRecordKind::Suggestion, "s1".into()),
+                (AuditRecordKind::Review, "r2".into()),
+            ],
+        )
+        .unwrap();
+        let run = h.audit_run("latest").unwrap();
+        assert_eq!(run.meta.id, second);
+        assert_eq!(run.meta.replay_of.as_deref(), Some(first.as_str()));
+        assert_eq!(run.cases, b"schema: y\n");
+        assert_eq!(run.meta.counts.claims, 3);
+        assert_eq!(
+            h.audit_records(&second, AuditRecordKind::Review).unwrap(),
+            vec!["r1", "r2"]
+        );
+        assert_eq!(h.previous_audit_run(&second).unwrap(), Some(first.clone()));
+        assert_eq!(h.previous_audit_run(&first).unwrap(), None);
+        let list = h.audit_runs(None).unwrap();
+        assert_eq!(list.len(), 2);
+        assert_eq!((list[0].reviews, list[0].suggestions), (2, 1));
+        assert_eq!(list[1].meta.id, first);
+        assert_eq!(
+            h.audit_run(&first).unwrap().notes.as_deref(),
+            Some(&b"notes"[..])
+        );
+        // Append-only: no update, no delete, on either table.
+        for sql in [
+            "UPDATE audit_runs SET label = 'x'",
+            "DELETE FROM audit_runs",
+            "UPDATE audit_records SET body = 'x'",
+            "DELETE FROM audit_records",
+            "INSERT OR REPLACE INTO audit_records (seq, run, kind, body) VALUES (1, 1, 'review', 'x')",
+        ] {
+            let err = h.conn.execute(sql, []).unwrap_err().to_string();
+            assert!(err.contains("append-only"), "{sql}: {err}");
+        }
+        // Unknown runs are named.
+        let err = h.audit_run("01ZZZZ").unwrap_err().to_string();
+        assert!(err.contains("no audit run matches"), "{err}");
+        let mut bad = meta("q.yaml");
+        bad.replay_of = Some("01ZZZZ".into());
+        assert!(h.record_audit_run(&bad, b"x", None, &[]).is_err());
+        assert_eq!(
+            h.audit_runs(None).unwrap().len(),
+            2,
+            "nothing half-recorded"
+        );
+    }
+
+    #[test]
+    fn a_version_1_history_is_upgraded_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            c.execute_batch(schema::SCHEMA_V1).unwrap();
+            c.execute_batch(&schema::triggers()).unwrap();
+            c.execute_batch(&format!(
+                "PRAGMA application_id = {}; PRAGMA user_version = 1;",
+                schema::APPLICATION_ID
+            ))
+            .unwrap();
+        }
+        let h = History::open_existing(&path).unwrap();
+        let v: i64 = h
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, schema::SCHEMA_VERSION);
+        h.record_audit_run(&meta("a.json"), b"{}", None, &[])
+            .unwrap();
+        assert!(h.check().unwrap().is_ok());
+        drop(h);
+        // Opening again changes nothing.
+        let h = History::open_existing(&path).unwrap();
+        assert_eq!(h.audit_runs(None).unwrap().len(), 1);
+    }
+}
