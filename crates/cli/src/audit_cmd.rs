@@ -2,15 +2,23 @@
 //! arguments and calls `veredicto-grounding`. Exit 0 ok, 1 policy missed / package differs,
 //! 2 error (returned as `Err`).
 
+use crate::audit_target::Target;
+use crate::history_args::HistoryArgs;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use veredicto_grounding as g;
 
+/// TARGET arguments: a case file, or a recorded audit run.
+const TARGET_HELP: &str = "Case file (YAML, or JSON by extension), or an audit run in the \
+history: ID, unique prefix or `latest`";
+
 #[derive(Debug, Args)]
 pub struct AuditArgs {
+    #[command(flatten)]
+    pub history: HistoryArgs,
     #[command(subcommand)]
     pub command: AuditCommand,
 }
@@ -20,9 +28,18 @@ pub enum AuditCommand {
     /// Validate cases and print citation presence, support, coverage, abstention and
     /// document recall@k per answer (exit 1 when a `[grounding]` threshold is missed).
     Check(CheckArgs),
+    /// Record a case file (with the reviews and suggestions beside it) as an audit run in
+    /// the history; prints the new run ID.
+    Record(RecordArgs),
+    /// Record new answers to the frozen cases of a recorded run as a new run that replays
+    /// it, and compare the two (only compatible cases; the rest is listed).
+    Replay(ReplayArgs),
+    /// List the audit runs in the history, newest first.
+    Runs(RunsArgs),
     /// The evidence sheet: one row per material claim.
     Sheet(SheetArgs),
-    /// Append a reviewer's support verdict to `<cases>.reviews.jsonl` (append-only).
+    /// Append a reviewer's support verdict (append-only: to the history for a recorded run,
+    /// else to `<cases>.reviews.jsonl`).
     Review(ReviewArgs),
     /// Write an audit package (directory, or FILE.tar.gz) with a SHA-256 manifest.
     Package(PackageArgs),
@@ -36,20 +53,81 @@ pub enum AuditCommand {
     /// Inter-reviewer agreement on support verdicts (Cohen's kappa, confusion matrix):
     /// the verdict in force against every annex by a different reviewer.
     Agreement(AgreementArgs),
-    /// Compare a replay with a base recording of the same frozen cases: only compatible
+    /// Compare two recordings (runs or case files) of the same frozen cases: only compatible
     /// cases (same ID, snapshot, query, passage texts); everything else is declared.
     Compare(CompareArgs),
-    /// Suggest support verdicts with a local NLI cross-encoder folder (entailment / neutral /
-    /// contradiction); appended to `<cases>.suggestions.jsonl`, never replacing a verdict.
+    /// Suggest support verdicts with a local NLI model folder (entailment / neutral /
+    /// contradiction) or an OpenAI-compatible chat model as a judge (fixed, versioned
+    /// prompt). Stored beside the reviewer's verdict, never in its place.
     Suggest(SuggestArgs),
 }
 
 #[derive(Debug, Args)]
-pub struct SuggestArgs {
+pub struct RecordArgs {
+    /// Case file to record.
     pub cases: PathBuf,
-    /// Sequence-classification model folder with NLI labels in `id2label`.
     #[arg(long)]
-    pub nli: PathBuf,
+    pub label: Option<String>,
+    /// Notes file recorded with the run (packaged as notes.md).
+    #[arg(long)]
+    pub notes: Option<PathBuf>,
+    /// Recording time (default: now, UTC).
+    #[arg(long)]
+    pub time: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The recorded run whose frozen cases were replayed (ID, unique prefix or `latest`).
+    pub base: String,
+    /// Case file with the new answers (same cases, snapshot and queries).
+    pub cases: PathBuf,
+    #[arg(long)]
+    pub label: Option<String>,
+    #[arg(long)]
+    pub notes: Option<PathBuf>,
+    #[arg(long)]
+    pub time: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Newest N runs only.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SuggestArgs {
+    #[arg(help = TARGET_HELP)]
+    pub target: String,
+    /// Sequence-classification model folder with NLI labels in `id2label`
+    /// (BERT, RoBERTa / XLM-R or DeBERTa-v2/v3).
+    #[arg(long, required_unless_present = "judge", conflicts_with = "judge")]
+    pub nli: Option<PathBuf>,
+    /// OpenAI-compatible chat server used as a judge (`http://host:port`, `.../v1` or the
+    /// full `/chat/completions` URL). Prompt: `judge/1` (docs/grounding.md).
+    #[arg(long, requires = "judge_model")]
+    pub judge: Option<String>,
+    /// The `model` asked for at the judge server.
+    #[arg(long)]
+    pub judge_model: Option<String>,
+    /// Environment variable holding the judge's API key (sent as a Bearer token).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Seed sent to the judge (servers that honour it repeat their answers).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Timeout of one judge request, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Retries of a judge request after a 429, a 5xx, a timeout or a connection error.
+    #[arg(long, default_value_t = 4)]
+    pub retries: u32,
     /// Time recorded with the suggestions (default: now, UTC).
     #[arg(long)]
     pub time: Option<String>,
@@ -59,17 +137,18 @@ pub struct SuggestArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Base case file (with its review log beside it, if any).
-    pub base: PathBuf,
-    /// New case file (the replay).
-    pub new: PathBuf,
+    /// The base: an audit run (ID, prefix, `latest`) or a case file.
+    pub base: String,
+    /// The new recording (the replay): an audit run or a case file.
+    pub new: String,
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct AgreementArgs {
-    pub cases: PathBuf,
+    #[arg(help = TARGET_HELP)]
+    pub target: String,
     /// Compare the verdicts in force with the latest model suggestions instead of reviewers.
     #[arg(long)]
     pub suggestions: bool,
@@ -92,7 +171,8 @@ pub struct FromScifactArgs {
 
 #[derive(Debug, Args)]
 pub struct ImpactArgs {
-    pub cases: PathBuf,
+    #[arg(help = TARGET_HELP)]
+    pub target: String,
     /// Current sources: `{ sources: [...] }` in YAML or JSON.
     #[arg(long)]
     pub sources: PathBuf,
@@ -102,8 +182,8 @@ pub struct ImpactArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Case file (YAML, or JSON by extension).
-    pub cases: PathBuf,
+    #[arg(help = TARGET_HELP)]
+    pub target: String,
     /// Policy TOML with a `[grounding]` table.
     #[arg(long)]
     pub policy: Option<PathBuf>,
@@ -124,7 +204,8 @@ pub enum SheetFormat {
 
 #[derive(Debug, Args)]
 pub struct SheetArgs {
-    pub cases: PathBuf,
+    #[arg(help = TARGET_HELP)]
+    pub target: String,
     #[arg(long, value_enum, default_value = "csv")]
     pub format: SheetFormat,
     /// Write here instead of stdout.
@@ -134,7 +215,8 @@ pub struct SheetArgs {
 
 #[derive(Debug, Args)]
 pub struct ReviewArgs {
-    pub cases: PathBuf,
+    #[arg(help = TARGET_HELP)]
+    pub target: String,
     #[arg(long)]
     pub claim: String,
     /// supported | partially_supported | unsupported | not_evaluable
@@ -154,19 +236,23 @@ pub struct ReviewArgs {
 
 #[derive(Debug, Args)]
 pub struct PackageArgs {
-    pub cases: PathBuf,
+    #[arg(help = TARGET_HELP)]
+    pub target: String,
     /// A directory (created, must be empty) or a `.tar.gz` file.
     #[arg(long)]
     pub out: PathBuf,
-    /// Notes file to include (otherwise the cases' notes, else listed as missing).
+    /// Notes file to include (otherwise the run's notes, else the cases' notes, else
+    /// listed as missing).
     #[arg(long)]
     pub notes: Option<PathBuf>,
-    /// A creation time to record (none is recorded otherwise, for byte-identical packages).
+    /// A creation time to record (a run's recording time by default; none for a case
+    /// file, so that packages are byte-identical).
     #[arg(long)]
     pub created: Option<String>,
-    /// A previous recording of the same cases: writes `comparison.json`.
+    /// The previous recording to compare with (run or case file) for `comparison.json`.
+    /// Default for a run: the run it replays, else the previous run of the same case file.
     #[arg(long)]
-    pub previous: Option<PathBuf>,
+    pub previous: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -182,62 +268,31 @@ fn parse_support(s: &str) -> Result<g::Support, String> {
 }
 
 pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    let h = &args.history;
     match args.command {
-        AuditCommand::Check(a) => check(a),
-        AuditCommand::Sheet(a) => sheet(a),
-        AuditCommand::Review(a) => review(a),
-        AuditCommand::Package(a) => package(a),
+        AuditCommand::Check(a) => check(a, h),
+        AuditCommand::Record(a) => record(a, h),
+        AuditCommand::Replay(a) => replay(a, h),
+        AuditCommand::Runs(a) => runs(a, h),
+        AuditCommand::Sheet(a) => sheet(a, h),
+        AuditCommand::Review(a) => review(a, h),
+        AuditCommand::Package(a) => package(a, h),
         AuditCommand::Verify(a) => verify(a),
-        AuditCommand::Impact(a) => impact(a),
+        AuditCommand::Impact(a) => impact(a, h),
         AuditCommand::FromScifact(a) => from_scifact(a),
-        AuditCommand::Agreement(a) => agreement(a),
-        AuditCommand::Compare(a) => compare(a),
-        AuditCommand::Suggest(a) => suggest(a),
+        AuditCommand::Agreement(a) => agreement(a, h),
+        AuditCommand::Compare(a) => compare(a, h),
+        AuditCommand::Suggest(a) => suggest(a, h),
     }
-}
-
-/// Cases, their raw bytes, the review log (parsed and raw).
-struct Loaded {
-    set: g::CaseSet,
-    bytes: Vec<u8>,
-    reviews: Vec<g::ReviewRecord>,
-    raw_reviews: Option<Vec<u8>>,
-}
-
-fn load(cases: &Path) -> anyhow::Result<Loaded> {
-    let (set, bytes) = g::load_cases(cases)?;
-    let log = g::review_log_path(cases);
-    let reviews = g::read_reviews(&log)?;
-    for r in &reviews {
-        let known = set
-            .cases
-            .iter()
-            .flat_map(|c| c.answers.iter())
-            .flat_map(|a| a.claims.iter())
-            .any(|c| c.id == r.claim);
-        if !known {
-            bail!("{}: review of unknown claim `{}`", log.display(), r.claim);
-        }
-    }
-    let raw = match std::fs::read(&log) {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| log.display().to_string()),
-    };
-    Ok(Loaded {
-        set,
-        bytes,
-        reviews,
-        raw_reviews: raw,
-    })
 }
 
 fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "undefined".to_string(), |v| format!("{:.1}%", v * 100.0))
 }
 
-fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
-    let Loaded { set, reviews, .. } = load(&a.cases)?;
+fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let t = Target::open(&a.target, h)?;
+    let (set, reviews) = (&t.set, &t.reviews);
     let policy = match &a.policy {
         Some(p) => g::load_policy(p)?,
         None => g::GroundingPolicy::default(),
@@ -275,7 +330,7 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
                 ans.claims
                     .iter()
                     .find(|c| c.id == id)
-                    .and_then(|c| g::effective_support(c, &reviews))
+                    .and_then(|c| g::effective_support(c, reviews))
             });
             n_answers += 1;
             n_abst += usize::from(m.abstention);
@@ -317,7 +372,8 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     if a.json {
         let doc = serde_json::json!({
-            "cases": a.cases.display().to_string(),
+            "cases": t.origin,
+            "run": t.run_meta().map(|m| m.id.clone()),
             "pass": !failed,
             "totals": {"answers": n_answers, "abstentions": n_abst, "claims": n_claims,
                        "with_citation": n_cited, "supported": n_supp, "unreviewed": n_unrev},
@@ -347,9 +403,9 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn sheet(a: SheetArgs) -> anyhow::Result<ExitCode> {
-    let Loaded { set, reviews, .. } = load(&a.cases)?;
-    let rows = g::build_sheet(&set, &reviews);
+fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let t = Target::open(&a.target, h)?;
+    let rows = g::build_sheet(&t.set, &t.reviews, &t.suggestions);
     let bytes = match a.format {
         SheetFormat::Csv => g::to_csv(&rows)?,
         SheetFormat::Json => {
@@ -361,17 +417,17 @@ fn sheet(a: SheetArgs) -> anyhow::Result<ExitCode> {
         SheetFormat::Html => g::to_html(&rows).into_bytes(),
     };
     match &a.out {
-        Some(p) => std::fs::write(p, &bytes).with_context(|| p.display().to_string())?,
+        Some(p) => crate::output::write_atomic(p, &bytes)?,
         None => std::io::stdout().lock().write_all(&bytes)?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn review(a: ReviewArgs) -> anyhow::Result<ExitCode> {
-    let Loaded { set, reviews, .. } = load(&a.cases)?;
+fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let t = Target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let rec = g::new_review(
-        &set,
+        &t.set,
         &a.claim,
         a.support,
         &a.reason,
@@ -379,76 +435,74 @@ fn review(a: ReviewArgs) -> anyhow::Result<ExitCode> {
         &time,
         a.diagnosis.clone(),
     )
-    .map_err(|e| anyhow::anyhow!("{}: {e}", a.cases.display()))?;
-    let claim = set
-        .cases
-        .iter()
-        .flat_map(|c| c.answers.iter())
-        .flat_map(|x| x.claims.iter())
-        .find(|c| c.id == a.claim);
-    let original = claim.and_then(|c| g::effective_support(c, &reviews));
-    let log = g::review_log_path(&a.cases);
-    g::append_review(&log, &rec)?;
+    .map_err(|e| anyhow::anyhow!("{}: {e}", t.origin))?;
+    let original = t
+        .claim(&a.claim)
+        .and_then(|c| g::effective_support(c, &t.reviews));
+    let place = t.append_reviews(std::slice::from_ref(&rec))?;
     let kind = match original {
         None => "original verdict".to_string(),
         Some(o) if o == a.support => format!("annex (agrees with {})", o.as_str()),
         Some(o) => format!("annex (disagrees with {})", o.as_str()),
     };
     eprintln!(
-        "appended {} on {} by {} to {}: {kind}",
+        "appended {} on {} by {} to {place}: {kind}",
         a.support.as_str(),
         a.claim,
         a.reviewer,
-        log.display()
     );
     Ok(ExitCode::SUCCESS)
 }
 
-fn package(a: PackageArgs) -> anyhow::Result<ExitCode> {
-    let Loaded {
-        set,
-        bytes,
-        reviews,
-        raw_reviews,
-    } = load(&a.cases)?;
-    let comparison = match &a.previous {
-        Some(p) => {
-            let base = load(p)?;
-            Some(g::compare(&base.set, &base.reviews, &set, &reviews))
-        }
-        None => None,
+fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let t = Target::open(&a.target, h)?;
+    // The previous recording: as asked, else (for a run) the run it replays or the
+    // previous run of the same case file.
+    let previous = match (&a.previous, t.run_meta(), t.history()) {
+        (Some(p), _, _) => Some(Target::open(p, h)?),
+        (None, Some(meta), Some(history)) => match history.previous_audit_run(&meta.id)? {
+            Some(id) => Some(Target::from_run(h.open_existing()?, &id)?),
+            None => None,
+        },
+        _ => None,
     };
-    let sug_path = g::suggestion_log_path(&a.cases);
-    let suggestions = match std::fs::read(&sug_path) {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| sug_path.display().to_string()),
-    };
+    let comparison = previous
+        .as_ref()
+        .map(|b| g::compare(&b.set, &b.reviews, &t.set, &t.reviews));
     let notes = match &a.notes {
         Some(p) => Some(std::fs::read(p).with_context(|| p.display().to_string())?),
-        None => None,
+        None => t.notes.clone(),
     };
-    let name = a
-        .cases
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "cases.yaml".into());
+    let run = t.run_meta().map(|m| {
+        serde_json::json!({
+            "id": m.id, "created_at": m.created_at, "label": m.label, "replay_of": m.replay_of,
+            "cases_sha256": m.cases_sha256, "recorded_by": m.tool_version,
+            "git_revision": m.git_revision,
+            "compared_with": previous.as_ref().map(|p| p.run_meta().map_or_else(|| p.origin.clone(), |m| m.id.clone())),
+        })
+    });
+    let created = a
+        .created
+        .clone()
+        .or_else(|| t.run_meta().map(|m| m.created_at.clone()));
     let files = g::build_package(&g::PackageInputs {
-        cases_name: &name,
-        cases_bytes: &bytes,
-        set: &set,
-        reviews_bytes: raw_reviews.as_deref(),
-        reviews: &reviews,
-        suggestions_bytes: suggestions.as_deref(),
+        cases_name: &t.name,
+        cases_bytes: &t.bytes,
+        set: &t.set,
+        reviews_bytes: t.raw_reviews.as_deref(),
+        reviews: &t.reviews,
+        suggestions_bytes: t.raw_suggestions.as_deref(),
+        suggestions: &t.suggestions,
+        run,
         notes: notes.as_deref(),
         tool_version: env!("CARGO_PKG_VERSION"),
-        created: a.created.as_deref(),
+        created: created.as_deref(),
         comparison: comparison.as_ref(),
     })?;
     let out = a.out.to_string_lossy();
     if out.ends_with(".tar.gz") || out.ends_with(".tgz") {
         let b = g::tar_gz(&files)?;
-        std::fs::write(&a.out, b).with_context(|| a.out.display().to_string())?;
+        crate::output::write_atomic(&a.out, &b)?;
     } else {
         g::write_dir(&a.out, &files)?;
     }
@@ -497,13 +551,13 @@ fn verify(a: VerifyArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn impact(a: ImpactArgs) -> anyhow::Result<ExitCode> {
-    let Loaded { set, .. } = load(&a.cases)?;
+fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let t = Target::open(&a.target, h)?;
     let new = g::load_sources(&a.sources)?;
-    let hits = g::impact(&set, &new);
+    let hits = g::impact(&t.set, &new);
     let mut stdout = std::io::stdout().lock();
     if a.json {
-        let doc = serde_json::json!({"cases": a.cases.display().to_string(), "sources": a.sources.display().to_string(), "impacted": hits});
+        let doc = serde_json::json!({"cases": t.origin, "sources": a.sources.display().to_string(), "impacted": hits});
         writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else if hits.is_empty() {
         writeln!(stdout, "no cited passage changed")?;
@@ -560,13 +614,12 @@ fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn agreement(a: AgreementArgs) -> anyhow::Result<ExitCode> {
-    let Loaded { set, reviews, .. } = load(&a.cases)?;
+fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let t = Target::open(&a.target, h)?;
     let pairs = if a.suggestions {
-        let sug = g::read_suggestions(&g::suggestion_log_path(&a.cases))?;
-        g::suggestion_pairs(&set, &reviews, &sug)
+        g::suggestion_pairs(&t.set, &t.reviews, &t.suggestions)
     } else {
-        g::reviewer_pairs(&set, &reviews)
+        g::reviewer_pairs(&t.set, &t.reviews)
     };
     let ag = g::cohen_kappa(&pairs);
     let mut stdout = std::io::stdout().lock();
@@ -609,15 +662,28 @@ fn agreement(a: AgreementArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
-    let base = load(&a.base)?;
-    let new = load(&a.new)?;
+fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let base = Target::open(&a.base, h)?;
+    let new = Target::open(&a.new, h)?;
+    print_comparison(&base, &new, a.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the comparison of two recordings (text, or JSON with both origins).
+fn print_comparison(base: &Target, new: &Target, json: bool) -> anyhow::Result<()> {
     let c = g::compare(&base.set, &base.reviews, &new.set, &new.reviews);
     let mut stdout = std::io::stdout().lock();
-    if a.json {
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&c)?)?;
-        return Ok(ExitCode::SUCCESS);
+    if json {
+        let doc = serde_json::json!({
+            "base": base.run_meta().map_or_else(|| base.origin.clone(), |m| m.id.clone()),
+            "new": new.run_meta().map_or_else(|| new.origin.clone(), |m| m.id.clone()),
+            "compared": c.compared,
+            "not_compared": c.not_compared,
+        });
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(());
     }
+    writeln!(stdout, "base: {}\nnew:  {}", base.origin, new.origin)?;
     for x in &c.compared {
         writeln!(
             stdout,
@@ -654,19 +720,71 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         c.compared.len(),
         c.not_compared.len()
     )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
-fn suggest(a: SuggestArgs) -> anyhow::Result<ExitCode> {
+fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let t = Target::open(&a.target, h)?;
+    let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
+    let (recs, failures) = match (&a.nli, &a.judge) {
+        (Some(dir), _) => (nli_suggestions(&t, dir, &time)?, Vec::new()),
+        (None, Some(url)) => judge_suggestions(&t, &a, url, &time)?,
+        (None, None) => bail!("give --nli DIR or --judge URL"),
+    };
+    let place = t.append_suggestions(&recs)?;
+    let mut stdout = std::io::stdout().lock();
+    if a.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&recs)?)?;
+    } else {
+        for r in &recs {
+            let human = t
+                .claim(&r.claim)
+                .and_then(|c| g::effective_support(c, &t.reviews))
+                .map_or("pending", |s| s.as_str());
+            let score = r.score().map_or_else(String::new, |v| format!(" {v:.3}"));
+            writeln!(
+                stdout,
+                "{} {} {}: suggested {} ({}{score}); reviewer: {human}",
+                r.case,
+                r.answer,
+                r.claim,
+                r.suggestion.as_str(),
+                r.label
+            )?;
+        }
+    }
+    for f in &failures {
+        eprintln!("veredicto: no suggestion: {f}");
+    }
+    eprintln!(
+        "appended {} suggestion(s) to {place} (claims without cited passage text are skipped)",
+        recs.len(),
+    );
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "{} claim(s) got no suggestion: the judge's reply could not be read",
+            failures.len()
+        );
+        ExitCode::from(1)
+    })
+}
+
+/// Suggestions from a local NLI sequence-classification model.
+fn nli_suggestions(
+    t: &Target,
+    dir: &std::path::Path,
+    time: &str,
+) -> anyhow::Result<Vec<g::SuggestionRecord>> {
     use veredicto_embed::Reranker;
-    let Loaded { set, reviews, .. } = load(&a.cases)?;
-    let model = veredicto_embed::CrossEncoder::load(&a.nli)
-        .with_context(|| format!("loading NLI model {}", a.nli.display()))?;
+    let model = veredicto_embed::CrossEncoder::load(dir)
+        .with_context(|| format!("loading NLI model {}", dir.display()))?;
     let labels: Vec<String> = model.labels().to_vec();
     if !labels.iter().any(|l| l.eq_ignore_ascii_case("entailment")) {
         bail!(
             "{}: not an NLI model: labels {labels:?} have no `entailment`",
-            a.nli.display()
+            dir.display()
         );
     }
     let fp = model.fingerprint();
@@ -679,12 +797,12 @@ fn suggest(a: SuggestArgs) -> anyhow::Result<ExitCode> {
             .cloned()
             .unwrap_or_default()
     );
-    let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let mut recs = Vec::new();
-    for (case, answer, claim, premise, hypothesis) in g::nli_inputs(&set) {
+    for (case, answer, claim, premise, hypothesis) in g::nli_inputs(&t.set) {
         let logits = model.logits(&premise, &[hypothesis.as_str()])?;
         let Some(row) = logits.first() else { continue };
         let p = g::softmax(row);
+        // Highest probability; ties go to the lowest label index.
         let (top, _) = p
             .iter()
             .enumerate()
@@ -697,10 +815,7 @@ fn suggest(a: SuggestArgs) -> anyhow::Result<ExitCode> {
             });
         let label = labels.get(top).cloned().unwrap_or_default();
         let Some(suggestion) = g::label_to_support(&label) else {
-            bail!(
-                "{}: label `{label}` has no support mapping",
-                a.nli.display()
-            );
+            bail!("{}: label `{label}` has no support mapping", dir.display());
         };
         recs.push(g::SuggestionRecord {
             case,
@@ -709,42 +824,193 @@ fn suggest(a: SuggestArgs) -> anyhow::Result<ExitCode> {
             suggestion,
             label,
             probabilities: labels.iter().cloned().zip(p.iter().copied()).collect(),
+            confidence: None,
+            reason: None,
             model: model_id.clone(),
             method: g::NLI_METHOD.into(),
-            time: time.clone(),
+            time: time.to_string(),
         });
     }
-    let log = g::suggestion_log_path(&a.cases);
-    g::append_suggestions(&log, &recs)?;
-    let mut stdout = std::io::stdout().lock();
-    if a.json {
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&recs)?)?;
-    } else {
-        for r in &recs {
-            let human = set
-                .cases
-                .iter()
-                .flat_map(|c| c.answers.iter())
-                .flat_map(|x| x.claims.iter())
-                .find(|c| c.id == r.claim)
-                .and_then(|c| g::effective_support(c, &reviews))
-                .map_or("pending", |s| s.as_str());
-            let pr = r.probabilities.get(&r.label).copied().unwrap_or(0.0);
-            writeln!(
-                stdout,
-                "{} {} {}: suggested {} ({} {pr:.3}); reviewer: {human}",
-                r.case,
-                r.answer,
-                r.claim,
-                r.suggestion.as_str(),
-                r.label
-            )?;
+    Ok(recs)
+}
+
+/// Suggestions from a chat model asked with the fixed `judge/1` prompt. Replies that cannot
+/// be read are returned as failures (named by claim), not stored.
+fn judge_suggestions(
+    t: &Target,
+    a: &SuggestArgs,
+    url: &str,
+    time: &str,
+) -> anyhow::Result<(Vec<g::SuggestionRecord>, Vec<String>)> {
+    let model = a
+        .judge_model
+        .clone()
+        .context("--judge needs --judge-model")?;
+    let mut cfg = veredicto_embed::ChatConfig::new(url, model.clone());
+    cfg.seed = Some(a.seed);
+    cfg.timeout = std::time::Duration::from_secs(a.timeout);
+    cfg.retries = a.retries;
+    if let Some(var) = &a.api_key_env {
+        cfg.api_key = Some(
+            std::env::var(var)
+                .with_context(|| format!("--api-key-env {var}: the variable is not set"))?,
+        );
+    }
+    let client = veredicto_embed::ChatClient::new(cfg)?;
+    let method = g::judge_method();
+    let mut recs = Vec::new();
+    let mut failures = Vec::new();
+    for input in g::judge_inputs(&t.set) {
+        let reply = client
+            .complete(g::JUDGE_SYSTEM_PROMPT, &g::judge_user_message(&input))
+            .with_context(|| format!("judge for claim {}", input.claim))?;
+        match g::parse_judge_reply(&reply.content) {
+            Ok(v) => {
+                let answered = match &reply.model {
+                    Some(m) if m != &model => format!(" (answered by {m})"),
+                    _ => String::new(),
+                };
+                recs.push(g::SuggestionRecord {
+                    case: input.case,
+                    answer: input.answer,
+                    claim: input.claim,
+                    suggestion: v.verdict,
+                    label: v.verdict.as_str().into(),
+                    probabilities: Default::default(),
+                    confidence: v.confidence,
+                    reason: v.reason,
+                    model: format!("{model} @ {}{answered}", client.url()),
+                    method: method.clone(),
+                    time: time.to_string(),
+                });
+            }
+            Err(e) => failures.push(format!("{} {}: {e}", input.case, input.claim)),
         }
     }
+    Ok((recs, failures))
+}
+
+fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let t = Target::from_file(&a.cases)?;
+    let id = record_target(&t, None, a.label, a.notes.as_deref(), a.time, h)?;
+    let c = t.counts();
     eprintln!(
-        "appended {} suggestion(s) to {} (claims without cited passage text are skipped)",
-        recs.len(),
-        log.display()
+        "recorded audit run {id} in {}: {} cases, {} answers, {} claims, {} record(s) carried over",
+        h.history.display(),
+        c.cases,
+        c.answers,
+        c.claims,
+        t.raw_records().len()
     );
+    println!("{id}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Records `t` as a new audit run (with the reviews and suggestions beside its file).
+fn record_target(
+    t: &Target,
+    replay_of: Option<String>,
+    label: Option<String>,
+    notes: Option<&std::path::Path>,
+    time: Option<String>,
+    h: &HistoryArgs,
+) -> anyhow::Result<String> {
+    let notes = match notes {
+        Some(p) => Some(std::fs::read(p).with_context(|| p.display().to_string())?),
+        None => None,
+    };
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let meta = veredicto_store::AuditRunMeta {
+        id: String::new(),
+        created_at: time.unwrap_or_else(crate::clock::now_rfc3339),
+        label,
+        replay_of,
+        cases_name: t.name.clone(),
+        cases_sha256: String::new(),
+        counts: t.counts(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        git_revision: crate::history_args::git_revision(&cwd),
+    };
+    let history = h.open()?;
+    Ok(history.record_audit_run(&meta, &t.bytes, notes.as_deref(), &t.raw_records())?)
+}
+
+fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    if !h.history.is_file() {
+        bail!(
+            "no history at {}: record the base first (`veredicto audit record CASES`)",
+            h.history.display()
+        );
+    }
+    let base = Target::from_run(h.open_existing()?, &a.base)?;
+    let base_id = base.run_meta().map(|m| m.id.clone()).unwrap_or_default();
+    let new = Target::from_file(&a.cases)?;
+    let c = g::compare(&base.set, &base.reviews, &new.set, &new.reviews);
+    if c.compared.is_empty() {
+        let reasons: Vec<String> = c
+            .not_compared
+            .iter()
+            .map(|n| format!("{}: {}", n.case, n.reason))
+            .collect();
+        bail!(
+            "{}: not a replay of audit run {base_id}: no case is compatible ({})",
+            a.cases.display(),
+            reasons.join("; ")
+        );
+    }
+    let id = record_target(
+        &new,
+        Some(base_id.clone()),
+        a.label,
+        a.notes.as_deref(),
+        a.time,
+        h,
+    )?;
+    eprintln!("recorded audit run {id} (replay of {base_id})");
+    let recorded = Target::from_run(h.open_existing()?, &id)?;
+    print_comparison(&base, &recorded, a.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let history = h.open_existing()?;
+    let list = history.audit_runs(a.limit)?;
+    let mut stdout = std::io::stdout().lock();
+    if a.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&list)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if list.is_empty() {
+        writeln!(stdout, "no audit runs in {}", h.history.display())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        stdout,
+        "{:<26}  {:<24}  {:<16}  {:>5} {:>7} {:>6} {:>7} {:>11}  replay of / label",
+        "id", "created", "cases file", "cases", "answers", "claims", "reviews", "suggestions"
+    )?;
+    for r in &list {
+        let m = &r.meta;
+        let tail = [
+            m.replay_of.clone().map(|x| format!("replay of {x}")),
+            m.label.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("  ");
+        writeln!(
+            stdout,
+            "{:<26}  {:<24}  {:<16}  {:>5} {:>7} {:>6} {:>7} {:>11}  {tail}",
+            m.id,
+            m.created_at,
+            m.cases_name,
+            m.counts.cases,
+            m.counts.answers,
+            m.counts.claims,
+            r.reviews,
+            r.suggestions
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod audit_cmd;
+mod audit_target;
 mod clock;
 mod compare_cmd;
 mod exam_cmd;

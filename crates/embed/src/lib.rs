@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod chat;
 mod config;
 mod cross;
 mod encoder;
@@ -33,6 +34,7 @@ mod rerank_http;
 mod safetensors;
 mod tokenize;
 
+pub use chat::{ChatClient, ChatConfig, ChatReply};
 pub use config::{Pooling, SUPPORTED_ARCHITECTURES};
 pub use cross::{CrossEncoder, CrossEncoderOptions};
 pub use error::EmbedError;

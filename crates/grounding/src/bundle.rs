@@ -18,6 +18,10 @@ pub struct PackageInputs<'a> {
     pub reviews: &'a [ReviewRecord],
     /// Raw bytes of the model-suggestion log, when there is one (optional part).
     pub suggestions_bytes: Option<&'a [u8]>,
+    pub suggestions: &'a [crate::suggest::SuggestionRecord],
+    /// The recorded audit run being packaged (ID, time, label, replay_of, case file hash),
+    /// written into `version.json`.
+    pub run: Option<serde_json::Value>,
     pub notes: Option<&'a [u8]>,
     pub tool_version: &'a str,
     pub created: Option<&'a str>,
@@ -89,7 +93,7 @@ pub fn build_package(i: &PackageInputs<'_>) -> Result<Files, csv::Error> {
     files.insert("answers.json".into(), pretty(&json!(answers)));
     files.insert("citations.json".into(), pretty(&json!(citations)));
     files.insert("metrics.json".into(), pretty(&json!(metrics)));
-    let rows = build_sheet(i.set, i.reviews);
+    let rows = build_sheet(i.set, i.reviews, i.suggestions);
     files.insert("sheet.csv".into(), to_csv(&rows)?);
     let mut sj = to_json(&rows).into_bytes();
     sj.push(b'\n');
@@ -140,6 +144,9 @@ pub fn build_package(i: &PackageInputs<'_>) -> Result<Files, csv::Error> {
     });
     if let Some(t) = i.created {
         version["created"] = json!(t);
+    }
+    if let Some(r) = &i.run {
+        version["run"] = r.clone();
     }
     files.insert("version.json".into(), pretty(&version));
     files.insert(

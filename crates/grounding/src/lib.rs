@@ -7,6 +7,7 @@ mod bundle;
 mod compare;
 mod error;
 mod impact;
+mod judge;
 mod load;
 mod metrics;
 mod model;
@@ -22,6 +23,10 @@ pub use bundle::{build_package, PackageInputs};
 pub use compare::{compare, AnswerComparison, Comparison, NotCompared};
 pub use error::{GroundingError, Issue};
 pub use impact::{impact, load_sources, Impact, SourceSet};
+pub use judge::{
+    judge_inputs, judge_method, judge_user_message, parse_judge_reply, JudgeInput, JudgeVerdict,
+    JUDGE_SYSTEM_PROMPT, JUDGE_VERSION,
+};
 pub use load::{load_cases, parse_cases, passage_hash, validate};
 pub use metrics::{answer_metrics, claim_supported, document_recall_at, AnswerMetrics};
 pub use model::*;

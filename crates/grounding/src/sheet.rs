@@ -3,6 +3,7 @@
 
 use crate::model::{Association, Case, CaseSet, Claim, Support};
 use crate::review::ReviewRecord;
+use crate::suggest::SuggestionRecord;
 use serde::Serialize;
 
 /// One row of the sheet.
@@ -25,6 +26,12 @@ pub struct SheetRow {
     /// Effective support verdict (`pending` when none).
     pub support: String,
     pub support_reason: String,
+    /// The latest model suggestion (`supported`, ...), empty when none. Never the verdict.
+    pub suggested_support: String,
+    /// Its score (probability of the top label, or the judge's confidence), when given.
+    pub suggestion_score: Option<f64>,
+    /// `model — method`, plus the judge's reason when it gave one.
+    pub suggestion_by: String,
     pub diagnosis: String,
     pub reviewer: String,
     pub time: String,
@@ -81,8 +88,13 @@ fn locate(case: &Case, source: &str, passage: Option<&str>) -> (String, String, 
     (label, pos, text)
 }
 
-/// Builds the rows of every claim of every answer, in file order.
-pub fn build_sheet(set: &CaseSet, reviews: &[ReviewRecord]) -> Vec<SheetRow> {
+/// Builds the rows of every claim of every answer, in file order. Each row shows the verdict
+/// in force and, beside it, the latest model suggestion for the claim.
+pub fn build_sheet(
+    set: &CaseSet,
+    reviews: &[ReviewRecord],
+    suggestions: &[SuggestionRecord],
+) -> Vec<SheetRow> {
     let mut rows = Vec::new();
     for case in &set.cases {
         for a in &case.answers {
@@ -157,6 +169,7 @@ pub fn build_sheet(set: &CaseSet, reviews: &[ReviewRecord]) -> Vec<SheetRow> {
                         )
                     })
                     .collect();
+                let sug = suggestions.iter().rev().find(|s| s.claim == cl.id);
                 rows.push(SheetRow {
                     case_id: case.id.clone(),
                     query: case.query.clone(),
@@ -171,6 +184,13 @@ pub fn build_sheet(set: &CaseSet, reviews: &[ReviewRecord]) -> Vec<SheetRow> {
                     association_reason: assoc_reason,
                     support,
                     support_reason,
+                    suggested_support: sug
+                        .map_or_else(String::new, |s| s.suggestion.as_str().into()),
+                    suggestion_score: sug.and_then(|s| s.score()),
+                    suggestion_by: sug.map_or_else(String::new, |s| match &s.reason {
+                        Some(r) => format!("{} — {} — {r}", s.model, s.method),
+                        None => format!("{} — {}", s.model, s.method),
+                    }),
                     diagnosis,
                     reviewer,
                     time,
@@ -183,7 +203,7 @@ pub fn build_sheet(set: &CaseSet, reviews: &[ReviewRecord]) -> Vec<SheetRow> {
     rows
 }
 
-const HEADER: [&str; 18] = [
+const HEADER: [&str; 21] = [
     "case_id",
     "query",
     "answer_id",
@@ -197,6 +217,9 @@ const HEADER: [&str; 18] = [
     "association_reason",
     "support",
     "support_reason",
+    "suggested_support",
+    "suggestion_score",
+    "suggestion_by",
     "diagnosis",
     "reviewer",
     "time",
@@ -204,7 +227,7 @@ const HEADER: [&str; 18] = [
     "annexes",
 ];
 
-fn cells(r: &SheetRow) -> [String; 18] {
+fn cells(r: &SheetRow) -> [String; 21] {
     [
         r.case_id.clone(),
         r.query.clone(),
@@ -219,6 +242,10 @@ fn cells(r: &SheetRow) -> [String; 18] {
         r.association_reason.clone(),
         r.support.clone(),
         r.support_reason.clone(),
+        r.suggested_support.clone(),
+        r.suggestion_score
+            .map_or_else(String::new, |v| format!("{v:.4}")),
+        r.suggestion_by.clone(),
         r.diagnosis.clone(),
         r.reviewer.clone(),
         r.time.clone(),
@@ -286,7 +313,7 @@ pub fn to_html(rows: &[SheetRow]) -> String {
     for r in rows {
         out.push_str("<tr>");
         for (i, c) in cells(r).iter().enumerate() {
-            if HEADER[i] == "support" {
+            if HEADER[i] == "support" || (HEADER[i] == "suggested_support" && !c.is_empty()) {
                 out.push_str(&format!("<td class=\"{0}\">{0}</td>", html_escape(c)));
             } else {
                 out.push_str(&format!("<td>{}</td>", html_escape(c)));

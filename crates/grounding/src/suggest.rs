@@ -19,15 +19,33 @@ pub struct SuggestionRecord {
     pub claim: String,
     /// The suggested verdict (from the top label).
     pub suggestion: Support,
-    /// The model's top label (`entailment`, `neutral`, `contradiction`).
+    /// The model's top label (`entailment`, `neutral`, `contradiction`), or the verdict a
+    /// judge returned.
     pub label: String,
-    /// Softmax probability of every label.
+    /// Softmax probability of every label (NLI models).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub probabilities: BTreeMap<String, f64>,
-    /// Model identity (name / fingerprint).
+    /// The judge's stated confidence in [0, 1], when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// The judge's reason, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Model identity (name / fingerprint, or endpoint + model for a judge).
     pub model: String,
-    /// How the input was built (versioned).
+    /// How the input was built (versioned: `nli/1`, `judge/1`).
     pub method: String,
     pub time: String,
+}
+
+impl SuggestionRecord {
+    /// The suggestion's score: the probability of the top label, else the judge's confidence.
+    pub fn score(&self) -> Option<f64> {
+        self.probabilities
+            .get(&self.label)
+            .copied()
+            .or(self.confidence)
+    }
 }
 
 /// The input construction of NLI suggestions, versioned.

@@ -66,7 +66,7 @@ fn seed_002_p7_document_recall() {
 #[test]
 fn seed_004_q017_claims_verdicts_and_reasons() {
     let (set, _) = load_cases(&example("q017.yaml")).expect("valid");
-    let rows = build_sheet(&set, &[]);
+    let rows = build_sheet(&set, &[], &[]);
     let got: Vec<(&str, &str, &str)> = rows
         .iter()
         .map(|r| {
@@ -191,7 +191,7 @@ fn scifact_dev_converts_into_300_valid_cases() {
         .iter()
         .filter(|c| !c.valid_sources.is_empty())
         .count();
-    let contradicted = build_sheet(&set, &[])
+    let contradicted = build_sheet(&set, &[], &[])
         .iter()
         .filter(|r| r.support_reason.starts_with("SciFact CONTRADICT"))
         .count();
@@ -230,7 +230,7 @@ fn cohen_kappa_hand_checked() {
 fn html_sheet_escapes_text() {
     let (mut set, _) = load_cases(&example("q017.yaml")).expect("valid");
     set.cases[0].answers[0].claims[0].text = "<script>alert(1)</script> & co".into();
-    let html = to_html(&build_sheet(&set, &[]));
+    let html = to_html(&build_sheet(&set, &[], &[]));
     assert!(!html.contains("<script>"));
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; co"));
     assert!(html.contains("<td class=\"unsupported\">unsupported</td>"));

@@ -26,6 +26,8 @@ fn package() -> Files {
         reviews_bytes: Some(reviews),
         reviews: &recs,
         suggestions_bytes: None,
+        suggestions: &[],
+        run: None,
         notes: None,
         tool_version: "0.1.0",
         created: None,

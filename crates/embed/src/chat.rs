@@ -1,0 +1,154 @@
+//! [`ChatClient`]: the OpenAI `/v1/chat/completions` contract (OpenAI, vLLM, Ollama,
+//! llama.cpp server, ...), used to ask a model acting as a judge. Deterministic settings:
+//! temperature 0 and, when given, a fixed seed; the caller owns the prompt.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::http::{HttpClient, HttpSettings};
+use crate::EmbedError;
+
+/// Settings of a [`ChatClient`]. The API key is passed in (the CLI reads it from an
+/// environment variable; this library reads none).
+#[derive(Clone, Debug)]
+pub struct ChatConfig {
+    /// The server: `http://host:port`, `.../v1` or the full `.../v1/chat/completions` URL.
+    pub base_url: String,
+    /// The `model` field sent with every request.
+    pub model: String,
+    /// Sent as `Authorization: Bearer <key>` when given.
+    pub api_key: Option<String>,
+    /// Timeout of one request. Default 120 s.
+    pub timeout: Duration,
+    /// Retries after a 429, a 5xx, a timeout or a connection error. Default 4.
+    pub retries: u32,
+    /// First wait between attempts, doubled each retry. Default 500 ms.
+    pub backoff: Duration,
+    /// Sent as `seed` when given (servers that honour it repeat their answers).
+    pub seed: Option<u64>,
+    /// Longest answer, in tokens (`max_tokens`). Default 512.
+    pub max_tokens: u32,
+    /// HTTP proxy URL (no proxy when `None`).
+    pub proxy: Option<String>,
+}
+
+impl ChatConfig {
+    /// Defaults for `base_url` and `model`.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        ChatConfig {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            timeout: Duration::from_secs(120),
+            retries: 4,
+            backoff: Duration::from_millis(500),
+            seed: Some(0),
+            max_tokens: 512,
+            proxy: None,
+        }
+    }
+
+    /// The endpoint: `base_url` itself when it ends in `/chat/completions`, else
+    /// `base_url + "/chat/completions"` when it ends in `/v1`, else
+    /// `base_url + "/v1/chat/completions"`.
+    pub fn endpoint(&self) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        if base.ends_with("/chat/completions") {
+            base.to_string()
+        } else if base.ends_with("/v1") {
+            format!("{base}/chat/completions")
+        } else {
+            format!("{base}/v1/chat/completions")
+        }
+    }
+}
+
+/// One completed exchange.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatReply {
+    /// The assistant message's text.
+    pub content: String,
+    /// The `model` the server says answered (may differ from the one asked for).
+    pub model: Option<String>,
+}
+
+/// A client of an OpenAI-compatible chat completions server.
+pub struct ChatClient {
+    cfg: ChatConfig,
+    url: String,
+    client: HttpClient,
+}
+
+impl std::fmt::Debug for ChatClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatClient")
+            .field("url", &self.url)
+            .field("model", &self.cfg.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChatClient {
+    /// A client for `cfg`; nothing is sent until [`ChatClient::complete`].
+    pub fn new(cfg: ChatConfig) -> Result<Self, EmbedError> {
+        let client = HttpClient::new(HttpSettings {
+            timeout: cfg.timeout,
+            retries: cfg.retries,
+            backoff: cfg.backoff,
+            api_key: cfg.api_key.clone(),
+            proxy: cfg.proxy.clone(),
+        })?;
+        Ok(ChatClient {
+            url: cfg.endpoint(),
+            cfg,
+            client,
+        })
+    }
+
+    /// The endpoint URL requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The model asked for.
+    pub fn model(&self) -> &str {
+        &self.cfg.model
+    }
+
+    /// Sends a system and a user message with temperature 0 and returns the first choice.
+    pub fn complete(&self, system: &str, user: &str) -> Result<ChatReply, EmbedError> {
+        let mut body = json!({
+            "model": self.cfg.model,
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": user},
+            ],
+            "temperature": 0,
+            "max_tokens": self.cfg.max_tokens,
+        });
+        if let Some(seed) = self.cfg.seed {
+            body["seed"] = json!(seed);
+        }
+        let resp = self.client.post_json(&self.url, &body)?;
+        let bad = |reason: String| EmbedError::BadResponse {
+            url: self.url.clone(),
+            reason,
+        };
+        let content = resp
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+            .and_then(|c| c.get("message"))
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("no `choices[0].message.content` string".into()))?;
+        Ok(ChatReply {
+            content: content.to_string(),
+            model: resp
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        })
+    }
+}
