@@ -196,6 +196,18 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_prompt_is_the_prompt_sent() {
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/grounding.md"),
+        )
+        .expect("docs/grounding.md");
+        assert!(
+            doc.contains(JUDGE_SYSTEM_PROMPT),
+            "docs/grounding.md must quote judge/1 word for word"
+        );
+    }
+
+    #[test]
     fn the_method_names_the_prompt() {
         let m = judge_method();
         assert!(m.starts_with("judge/1 sha256:"));
