@@ -440,6 +440,9 @@ fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         .claim(&a.claim)
         .and_then(|c| g::effective_support(c, &t.reviews));
     let place = t.append_reviews(std::slice::from_ref(&rec))?;
+    if let Some(note) = t.recorded_elsewhere(h) {
+        eprintln!("{note}");
+    }
     let kind = match original {
         None => "original verdict".to_string(),
         Some(o) if o == a.support => format!("annex (agrees with {})", o.as_str()),
@@ -732,6 +735,9 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         (None, None) => bail!("give --nli DIR or --judge URL"),
     };
     let place = t.append_suggestions(&recs)?;
+    if let Some(note) = t.recorded_elsewhere(h) {
+        eprintln!("{note}");
+    }
     let mut stdout = std::io::stdout().lock();
     if a.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&recs)?)?;

@@ -172,6 +172,31 @@ impl Target {
         }
     }
 
+    /// For a case file that is also recorded as an audit run in `history`: a note saying
+    /// that records appended to the file stay out of the run (and how to reach the run).
+    pub fn recorded_elsewhere(&self, history: &HistoryArgs) -> Option<String> {
+        if !matches!(self.store, Store::File(_)) || !history.history.is_file() {
+            return None;
+        }
+        let ids = history
+            .open_existing()
+            .ok()?
+            .audit_runs_of(&self.bytes)
+            .ok()?;
+        let newest = ids.first()?;
+        Some(format!(
+            "note: {} is recorded as audit run {newest}{} in {}; this record stays beside the \
+             file, outside the run (give the run ID to keep it in the history)",
+            self.origin,
+            if ids.len() > 1 {
+                format!(" (and {} earlier run(s))", ids.len() - 1)
+            } else {
+                String::new()
+            },
+            history.history.display()
+        ))
+    }
+
     /// Appends review records; returns where they went.
     pub fn append_reviews(&self, recs: &[g::ReviewRecord]) -> anyhow::Result<String> {
         match &self.store {

@@ -95,6 +95,29 @@ fn record_review_replay_compare_and_package_a_run() {
         .contains("ana: partially_supported"));
     let o = run(d, &["audit", "sheet", s(&cases), "--format", "json"]);
     assert!(!stdout(&o).contains("ana: partially_supported"));
+    // Reviewing the file that was recorded says where the run is.
+    let o = run(
+        d,
+        &[
+            "audit",
+            "review",
+            s(&cases),
+            "--claim",
+            "C-017-1",
+            "--support",
+            "unsupported",
+            "--reason",
+            "igual",
+            "--reviewer",
+            "eva",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("recorded as audit run {base}")),
+        "{}",
+        stderr(&o)
+    );
 
     // Replay: new answers to the same frozen case, recorded as a new run.
     let replay_file = example(d, "q017-replay.yaml");

@@ -327,6 +327,17 @@ impl History {
             .collect()
     }
 
+    /// IDs of the audit runs recorded from a case file with these exact bytes, newest first.
+    pub fn audit_runs_of(&self, cases: &[u8]) -> Result<Vec<String>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT id FROM audit_runs WHERE cases_sha256 = ?1 ORDER BY seq DESC")
+            .and_then(|mut st| {
+                st.query_map([sha256(cases)], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()
+            })
+            .map_err(|e| self.sql("reading audit runs", e))
+    }
+
     /// The run an audit run is compared with by default: the run it replays, else the
     /// newest earlier run recorded from a case file of the same name.
     pub fn previous_audit_run(&self, id_or_prefix: &str) -> Result<Option<String>, StoreError> {
@@ -385,7 +396,7 @@ mod tests {
         let second = h.record_audit_run(&m, b"schema: y\n", None, &[]).unwrap();
         assert!(second > first, "IDs sort in recording order");
         h.append_audit_records(
-            &second[..12],
+            &second,
             &[
                 (AuditRecordKind::Review, "r1".into()),
                 (AuditRecordKind::Suggestion, "s1".into()),
@@ -404,6 +415,11 @@ mod tests {
         );
         assert_eq!(h.previous_audit_run(&second).unwrap(), Some(first.clone()));
         assert_eq!(h.previous_audit_run(&first).unwrap(), None);
+        assert_eq!(
+            h.audit_runs_of(b"schema: y\n").unwrap(),
+            vec![second.clone()]
+        );
+        assert!(h.audit_runs_of(b"other").unwrap().is_empty());
         let list = h.audit_runs(None).unwrap();
         assert_eq!(list.len(), 2);
         assert_eq!((list[0].reviews, list[0].suggestions), (2, 1));
