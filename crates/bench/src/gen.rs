@@ -18,7 +18,7 @@
 //!   random docid order, so an evaluator must apply trec_eval's tie-break (docid descending) to
 //!   get trec_eval's numbers.
 
-use crate::rng::{mix64, Rng};
+use crate::rng::{mix64, Draws, Rng};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fmt;
