@@ -39,8 +39,8 @@ impl Synthetic {
     pub fn report(&self) -> ExamReport {
         const DOMAINS: [&str; 4] = ["laboral", "fiscal", "soporte", "viajes"];
         const DISTRACTORS: usize = 400;
-        let mut golden_rng = SplitMix64(0x9e37_79b9 ^ u64::from(self.golden_version));
-        let mut rng = SplitMix64(self.seed);
+        let mut golden_rng = SplitMix64::new(0x9e37_79b9 ^ u64::from(self.golden_version));
+        let mut rng = SplitMix64::new(self.seed);
 
         let mut chunks = Vec::new();
         let mut cases = Vec::with_capacity(self.cases);
@@ -195,21 +195,23 @@ pub fn meta(report: &ExamReport, created_at: &str, label: Option<&str>) -> RunMe
     }
 }
 
-/// A small, fast, seedable generator (SplitMix64), enough for synthetic data.
+/// A seedable stream for synthetic data: core's SplitMix64 (one generator in the workspace),
+/// with the modulo draws this data has always used (kept so that the data does not change).
 #[derive(Debug, Clone)]
-pub struct SplitMix64(pub u64);
+pub struct SplitMix64(veredicto_core::compare::rng::SplitMix64);
 
 impl SplitMix64 {
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+    /// A stream starting from `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(veredicto_core::compare::rng::SplitMix64::new(seed))
     }
 
-    /// Uniform in `0..n` (`0` when `n` is 0).
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+
+    /// Uniform in `0..n` (`0` when `n` is 0; modulo, slightly biased, enough here).
     pub fn below(&mut self, n: u64) -> u64 {
         if n == 0 {
             0

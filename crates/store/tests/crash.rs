@@ -49,7 +49,7 @@ fn sigkill_never_leaves_a_partial_run() {
     const TRIALS: usize = 50;
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("history.db");
-    let mut rng = SplitMix64(0x5eed_0050);
+    let mut rng = SplitMix64::new(0x5eed_0050);
     let mut recorded: BTreeSet<String> = BTreeSet::new();
     let mut verified: BTreeSet<String> = BTreeSet::new();
     let mut killed_while_recording = 0;
