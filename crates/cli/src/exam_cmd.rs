@@ -169,12 +169,12 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or(policy.thresholds(c.domain.as_deref()).top_k)
                     as usize
             };
-            let r = crate::retrieval::retrieve(
+            let r = veredicto_index::retriever::retrieve(
                 &index,
                 embedder.as_deref(),
                 &cases,
                 k_of,
-                &crate::retrieval::Settings {
+                &veredicto_index::retriever::Settings {
                     depth: args.depth,
                     reranker: reranker.as_deref(),
                     candidates: args.candidates,
@@ -182,7 +182,7 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
                 },
             )?;
             if corpus.is_none() {
-                corpus = Some(crate::retrieval::corpus_of(&index)?);
+                corpus = Some(veredicto_index::retriever::corpus_of(&index)?);
             }
             if let Some(path) = &args.save_run {
                 crate::retrieval::write_trec_run(path, &r.run, "veredicto")?;

@@ -34,6 +34,28 @@ pub struct StageLatency {
     pub max_ms: f64,
 }
 
+impl StageLatency {
+    /// Nearest-rank percentiles of latency samples in milliseconds (all zero when empty).
+    pub fn from_samples(samples: &[f64]) -> StageLatency {
+        let mut v = samples.to_vec();
+        v.sort_by(f64::total_cmp);
+        let pick = |q: f64| -> f64 {
+            if v.is_empty() {
+                return 0.0;
+            }
+            let rank = (q * v.len() as f64).ceil().max(1.0) as usize;
+            v[rank.min(v.len()) - 1]
+        };
+        StageLatency {
+            count: v.len(),
+            p50_ms: pick(0.50),
+            p95_ms: pick(0.95),
+            p99_ms: pick(0.99),
+            max_ms: v.last().copied().unwrap_or(0.0),
+        }
+    }
+}
+
 /// Provenance of a run. Times are RFC 3339 strings supplied by the caller (core has no clock).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMeta {
@@ -58,4 +80,22 @@ pub struct RunMeta {
 pub struct RecordedRun {
     pub meta: RunMeta,
     pub report: ExamReport,
+}
+
+#[cfg(test)]
+mod latency_tests {
+    use super::StageLatency;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let samples: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        let s = StageLatency::from_samples(&samples);
+        assert_eq!(
+            (s.count, s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms),
+            (100, 50.0, 95.0, 99.0, 100.0)
+        );
+        let one = StageLatency::from_samples(&[3.0]);
+        assert_eq!((one.p50_ms, one.p99_ms), (3.0, 3.0));
+        assert_eq!(StageLatency::from_samples(&[]).count, 0);
+    }
 }

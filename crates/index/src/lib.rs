@@ -30,6 +30,7 @@ mod index;
 mod ingest;
 mod kernel;
 mod manifest;
+pub mod retriever;
 mod search;
 mod write;
 
