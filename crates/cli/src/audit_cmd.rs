@@ -66,6 +66,13 @@ pub enum AuditCommand {
 pub struct RecordArgs {
     /// Case file to record.
     pub cases: PathBuf,
+    #[command(flatten)]
+    pub recording: Recording,
+}
+
+/// What a new audit run records besides the case file.
+#[derive(Debug, Args)]
+pub struct Recording {
     #[arg(long)]
     pub label: Option<String>,
     /// Notes file recorded with the run (packaged as notes.md).
@@ -82,12 +89,8 @@ pub struct ReplayArgs {
     pub base: String,
     /// Case file with the new answers (same cases, snapshot and queries).
     pub cases: PathBuf,
-    #[arg(long)]
-    pub label: Option<String>,
-    #[arg(long)]
-    pub notes: Option<PathBuf>,
-    #[arg(long)]
-    pub time: Option<String>,
+    #[command(flatten)]
+    pub recording: Recording,
     #[arg(long)]
     pub json: bool,
 }
@@ -898,7 +901,7 @@ fn judge_suggestions(
 
 fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let t = Target::from_file(&a.cases)?;
-    let id = record_target(&t, None, a.label, a.notes.as_deref(), a.time, h)?;
+    let id = record_target(&t, None, a.recording, h)?;
     let c = t.counts();
     eprintln!(
         "recorded audit run {id} in {}: {} cases, {} answers, {} claims, {} record(s) carried over",
@@ -916,13 +919,11 @@ fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
 fn record_target(
     t: &Target,
     replay_of: Option<String>,
-    label: Option<String>,
-    notes: Option<&std::path::Path>,
-    time: Option<String>,
+    Recording { label, notes, time }: Recording,
     h: &HistoryArgs,
 ) -> anyhow::Result<String> {
     let notes = match notes {
-        Some(p) => Some(std::fs::read(p).with_context(|| p.display().to_string())?),
+        Some(p) => Some(std::fs::read(&p).with_context(|| p.display().to_string())?),
         None => None,
     };
     let cwd = std::env::current_dir().unwrap_or_default();
@@ -964,14 +965,7 @@ fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
             reasons.join("; ")
         );
     }
-    let id = record_target(
-        &new,
-        Some(base_id.clone()),
-        a.label,
-        a.notes.as_deref(),
-        a.time,
-        h,
-    )?;
+    let id = record_target(&new, Some(base_id.clone()), a.recording, h)?;
     eprintln!("recorded audit run {id} (replay of {base_id})");
     let recorded = Target::from_run(h.open_existing()?, &id)?;
     print_comparison(&base, &recorded, a.json)?;

@@ -79,41 +79,16 @@ pub fn softmax(logits: &[f32]) -> Vec<f64> {
     e.iter().map(|x| x / s).collect()
 }
 
-/// (claim ID, premise, hypothesis) for every claim with at least one cited passage text.
+/// (case, answer, claim ID, premise, hypothesis) for every claim with at least one cited
+/// passage text: the premise is the cited passages' texts joined with a space.
 pub fn nli_inputs(set: &CaseSet) -> Vec<(String, String, String, String, String)> {
-    let mut out = Vec::new();
-    for case in &set.cases {
-        for a in &case.answers {
-            for cl in &a.claims {
-                let mut texts = Vec::new();
-                for cid in &cl.citations {
-                    let Some(c) = a.citations.iter().find(|c| &c.id == cid) else {
-                        continue;
-                    };
-                    let Some(s) = case.sources.iter().find(|s| s.id == c.source) else {
-                        continue;
-                    };
-                    for p in &s.passages {
-                        if c.passage.as_deref().is_none_or(|x| x == p.id) {
-                            if let Some(t) = &p.text {
-                                texts.push(t.clone());
-                            }
-                        }
-                    }
-                }
-                if !texts.is_empty() {
-                    out.push((
-                        case.id.clone(),
-                        a.id.clone(),
-                        cl.id.clone(),
-                        texts.join(" "),
-                        cl.text.clone(),
-                    ));
-                }
-            }
-        }
-    }
-    out
+    crate::judge::judge_inputs(set)
+        .into_iter()
+        .map(|i| {
+            let premise: Vec<String> = i.passages.into_iter().map(|(_, t)| t).collect();
+            (i.case, i.answer, i.claim, premise.join(" "), i.claim_text)
+        })
+        .collect()
 }
 
 pub fn read_suggestions(path: &Path) -> Result<Vec<SuggestionRecord>, GroundingError> {
