@@ -53,14 +53,7 @@ impl ChatConfig {
     /// `base_url + "/chat/completions"` when it ends in `/v1`, else
     /// `base_url + "/v1/chat/completions"`.
     pub fn endpoint(&self) -> String {
-        let base = self.base_url.trim_end_matches('/');
-        if base.ends_with("/chat/completions") {
-            base.to_string()
-        } else if base.ends_with("/v1") {
-            format!("{base}/chat/completions")
-        } else {
-            format!("{base}/v1/chat/completions")
-        }
+        crate::http::openai_endpoint(&self.base_url, "chat/completions")
     }
 }
 
@@ -150,5 +143,29 @@ impl ChatClient {
                 .and_then(Value::as_str)
                 .map(str::to_string),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ChatConfig;
+
+    #[test]
+    fn endpoint_from_any_base() {
+        for (base, want) in [
+            ("http://h:1", "http://h:1/v1/chat/completions"),
+            ("http://h:1/", "http://h:1/v1/chat/completions"),
+            ("http://h:1/v1", "http://h:1/v1/chat/completions"),
+            (
+                "http://h:1/v1/chat/completions",
+                "http://h:1/v1/chat/completions",
+            ),
+            (
+                "http://h:1/openai/v1/",
+                "http://h:1/openai/v1/chat/completions",
+            ),
+        ] {
+            assert_eq!(ChatConfig::new(base, "m").endpoint(), want, "{base}");
+        }
     }
 }

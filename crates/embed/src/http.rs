@@ -140,6 +140,19 @@ impl HttpClient {
     }
 }
 
+/// An OpenAI-style endpoint from a base URL: `base` itself when it already ends in
+/// `/<path>`, else `base + "/<path>"` when it ends in `/v1`, else `base + "/v1/<path>"`.
+pub(crate) fn openai_endpoint(base_url: &str, path: &str) -> String {
+    let base = base_url.trim_end_matches('/');
+    if base.ends_with(&format!("/{path}")) {
+        base.to_string()
+    } else if base.ends_with("/v1") {
+        format!("{base}/{path}")
+    } else {
+        format!("{base}/v1/{path}")
+    }
+}
+
 /// The first 300 characters of a body, for error messages.
 fn excerpt(text: &str) -> String {
     let t = text.trim();

@@ -59,14 +59,7 @@ impl OpenAiConfig {
     /// The embeddings endpoint: `base_url` itself when it ends in `/embeddings`, else
     /// `base_url + "/embeddings"` when it ends in `/v1`, else `base_url + "/v1/embeddings"`.
     pub fn endpoint(&self) -> String {
-        let base = self.base_url.trim_end_matches('/');
-        if base.ends_with("/embeddings") {
-            base.to_string()
-        } else if base.ends_with("/v1") {
-            format!("{base}/embeddings")
-        } else {
-            format!("{base}/v1/embeddings")
-        }
+        crate::http::openai_endpoint(&self.base_url, "embeddings")
     }
 }
 
