@@ -10,12 +10,18 @@ use serde_json::Value;
 use crate::EmbedError;
 
 /// The encoder architectures this crate runs (`model_type` values of `config.json`).
-pub const SUPPORTED_ARCHITECTURES: &[&str] = &["bert", "roberta", "xlm-roberta"];
+/// `deberta-v2` (DeBERTa-v2 and -v3) runs only as a [`crate::CrossEncoder`]
+/// (`DebertaV2ForSequenceClassification`), not as a sentence embedder.
+pub const SUPPORTED_ARCHITECTURES: &[&str] = &["bert", "roberta", "xlm-roberta", "deberta-v2"];
+
+/// The architectures [`crate::LocalEmbedder`] runs.
+pub(crate) const EMBEDDER_ARCHITECTURES: &[&str] = &["bert", "roberta", "xlm-roberta"];
 
 /// Which family of encoder: decides position ids and tensor name prefixes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Family {
-    /// BERT (and MiniLM, BGE-en, e5-en, ...): positions 0..n.
+    /// BERT (and MiniLM, BGE-en, e5-en, ...): positions 0..n. DeBERTa-v2 too (its absolute
+    /// positions, when it has any, are 0..n); its own options are in [`EncoderConfig::deberta`].
     Bert,
     /// RoBERTa / XLM-RoBERTa: positions start at `pad_token_id + 1`.
     Roberta,
@@ -52,6 +58,9 @@ pub(crate) struct EncoderConfig {
     pub num_labels: usize,
     /// `id2label`, when given.
     pub id2label: BTreeMap<usize, String>,
+    /// The DeBERTa-v2 options, for `model_type` `deberta-v2` (run by `deberta.rs`, not by
+    /// `encoder.rs`).
+    pub deberta: Option<crate::deberta::DebertaV2Config>,
 }
 
 impl EncoderConfig {
@@ -119,6 +128,8 @@ fn model_type_from_architectures(archs: &[String]) -> Option<&'static str> {
             Some("roberta")
         } else if a.starts_with("Bert") {
             Some("bert")
+        } else if a.starts_with("DebertaV2") {
+            Some("deberta-v2")
         } else {
             None
         }
@@ -154,7 +165,7 @@ pub(crate) fn encoder_config(path: &Path) -> Result<EncoderConfig, EmbedError> {
         },
     };
     let family = match model_type.as_str() {
-        "bert" => Family::Bert,
+        "bert" | "deberta-v2" => Family::Bert,
         "roberta" | "xlm-roberta" => Family::Roberta,
         _ => {
             return Err(EmbedError::UnsupportedArchitecture {
@@ -168,8 +179,10 @@ pub(crate) fn encoder_config(path: &Path) -> Result<EncoderConfig, EmbedError> {
             })
         }
     };
+    let is_deberta = model_type == "deberta-v2";
     if let Some(p) = v.get("position_embedding_type").and_then(Value::as_str) {
-        if p != "absolute" {
+        // DeBERTa's positions are set by its own fields (`relative_attention`, ...).
+        if p != "absolute" && !is_deberta {
             return Err(EmbedError::config(
                 path,
                 "position_embedding_type",
@@ -203,6 +216,7 @@ pub(crate) fn encoder_config(path: &Path) -> Result<EncoderConfig, EmbedError> {
         }
     };
     let layer_norm_eps = match v.get("layer_norm_eps") {
+        None | Some(Value::Null) if is_deberta => 1e-7,
         None | Some(Value::Null) => 1e-12,
         Some(x) => x.as_f64().ok_or_else(|| {
             EmbedError::config(
@@ -229,6 +243,17 @@ pub(crate) fn encoder_config(path: &Path) -> Result<EncoderConfig, EmbedError> {
         None => 1,
     };
     let max_position_embeddings = get_usize(&v, path, "max_position_embeddings")?;
+    let deberta = if is_deberta {
+        Some(crate::deberta::parse_config(
+            &v,
+            path,
+            hidden_size,
+            num_heads,
+            max_position_embeddings,
+        )?)
+    } else {
+        None
+    };
     let cfg = EncoderConfig {
         model_type,
         family,
@@ -244,6 +269,7 @@ pub(crate) fn encoder_config(path: &Path) -> Result<EncoderConfig, EmbedError> {
         pad_token_id,
         num_labels,
         id2label,
+        deberta,
     };
     if cfg.max_positions() == 0 {
         return Err(EmbedError::config(

@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use crate::config::Family;
-use crate::encoder::{Dense, Encoder, Seq, WeightSource};
+use crate::deberta::{Act, DebertaV2};
+use crate::encoder::{Dense, Encoder, Hidden, Seq, WeightSource};
 use crate::local::{read_model_files, resolve_max_tokens, thread_pool};
 use crate::tokenize::Tok;
 use crate::{EmbedError, Reranker, RerankerFingerprint};
@@ -30,6 +31,36 @@ enum Head {
     Bert { pooler: Dense, classifier: Dense },
     /// RoBERTa / XLM-R: `out_proj(tanh(dense(h_cls)))`.
     Roberta { dense: Dense, out_proj: Dense },
+    /// DeBERTa-v2: `classifier(act(pooler.dense(h_cls)))`, `act` = `pooler_hidden_act`.
+    DebertaV2 {
+        pooler: Dense,
+        act: Act,
+        classifier: Dense,
+    },
+}
+
+/// The transformer under the head.
+enum Backbone {
+    /// BERT, RoBERTa, XLM-RoBERTa (`encoder.rs`).
+    Bert(Box<Encoder>),
+    /// DeBERTa-v2 / v3 (`deberta.rs`).
+    DebertaV2(Box<DebertaV2>),
+}
+
+impl Backbone {
+    fn model_type(&self) -> &str {
+        match self {
+            Backbone::Bert(e) => &e.cfg.model_type,
+            Backbone::DebertaV2(d) => &d.cfg.model_type,
+        }
+    }
+
+    fn forward(&self, seqs: &[Seq<'_>], tokenizer: &Path) -> Result<Hidden, EmbedError> {
+        match self {
+            Backbone::Bert(e) => e.forward(seqs, tokenizer),
+            Backbone::DebertaV2(d) => d.forward(seqs, tokenizer),
+        }
+    }
 }
 
 /// How logits become one score.
@@ -41,10 +72,11 @@ enum ScoreFrom {
     Softmax(usize),
 }
 
-/// A cross-encoder: `BertForSequenceClassification` or
-/// `(XLM)RobertaForSequenceClassification` weights in a model folder.
+/// A cross-encoder: `BertForSequenceClassification`,
+/// `(XLM)RobertaForSequenceClassification` or `DebertaV2ForSequenceClassification` weights in
+/// a model folder.
 pub struct CrossEncoder {
-    encoder: Encoder,
+    encoder: Backbone,
     head: Head,
     tokenizer: Tok,
     fingerprint: RerankerFingerprint,
@@ -75,7 +107,14 @@ impl CrossEncoder {
         let h = cfg.hidden_size;
         let n = cfg.num_labels.max(1);
         let root = WeightSource::root(&files.weights);
-        let head = if root.has("classifier.out_proj.weight") {
+        let head = if let Some(deberta) = &cfg.deberta {
+            // `DebertaV2ForSequenceClassification`: `pooler` and `classifier` at the root.
+            Head::DebertaV2 {
+                pooler: root.dense("pooler.dense", h, h)?,
+                act: deberta.pooler_act,
+                classifier: root.dense("classifier", h, n)?,
+            }
+        } else if root.has("classifier.out_proj.weight") {
             Head::Roberta {
                 dense: root.dense("classifier.dense", h, h)?,
                 out_proj: root.dense("classifier.out_proj", h, n)?,
@@ -139,7 +178,11 @@ impl CrossEncoder {
             None => 32,
         };
         let tokenizer = Tok::from_bytes(&files.tokenizer_path, &files.tokenizer_bytes, max_tokens)?;
-        let encoder = Encoder::load(cfg, &files.weights)?;
+        let encoder = if cfg.deberta.is_some() {
+            Backbone::DebertaV2(Box::new(DebertaV2::load(cfg, &files.weights)?))
+        } else {
+            Backbone::Bert(Box::new(Encoder::load(cfg, &files.weights)?))
+        };
         let name = opts.name.clone().unwrap_or_else(|| {
             dir.canonicalize()
                 .ok()
@@ -149,7 +192,7 @@ impl CrossEncoder {
         Ok(CrossEncoder {
             fingerprint: RerankerFingerprint {
                 name,
-                architecture: encoder.cfg.model_type.clone(),
+                architecture: encoder.model_type().to_string(),
                 files: files.hashes,
                 max_tokens,
                 score: score_name,
@@ -204,15 +247,18 @@ impl CrossEncoder {
                 cls[i * h..(i + 1) * h].copy_from_slice(&rows[..h]);
             }
         }
-        let (first, second) = match &self.head {
-            Head::Bert { pooler, classifier } => (pooler, classifier),
-            Head::Roberta { dense, out_proj } => (dense, out_proj),
+        let (first, act, second) = match &self.head {
+            Head::Bert { pooler, classifier } => (pooler, Act::Tanh, classifier),
+            Head::Roberta { dense, out_proj } => (dense, Act::Tanh, out_proj),
+            Head::DebertaV2 {
+                pooler,
+                act,
+                classifier,
+            } => (pooler, *act, classifier),
         };
         let mut mid = vec![0f32; m * first.out_dim()];
         first.apply_exact(&cls, m, &mut mid);
-        for v in mid.iter_mut() {
-            *v = v.tanh();
-        }
+        act.apply(&mut mid);
         let n = second.out_dim();
         let mut logits = vec![0f32; m * n];
         second.apply_exact(&mid, m, &mut logits);

@@ -36,6 +36,18 @@ pub(crate) struct Dense {
 const MIN_GEMM_ROWS: usize = 65;
 
 impl Dense {
+    /// A layer from a PyTorch `[out, in]` weight matrix and its bias (`out` values).
+    pub(crate) fn from_pytorch(w: &[f32], b: Vec<f32>, inp: usize, out: usize) -> Dense {
+        debug_assert_eq!(w.len(), out * inp);
+        debug_assert_eq!(b.len(), out);
+        Dense {
+            w: transpose(w, out, inp),
+            b,
+            inp,
+            out,
+        }
+    }
+
     /// `out[t x out] = x[t x in] · W + b` for `t` rows (`out` is overwritten).
     pub(crate) fn apply(&self, x: &[f32], rows: usize, out: &mut [f32]) {
         for r in out.chunks_exact_mut(self.out).take(rows) {
@@ -45,7 +57,7 @@ impl Dense {
     }
 
     /// `io[t x out] += x[t x in] · W + b` (residual connection fused).
-    fn apply_add(&self, x: &[f32], rows: usize, io: &mut [f32]) {
+    pub(crate) fn apply_add(&self, x: &[f32], rows: usize, io: &mut [f32]) {
         for r in io.chunks_exact_mut(self.out).take(rows) {
             for (v, b) in r.iter_mut().zip(&self.b) {
                 *v += b;

@@ -4,8 +4,9 @@
 //!   (`config.json`, `tokenizer.json`, `model.safetensors`, pooling / normalisation / max length
 //!   / prefixes from the sentence-transformers files), run on the CPU.
 //! - [`OpenAiEmbedder`]: any OpenAI-compatible `/v1/embeddings` server.
-//! - [`CrossEncoder`]: a local BERT or XLM-RoBERTa sequence-classification model that scores
-//!   (query, passage) pairs.
+//! - [`CrossEncoder`]: a local BERT, (XLM-)RoBERTa or DeBERTa-v2/v3 sequence-classification
+//!   model that scores (query, passage) pairs (rerankers, NLI models).
+//! - [`ChatClient`]: an OpenAI-compatible `/v1/chat/completions` client (a model as a judge).
 //! - [`HttpReranker`]: a text-embeddings-inference `/rerank` or Cohere/Jina style rerank server.
 //!
 //! Every model records a fingerprint ([`ModelFingerprint`], [`RerankerFingerprint`]) so an
@@ -13,7 +14,7 @@
 //! variables: keys, URLs and thread counts come in through the option structs.
 //!
 //! Supported local architectures: [`SUPPORTED_ARCHITECTURES`] (`bert`, `roberta`,
-//! `xlm-roberta`); see `docs/models.md`.
+//! `xlm-roberta`, and `deberta-v2` as a cross-encoder only); see `docs/models.md`.
 
 #![warn(missing_docs)]
 
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 mod chat;
 mod config;
 mod cross;
+mod deberta;
 mod encoder;
 mod error;
 mod http;

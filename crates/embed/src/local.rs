@@ -148,6 +148,17 @@ impl LocalEmbedder {
 
     /// Loads the model folder `dir`, `opts` overriding what the folder declares.
     pub fn load_with(dir: &Path, opts: &LocalEmbedderOptions) -> Result<Self, EmbedError> {
+        // Refused before the weights are read and hashed (other problems of config.json are
+        // reported by `read_model_files`, in its order).
+        let config_path = dir.join("config.json");
+        if matches!(config::encoder_config(&config_path), Ok(c) if c.deberta.is_some()) {
+            return Err(EmbedError::UnsupportedArchitecture {
+                path: config_path,
+                found: "deberta-v2 (DeBERTa-v2/v3 runs only as a CrossEncoder, not as a sentence embedder)"
+                    .into(),
+                supported: config::EMBEDDER_ARCHITECTURES.to_vec(),
+            });
+        }
         let files = read_model_files(dir)?;
         let st = config::sentence_transformers_config(dir)?;
         let cfg = files.cfg;
