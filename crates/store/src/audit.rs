@@ -327,6 +327,24 @@ impl History {
             .collect()
     }
 
+    /// `(audit runs, IDs of those whose case file bytes no longer match their SHA-256)`.
+    pub(crate) fn check_audit_runs(&self) -> Result<(usize, Vec<String>), StoreError> {
+        let rows: Vec<(String, String, Vec<u8>)> = self
+            .conn
+            .prepare("SELECT id, cases_sha256, cases_body FROM audit_runs ORDER BY seq")
+            .and_then(|mut st| {
+                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect::<rusqlite::Result<_>>()
+            })
+            .map_err(|e| self.sql("checking audit runs", e))?;
+        let altered = rows
+            .iter()
+            .filter(|(_, sha, body)| sha256(body) != *sha)
+            .map(|(id, _, _)| id.clone())
+            .collect();
+        Ok((rows.len(), altered))
+    }
+
     /// IDs of the audit runs recorded from a case file with these exact bytes, newest first.
     pub fn audit_runs_of(&self, cases: &[u8]) -> Result<Vec<String>, StoreError> {
         self.conn
@@ -476,7 +494,7 @@ mod tests {
             .unwrap();
         assert!(h.check().unwrap().is_ok());
         drop(h);
-        // Opening again changes nothing.
+        // Opening again changes nothing (the upgrade does not run twice).
         let h = History::open_existing(&path).unwrap();
         assert_eq!(h.audit_runs(None).unwrap().len(), 1);
     }

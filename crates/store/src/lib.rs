@@ -165,6 +165,10 @@ pub struct IntegrityReport {
     /// IDs of runs whose stored rows do not add up: case rows other than the summary's case
     /// count, expected-chunk rows other than the cases declare, no report, or no seal.
     pub incomplete_runs: Vec<String>,
+    /// Grounding audit runs in the history.
+    pub audit_runs: usize,
+    /// IDs of audit runs whose stored case file no longer has its recorded SHA-256.
+    pub altered_audit_runs: Vec<String>,
 }
 
 impl IntegrityReport {
@@ -173,6 +177,7 @@ impl IntegrityReport {
         self.integrity == ["ok"]
             && self.foreign_key_violations == 0
             && self.incomplete_runs.is_empty()
+            && self.altered_audit_runs.is_empty()
     }
 }
 
@@ -855,11 +860,14 @@ impl History {
             )
             .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
             .map_err(e)?;
+        let (audit_runs, altered_audit_runs) = self.check_audit_runs()?;
         Ok(IntegrityReport {
             runs: self.count()?,
             integrity,
             foreign_key_violations,
             incomplete_runs,
+            audit_runs,
+            altered_audit_runs,
         })
     }
 
