@@ -605,7 +605,8 @@ fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitCode> {
     } else {
         serde_norway::to_string(&set)?
     };
-    std::fs::write(&a.out, text).with_context(|| a.out.display().to_string())?;
+    crate::output::write_atomic(&a.out, text.as_bytes())
+        .with_context(|| a.out.display().to_string())?;
     let with_evidence = set
         .cases
         .iter()

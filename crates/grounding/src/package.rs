@@ -138,14 +138,38 @@ pub fn write_dir(dir: &Path, files: &Files) -> Result<(), GroundingError> {
             });
         }
     }
-    for (p, b) in files {
-        let full = dir.join(p);
-        if let Some(parent) = full.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| GroundingError::io(parent, e))?;
+    // Written beside the target, then renamed into place: a failure leaves no partial package.
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "package".into());
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| GroundingError::io(parent, e))?;
+    let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let written = (|| {
+        for (p, b) in files {
+            let full = tmp.join(p);
+            if let Some(sub) = full.parent() {
+                std::fs::create_dir_all(sub).map_err(|e| GroundingError::io(sub, e))?;
+            }
+            let mut f = std::fs::File::create(&full).map_err(|e| GroundingError::io(&full, e))?;
+            std::io::Write::write_all(&mut f, b)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| GroundingError::io(&full, e))?;
         }
-        std::fs::write(&full, b).map_err(|e| GroundingError::io(&full, e))?;
+        if dir.exists() {
+            std::fs::remove_dir(dir).map_err(|e| GroundingError::io(dir, e))?;
+        }
+        std::fs::rename(&tmp, dir).map_err(|e| GroundingError::io(dir, e))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
     }
-    Ok(())
+    written
 }
 
 /// The `.tar.gz` bytes of a package, deterministic.
