@@ -701,22 +701,12 @@ impl DebertaV2 {
         let d = h / nh;
         let t = *offsets.last().unwrap_or(&0);
         let scale = 1.0 / ((d * self.opts.scale_factor()) as f32).sqrt();
-        let nseq = offsets.len() - 1;
         let relative = self.opts.relative();
         let (c2p, p2c) = (relative && self.opts.c2p, relative && self.opts.p2c);
         // rel_index[r + max - 1] = δ(r).
         let max = self.cfg.max_positions();
 
-        let mut tasks: Vec<(usize, usize, &mut [f32])> = Vec::with_capacity(nh * nseq);
-        for (hi, slab) in heads.chunks_exact_mut(t * d).enumerate() {
-            let mut rest = slab;
-            for s in 0..nseq {
-                let len = offsets[s + 1] - offsets[s];
-                let (block, tail) = rest.split_at_mut(len * d);
-                rest = tail;
-                tasks.push((hi, s, block));
-            }
-        }
+        let tasks = crate::encoder::head_tasks(heads, offsets, d);
         tasks.into_par_iter().for_each_init(
             || (Vec::new(), Vec::new(), Vec::new()),
             |(scores, c2p_att, p2c_att), (hi, s, out)| {
@@ -818,36 +808,17 @@ impl DebertaV2 {
                         }
                     }
                 }
-                for row in scores.chunks_exact_mut(len) {
-                    kernels::softmax_row(row);
-                }
-                // out = softmax(scores) · v
-                kernels::gemm(
+                crate::encoder::softmax_times_values(
+                    scores,
                     len,
+                    &qkv[base + 2 * h..],
+                    3 * h,
                     d,
-                    len,
-                    Mat::rows(scores, len),
-                    Mat {
-                        data: &qkv[base + 2 * h..],
-                        rs: 3 * h,
-                        cs: 1,
-                    },
                     out,
-                    d,
-                    false,
-                    1.0,
-                    Threads::One,
                 );
             },
         );
-        // Back to token-major layout.
-        let heads: &[f32] = heads;
-        ctx.par_chunks_mut(h).enumerate().for_each(|(row, out)| {
-            for hi in 0..nh {
-                let src = &heads[hi * t * d + row * d..hi * t * d + (row + 1) * d];
-                out[hi * d..(hi + 1) * d].copy_from_slice(src);
-            }
-        });
+        crate::encoder::merge_heads(heads, ctx, nh, t, d);
     }
 }
 

@@ -402,19 +402,8 @@ impl Encoder {
         let d = h / nh;
         let t = *offsets.last().unwrap_or(&0);
         let scale = 1.0 / (d as f32).sqrt();
-        let nseq = offsets.len() - 1;
 
-        // One task per (head, sequence), each owning its block of `heads`.
-        let mut tasks: Vec<(usize, usize, &mut [f32])> = Vec::with_capacity(nh * nseq);
-        for (hi, slab) in heads.chunks_exact_mut(t * d).enumerate() {
-            let mut rest = slab;
-            for s in 0..nseq {
-                let len = offsets[s + 1] - offsets[s];
-                let (block, tail) = rest.split_at_mut(len * d);
-                rest = tail;
-                tasks.push((hi, s, block));
-            }
-        }
+        let tasks = head_tasks(heads, offsets, d);
         tasks
             .into_par_iter()
             .for_each_init(Vec::new, |scores, (hi, s, out)| {
@@ -447,35 +436,9 @@ impl Encoder {
                     scale,
                     Threads::One,
                 );
-                for row in scores.chunks_exact_mut(len) {
-                    kernels::softmax_row(row);
-                }
-                // out = softmax(scores) · v
-                kernels::gemm(
-                    len,
-                    d,
-                    len,
-                    Mat::rows(scores, len),
-                    Mat {
-                        data: &qkv[base + 2 * h..],
-                        rs: 3 * h,
-                        cs: 1,
-                    },
-                    out,
-                    d,
-                    false,
-                    1.0,
-                    Threads::One,
-                );
+                softmax_times_values(scores, len, &qkv[base + 2 * h..], 3 * h, d, out);
             });
-        // Back to token-major layout.
-        let heads: &[f32] = heads;
-        ctx.par_chunks_mut(h).enumerate().for_each(|(row, out)| {
-            for hi in 0..nh {
-                let src = &heads[hi * t * d + row * d..hi * t * d + (row + 1) * d];
-                out[hi * d..(hi + 1) * d].copy_from_slice(src);
-            }
-        });
+        merge_heads(heads, ctx, nh, t, d);
     }
 }
 
@@ -498,4 +461,74 @@ fn fuse_qkv(q: &Dense, k: &Dense, v: &Dense) -> Dense {
         inp,
         out: 3 * h,
     }
+}
+
+/// One attention task per (head, sequence), each owning its `len x d` block of `heads`
+/// (`heads x T x d`, sequences packed by `offsets`).
+pub(crate) fn head_tasks<'a>(
+    heads: &'a mut [f32],
+    offsets: &[usize],
+    d: usize,
+) -> Vec<(usize, usize, &'a mut [f32])> {
+    let t = *offsets.last().unwrap_or(&0);
+    let nseq = offsets.len().saturating_sub(1);
+    let mut tasks = Vec::with_capacity(nseq * heads.len() / (t * d).max(1));
+    if t * d == 0 {
+        return tasks;
+    }
+    for (hi, slab) in heads.chunks_exact_mut(t * d).enumerate() {
+        let mut rest = slab;
+        for s in 0..nseq {
+            let len = offsets[s + 1] - offsets[s];
+            let (block, tail) = rest.split_at_mut(len * d);
+            rest = tail;
+            tasks.push((hi, s, block));
+        }
+    }
+    tasks
+}
+
+/// Row-wise softmax of the `len x len` `scores`, then `out = softmax(scores) · v`, where `v`
+/// holds `len` value rows of `d` floats, `v_stride` apart.
+pub(crate) fn softmax_times_values(
+    scores: &mut [f32],
+    len: usize,
+    v: &[f32],
+    v_stride: usize,
+    d: usize,
+    out: &mut [f32],
+) {
+    for row in scores.chunks_exact_mut(len) {
+        kernels::softmax_row(row);
+    }
+    kernels::gemm(
+        len,
+        d,
+        len,
+        Mat::rows(scores, len),
+        Mat {
+            data: v,
+            rs: v_stride,
+            cs: 1,
+        },
+        out,
+        d,
+        false,
+        1.0,
+        Threads::One,
+    );
+}
+
+/// From head-major `heads` (`nh x T x d`) back to token-major `ctx` (`T x nh·d`).
+pub(crate) fn merge_heads(heads: &[f32], ctx: &mut [f32], nh: usize, t: usize, d: usize) {
+    let h = nh * d;
+    ctx[..t * h]
+        .par_chunks_mut(h)
+        .enumerate()
+        .for_each(|(row, out)| {
+            for hi in 0..nh {
+                let src = &heads[hi * t * d + row * d..hi * t * d + (row + 1) * d];
+                out[hi * d..(hi + 1) * d].copy_from_slice(src);
+            }
+        });
 }
