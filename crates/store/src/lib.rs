@@ -257,9 +257,21 @@ impl History {
                 user_version,
             });
         }
-        let journal_mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(sql("switching to WAL"))?;
+        // Switching a new file to WAL needs an exclusive lock; when another process is
+        // creating the same history at this moment SQLite can answer BUSY at once (without
+        // its busy handler, to avoid a deadlock), so retry until the busy timeout.
+        let started = std::time::Instant::now();
+        let journal_mode: String = loop {
+            match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)) {
+                Err(e)
+                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                        && started.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(Duration::from_millis(15));
+                }
+                other => break other.map_err(sql("switching to WAL"))?,
+            }
+        };
         conn.execute_batch(
             "PRAGMA synchronous = FULL;
              PRAGMA foreign_keys = ON;
