@@ -595,27 +595,12 @@ impl DebertaV2 {
         let cfg = &self.cfg;
         let h = cfg.hidden_size;
         let e = self.opts.embedding_size;
-        let mut offsets = Vec::with_capacity(seqs.len() + 1);
-        let mut t = 0usize;
-        for s in seqs {
-            offsets.push(t);
-            t += s.ids.len();
-        }
-        offsets.push(t);
+        let offsets = crate::encoder::packed_offsets(seqs, cfg.max_positions())?;
+        let t = *offsets.last().unwrap_or(&0);
 
         // Embeddings.
         let mut emb = vec![0f32; t * e];
         for (si, s) in seqs.iter().enumerate() {
-            if s.ids.len() > cfg.max_positions() {
-                return Err(EmbedError::InvalidOption {
-                    option: "max_tokens",
-                    reason: format!(
-                        "a sequence of {} tokens exceeds the model's {} positions",
-                        s.ids.len(),
-                        cfg.max_positions()
-                    ),
-                });
-            }
             for (j, (&id, &tt)) in s.ids.iter().zip(s.type_ids).enumerate() {
                 let id = id as usize;
                 if id >= cfg.vocab_size {

@@ -309,27 +309,12 @@ impl Encoder {
     pub(crate) fn forward(&self, seqs: &[Seq<'_>], tokenizer: &Path) -> Result<Hidden, EmbedError> {
         let cfg = &self.cfg;
         let h = cfg.hidden_size;
-        let mut offsets = Vec::with_capacity(seqs.len() + 1);
-        let mut t = 0usize;
-        for s in seqs {
-            offsets.push(t);
-            t += s.ids.len();
-        }
-        offsets.push(t);
+        let offsets = crate::encoder::packed_offsets(seqs, cfg.max_positions())?;
+        let t = *offsets.last().unwrap_or(&0);
 
         // Embeddings.
         let mut x = vec![0f32; t * h];
         for (si, s) in seqs.iter().enumerate() {
-            if s.ids.len() > cfg.max_positions() {
-                return Err(EmbedError::InvalidOption {
-                    option: "max_tokens",
-                    reason: format!(
-                        "a sequence of {} tokens exceeds the model's {} positions",
-                        s.ids.len(),
-                        cfg.max_positions()
-                    ),
-                });
-            }
             let mut nonpad = 0usize;
             for (j, (&id, &tt)) in s.ids.iter().zip(s.type_ids).enumerate() {
                 let id = id as usize;
@@ -531,4 +516,29 @@ pub(crate) fn merge_heads(heads: &[f32], ctx: &mut [f32], nh: usize, t: usize, d
                 out[hi * d..(hi + 1) * d].copy_from_slice(src);
             }
         });
+}
+
+/// Start offsets of `seqs` packed one after another, plus the total token count last; a
+/// sequence longer than the model's `max_positions` is an error.
+pub(crate) fn packed_offsets(
+    seqs: &[Seq<'_>],
+    max_positions: usize,
+) -> Result<Vec<usize>, EmbedError> {
+    let mut offsets = Vec::with_capacity(seqs.len() + 1);
+    let mut t = 0usize;
+    for s in seqs {
+        if s.ids.len() > max_positions {
+            return Err(EmbedError::InvalidOption {
+                option: "max_tokens",
+                reason: format!(
+                    "a sequence of {} tokens exceeds the model's {max_positions} positions",
+                    s.ids.len()
+                ),
+            });
+        }
+        offsets.push(t);
+        t += s.ids.len();
+    }
+    offsets.push(t);
+    Ok(offsets)
 }
