@@ -38,6 +38,17 @@ pub(crate) enum Activation {
     Relu,
 }
 
+impl Activation {
+    /// Applies the activation in place.
+    pub(crate) fn apply(self, x: &mut [f32]) {
+        match self {
+            Activation::GeluErf => crate::kernels::gelu_erf(x),
+            Activation::GeluTanh => crate::kernels::gelu_tanh(x),
+            Activation::Relu => crate::kernels::relu(x),
+        }
+    }
+}
+
 /// The parts of `config.json` an encoder needs.
 #[derive(Clone, Debug)]
 pub(crate) struct EncoderConfig {

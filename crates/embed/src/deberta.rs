@@ -31,7 +31,7 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde_json::Value;
 
-use crate::config::{Activation, EncoderConfig};
+use crate::config::EncoderConfig;
 use crate::encoder::{Dense, Hidden, Seq, WeightSource};
 use crate::kernels::{self, Mat, Threads};
 use crate::safetensors::SafeTensors;
@@ -602,17 +602,7 @@ impl DebertaV2 {
         let mut emb = vec![0f32; t * e];
         for (si, s) in seqs.iter().enumerate() {
             for (j, (&id, &tt)) in s.ids.iter().zip(s.type_ids).enumerate() {
-                let id = id as usize;
-                if id >= cfg.vocab_size {
-                    return Err(EmbedError::config(
-                        tokenizer,
-                        "model.vocab",
-                        format!(
-                            "token id {id} is outside the model's vocab_size {} (tokenizer and weights do not match)",
-                            cfg.vocab_size
-                        ),
-                    ));
-                }
+                let id = crate::encoder::token_row(id, cfg.vocab_size, tokenizer)?;
                 let row = &mut emb[(offsets[si] + j) * e..(offsets[si] + j + 1) * e];
                 row.copy_from_slice(&self.word[id * e..(id + 1) * e]);
                 if let Some(pos) = &self.pos {
@@ -649,11 +639,7 @@ impl DebertaV2 {
             layer.attn_out.apply_add(&ctx, t, &mut x);
             layer.ln1.apply(&mut x, cfg.layer_norm_eps);
             layer.ff_in.apply(&x, t, &mut inter);
-            match cfg.activation {
-                Activation::GeluErf => kernels::gelu_erf(&mut inter),
-                Activation::GeluTanh => kernels::gelu_tanh(&mut inter),
-                Activation::Relu => kernels::relu(&mut inter),
-            }
+            cfg.activation.apply(&mut inter);
             layer.ff_out.apply_add(&inter, t, &mut x);
             layer.ln2.apply(&mut x, cfg.layer_norm_eps);
             if li == 0 {

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::config::{Activation, EncoderConfig, Family};
+use crate::config::{EncoderConfig, Family};
 use crate::kernels::{self, Mat, Threads};
 use crate::safetensors::SafeTensors;
 use crate::EmbedError;
@@ -317,17 +317,7 @@ impl Encoder {
         for (si, s) in seqs.iter().enumerate() {
             let mut nonpad = 0usize;
             for (j, (&id, &tt)) in s.ids.iter().zip(s.type_ids).enumerate() {
-                let id = id as usize;
-                if id >= cfg.vocab_size {
-                    return Err(EmbedError::config(
-                        tokenizer,
-                        "model.vocab",
-                        format!(
-                            "token id {id} is outside the model's vocab_size {} (tokenizer and weights do not match)",
-                            cfg.vocab_size
-                        ),
-                    ));
-                }
+                let id = token_row(id, cfg.vocab_size, tokenizer)?;
                 let tt = (tt as usize).min(cfg.type_vocab_size - 1);
                 let p = match cfg.family {
                     Family::Bert => j,
@@ -362,11 +352,7 @@ impl Encoder {
             layer.attn_out.apply_add(&ctx, t, &mut x);
             kernels::layer_norm(&mut x, &layer.ln1.w, &layer.ln1.b, cfg.layer_norm_eps);
             layer.ff_in.apply(&x, t, &mut inter);
-            match cfg.activation {
-                Activation::GeluErf => kernels::gelu_erf(&mut inter),
-                Activation::GeluTanh => kernels::gelu_tanh(&mut inter),
-                Activation::Relu => kernels::relu(&mut inter),
-            }
+            cfg.activation.apply(&mut inter);
             layer.ff_out.apply_add(&inter, t, &mut x);
             kernels::layer_norm(&mut x, &layer.ln2.w, &layer.ln2.b, cfg.layer_norm_eps);
         }
@@ -541,4 +527,20 @@ pub(crate) fn packed_offsets(
     }
     offsets.push(t);
     Ok(offsets)
+}
+
+/// A token id as a row of the word embeddings; an id beyond `vocab_size` means the tokenizer
+/// and the weights do not match.
+pub(crate) fn token_row(id: u32, vocab_size: usize, tokenizer: &Path) -> Result<usize, EmbedError> {
+    let id = id as usize;
+    if id >= vocab_size {
+        return Err(EmbedError::config(
+            tokenizer,
+            "model.vocab",
+            format!(
+                "token id {id} is outside the model's vocab_size {vocab_size} (tokenizer and weights do not match)"
+            ),
+        ));
+    }
+    Ok(id)
 }
