@@ -11,5 +11,6 @@ pub mod fingerprint;
 pub mod history;
 pub mod measure;
 pub mod policy;
+pub mod redact;
 pub mod run;
 pub mod trec;

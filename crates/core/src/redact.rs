@@ -1,0 +1,326 @@
+//! Keeping secrets and hostile bytes out of what veredicto stores and prints.
+//!
+//! Pure string functions, shared by every crate that stores or prints something that came
+//! from a user or a server:
+//! - [`url`]: a URL or retriever URI without credentials (userinfo, secret query parameters),
+//!   for the history, sheets, packages and messages;
+//! - [`secrets_in_text`]: an error body from a server with bearer tokens, `Authorization`
+//!   headers and `api_key`-like values replaced by `[redacted]`;
+//! - [`excerpt`]: a value cut to a length fit for a one-line error, saying how long it was;
+//! - [`escape_control`]: control characters (ESC, BEL, CR…) shown as `\u{1b}` escapes so that
+//!   data cannot drive the terminal.
+
+/// What replaces a removed secret.
+pub const REDACTED: &str = "[redacted]";
+
+/// How many characters of a value [`excerpt`] keeps by default.
+pub const EXCERPT_CHARS: usize = 200;
+
+/// Query-string parameter names whose values are secrets (compared case-insensitively,
+/// ignoring `-` and `_`): anything whose normalised name contains one of these words.
+const SECRET_PARAM_WORDS: &[&str] = &[
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "auth",
+    "signature",
+    "sig",
+    "credential",
+    "session",
+];
+
+fn is_secret_param(name: &str) -> bool {
+    let norm: String = name
+        .chars()
+        .filter(|c| *c != '-' && *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect();
+    SECRET_PARAM_WORDS.iter().any(|w| {
+        if *w == "sig" {
+            norm == "sig"
+        } else {
+            norm.contains(w)
+        }
+    })
+}
+
+/// A URL (or a veredicto retriever URI such as `postgres://…`, `qdrant+http://…`) with its
+/// credentials removed: the userinfo (`user:pass@`) goes entirely, and the value of every
+/// query parameter whose name looks like a secret (`key`, `api_key`, `token`, `password`,
+/// `sig`, …) becomes `[redacted]`. Other parameters (`table=`, `field=`) are kept, so that
+/// the stored URI still says what was examined. A fragment is dropped. Text that is not a
+/// URL is returned as is.
+pub fn url(raw: &str) -> String {
+    let Some(scheme_end) = raw.find("://") else {
+        // `cmd:PROGRAM ARGS` or a bare path: nothing URL-shaped to strip.
+        return raw.to_owned();
+    };
+    let (scheme, rest) = (&raw[..scheme_end], &raw[scheme_end + 3..]);
+    let rest = rest.split('#').next().unwrap_or("");
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    // The last `@` ends the userinfo (a password may itself contain `@`).
+    let host = match authority.rfind('@') {
+        Some(at) => &authority[at + 1..],
+        None => authority,
+    };
+    let (path, query) = match tail.find('?') {
+        Some(q) => (&tail[..q], Some(&tail[q + 1..])),
+        None => (tail, None),
+    };
+    let mut out = format!("{scheme}://{host}{path}");
+    if let Some(query) = query {
+        let params: Vec<String> = query
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let name = p.split('=').next().unwrap_or(p);
+                if is_secret_param(name) {
+                    format!("{name}={REDACTED}")
+                } else {
+                    p.to_owned()
+                }
+            })
+            .collect();
+        if !params.is_empty() {
+            out.push('?');
+            out.push_str(&params.join("&"));
+        }
+    }
+    out
+}
+
+/// True when [`url`] would change `raw`'s credentials (userinfo or a secret parameter).
+pub fn url_has_credentials(raw: &str) -> bool {
+    let Some(scheme_end) = raw.find("://") else {
+        return false;
+    };
+    let rest = &raw[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    if rest[..authority_end].contains('@') {
+        return true;
+    }
+    match rest.find('?') {
+        Some(q) => rest[q + 1..]
+            .split('#')
+            .next()
+            .unwrap_or("")
+            .split('&')
+            .any(|p| is_secret_param(p.split('=').next().unwrap_or(p))),
+        None => false,
+    }
+}
+
+/// Replaces secrets that a server may echo in an error body: `Bearer <token>`,
+/// `Authorization: <value>` header lines (and `"authorization": "…"` JSON members),
+/// `api_key`/`token`/`password`-like `name=value` and `"name": "value"` pairs, and URLs with
+/// credentials. The rest of the text is kept.
+pub fn secrets_in_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        // `Bearer TOKEN` / `Basic TOKEN` (case-insensitive), token = the next run of non-space,
+        // non-quote characters.
+        if let Some(skip) = starts_with_word(&chars, i, &["bearer ", "basic "]) {
+            out.extend(&chars[i..i + skip]);
+            i += skip;
+            let start = i;
+            while i < chars.len() && !chars[i].is_whitespace() && !matches!(chars[i], '"' | '\'') {
+                i += 1;
+            }
+            if i > start {
+                out.push_str(REDACTED);
+            }
+            continue;
+        }
+        // `name=value` / `name: value` / `"name": "value"` where name looks like a secret.
+        if chars[i].is_alphanumeric() && (i == 0 || !is_name_char(chars[i - 1])) {
+            let start = i;
+            let mut j = i;
+            while j < chars.len() && is_name_char(chars[j]) {
+                j += 1;
+            }
+            let name: String = chars[start..j].iter().collect();
+            let secret = is_secret_param(&name) || name.eq_ignore_ascii_case("authorization");
+            // Separator: optional closing quote, spaces, `=` or `:`, spaces, optional quote.
+            let mut k = j;
+            if k < chars.len() && matches!(chars[k], '"' | '\'') {
+                k += 1;
+            }
+            while k < chars.len() && chars[k] == ' ' {
+                k += 1;
+            }
+            if secret && k < chars.len() && matches!(chars[k], '=' | ':') {
+                k += 1;
+                while k < chars.len() && chars[k] == ' ' {
+                    k += 1;
+                }
+                let quote = if k < chars.len() && matches!(chars[k], '"' | '\'') {
+                    k += 1;
+                    Some(chars[k - 1])
+                } else {
+                    None
+                };
+                let value_start = k;
+                while k < chars.len() {
+                    let c = chars[k];
+                    let end = match quote {
+                        Some(q) => c == q,
+                        // An `Authorization:` header value runs to the end of the line.
+                        None if name.eq_ignore_ascii_case("authorization") => c == '\n',
+                        None => c.is_whitespace() || matches!(c, '&' | ',' | ';' | '}' | ')'),
+                    };
+                    if end {
+                        break;
+                    }
+                    k += 1;
+                }
+                if k > value_start {
+                    out.extend(&chars[start..value_start]);
+                    out.push_str(REDACTED);
+                    i = k;
+                    continue;
+                }
+            }
+            out.extend(&chars[start..j]);
+            i = j;
+            continue;
+        }
+        // URLs with userinfo.
+        if chars[i..].starts_with(&[':', '/', '/']) {
+            // Walk back over the scheme already copied, then strip userinfo ahead.
+            let mut k = i + 3;
+            let start_auth = k;
+            while k < chars.len() && !chars[k].is_whitespace() && !matches!(chars[k], '/' | '"') {
+                k += 1;
+            }
+            let authority: String = chars[start_auth..k].iter().collect();
+            out.push_str("://");
+            match authority.rfind('@') {
+                Some(at) => out.push_str(&authority[at + 1..]),
+                None => out.push_str(&authority),
+            }
+            i = k;
+            continue;
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '-'
+}
+
+fn starts_with_word(chars: &[char], i: usize, words: &[&str]) -> Option<usize> {
+    if i > 0 && is_name_char(chars[i - 1]) {
+        return None;
+    }
+    words.iter().find_map(|w| {
+        let n = w.chars().count();
+        (chars.len() >= i + n
+            && chars[i..i + n]
+                .iter()
+                .zip(w.chars())
+                .all(|(a, b)| a.to_ascii_lowercase() == b))
+        .then_some(n)
+    })
+}
+
+/// `value` cut to at most `max_chars` characters for a one-line message: when cut, it ends
+/// with `… (N characters)` so that the reader knows how long the original was. Control
+/// characters are escaped ([`escape_control`]).
+pub fn excerpt(value: &str, max_chars: usize) -> String {
+    let total = value.chars().count();
+    if total <= max_chars {
+        return escape_control(value);
+    }
+    let head: String = value.chars().take(max_chars).collect();
+    format!("{}… ({total} characters)", escape_control(&head))
+}
+
+/// [`excerpt`] with the default length ([`EXCERPT_CHARS`]).
+pub fn short(value: &str) -> String {
+    excerpt(value, EXCERPT_CHARS)
+}
+
+/// Control characters (C0 except tab, DEL, C1) replaced by `\u{…}` escapes; newlines become
+/// `\n` so that a value stays on one line. Everything else, including non-ASCII letters,
+/// is kept.
+pub fn escape_control(value: &str) -> String {
+    if !value.chars().any(needs_escape) {
+        return value.to_owned();
+    }
+    let mut out = String::with_capacity(value.len() + 8);
+    for c in value.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if needs_escape(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn needs_escape(c: char) -> bool {
+    (c.is_control() && c != '\t')
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_and_secret_parameters_go() {
+        assert_eq!(
+            url("postgres://alice:s3cr%40t@db.example:5432/rag?table=chunks&id=id&password=x"),
+            "postgres://db.example:5432/rag?table=chunks&id=id&password=[redacted]"
+        );
+        assert_eq!(
+            url("https://u:p@host/v1?api_key=abc&model=m#frag"),
+            "https://host/v1?api_key=[redacted]&model=m"
+        );
+        assert_eq!(url("http://host:9200/idx"), "http://host:9200/idx");
+        assert_eq!(url("cmd:python3 search.py"), "cmd:python3 search.py");
+        assert_eq!(
+            url("qdrant+http://h:6333/c?X-Api-Key=1&sig=2&design=3"),
+            "qdrant+http://h:6333/c?X-Api-Key=[redacted]&sig=[redacted]&design=3"
+        );
+        assert!(url_has_credentials("http://a:b@h/"));
+        assert!(url_has_credentials("http://h/?token=1"));
+        assert!(!url_has_credentials("http://h/?table=t"));
+    }
+
+    #[test]
+    fn echoed_secrets_are_redacted() {
+        let body = "{\"error\":\"bad\",\"headers\":{\"authorization\":\"Bearer sk-123\"},\"api_key\": \"sk-456\"}\nAuthorization: Bearer sk-789 more\nkey=abc&q=1 see http://u:p@h/x";
+        let r = secrets_in_text(body);
+        for s in ["sk-123", "sk-456", "sk-789", "abc", "u:p@"] {
+            assert!(!r.contains(s), "{s} survived in {r}");
+        }
+        assert!(r.contains("\"error\":\"bad\""));
+        assert!(r.contains("q=1"));
+        assert!(r.contains("http://h/x"));
+        assert_eq!(secrets_in_text("monkey business"), "monkey business");
+    }
+
+    #[test]
+    fn excerpts_say_how_long_and_escape() {
+        let long = "a".repeat(10_000);
+        let e = short(&long);
+        assert!(e.ends_with("… (10000 characters)"));
+        assert_eq!(
+            e.chars().count(),
+            200 + "… (10000 characters)".chars().count()
+        );
+        assert_eq!(short("año"), "año");
+        assert_eq!(escape_control("a\u{1b}[31mb\nc\td"), "a\\u{1b}[31mb\\nc\td");
+    }
+}
