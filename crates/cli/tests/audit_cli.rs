@@ -358,10 +358,10 @@ fn impact_lists_claims_whose_cited_passage_changed() {
     assert!(!out.contains("C-017-1"), "{out}");
 }
 
-/// SciFact dev (real data from `../shared/datasets`): converted, checked and sheeted.
+/// SciFact dev (real data from `tests/data`): converted, checked and sheeted.
 #[test]
 fn scifact_dev_converts_checks_and_sheets() {
-    let d = common::shared().join("datasets/scifact/original");
+    let d = common::test_data().join("scifact/original");
     let dir = tempfile::tempdir().expect("tmp");
     let out = dir.path().join("scifact_dev.yaml");
     let o = veredicto(&[

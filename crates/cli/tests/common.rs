@@ -12,11 +12,12 @@ pub fn workspace() -> PathBuf {
         .expect("workspace root")
 }
 
-/// `shared/` beside the workspace, or `$VEREDICTO_SHARED`.
-pub fn shared() -> PathBuf {
-    match std::env::var_os("VEREDICTO_SHARED") {
+/// The test data that comes with the repository (`tests/data/`: real public datasets with
+/// their licences and SHA-256 list), or `$VEREDICTO_TEST_DATA`.
+pub fn test_data() -> PathBuf {
+    match std::env::var_os("VEREDICTO_TEST_DATA") {
         Some(p) => PathBuf::from(p),
-        None => workspace().join("../shared"),
+        None => workspace().join("tests/data"),
     }
 }
 

@@ -209,7 +209,7 @@ fn jsonl_run_gives_the_same_report_as_the_trec_run() {
 
 #[test]
 fn beir_golden_set_from_scifact() {
-    let beir = shared().join("datasets/scifact/beir");
+    let beir = test_data().join("scifact/beir");
     // A run that puts each query's relevant documents first, then three distractors.
     let qrels = std::fs::read_to_string(beir.join("qrels/test.tsv")).unwrap();
     let mut per_q: std::collections::BTreeMap<String, Vec<String>> = Default::default();

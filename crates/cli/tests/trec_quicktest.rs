@@ -1,24 +1,24 @@
 //! `veredicto trec` against trec_eval's own quicktest: the qrels, runs and expected outputs of
-//! trec_eval 10.0's `make quicktest` (shared/datasets/trec_eval-tests), compared byte for byte.
+//! trec_eval 10.0's `make quicktest` (tests/data/trec_eval-tests), compared byte for byte.
 //!
-//! The data folder is `<workspace>/../shared/datasets/trec_eval-tests/test`, or
-//! `$VEREDICTO_SHARED/datasets/trec_eval-tests/test` when `VEREDICTO_SHARED` is set.
+//! The data folder is `<workspace>/tests/data/trec_eval-tests/test`, or
+//! `$VEREDICTO_TEST_DATA/trec_eval-tests/test` when `VEREDICTO_TEST_DATA` is set.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn shared() -> PathBuf {
-    match std::env::var_os("VEREDICTO_SHARED") {
+fn test_data() -> PathBuf {
+    match std::env::var_os("VEREDICTO_TEST_DATA") {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data"),
     }
 }
 
 fn data() -> PathBuf {
-    let dir = shared().join("datasets/trec_eval-tests/test");
+    let dir = test_data().join("trec_eval-tests/test");
     assert!(
         dir.is_dir(),
-        "trec_eval test data not found at {} (set VEREDICTO_SHARED)",
+        "trec_eval test data not found at {} (set VEREDICTO_TEST_DATA)",
         dir.display()
     );
     dir

@@ -1,5 +1,5 @@
 //! A second peer: per-query AP, RR, P@k and RBP from ir_measures' cwl fixture
-//! (shared/datasets/ir_measures-cwl, values produced by cwl_eval), within 1e-4.
+//! (tests/data/ir_measures-cwl, values produced by cwl_eval), within 1e-4.
 //!
 //! Reads the files with the public readers, builds each query's judged ranking and computes
 //! the measures from their ir_measures names through the registry.
@@ -10,14 +10,14 @@ use veredicto_core::trec::{EvalOptions, QueryQrels, ResRels};
 use veredicto_formats::trec::{read_qrels, read_run};
 
 fn dir() -> PathBuf {
-    let shared = match std::env::var_os("VEREDICTO_SHARED") {
+    let data = match std::env::var_os("VEREDICTO_TEST_DATA") {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data"),
     };
-    let dir = shared.join("datasets/ir_measures-cwl");
+    let dir = data.join("ir_measures-cwl");
     assert!(
         dir.is_dir(),
-        "cwl fixture not found at {} (set VEREDICTO_SHARED)",
+        "cwl fixture not found at {} (set VEREDICTO_TEST_DATA)",
         dir.display()
     );
     dir

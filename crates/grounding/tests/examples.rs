@@ -170,13 +170,13 @@ fn impact_lists_only_claims_whose_cited_passage_text_changed() {
     assert_eq!(claims, vec!["C-017-1", "C-017-2"]);
 }
 
-/// SciFact dev (real data, `../shared/datasets`; set `VEREDICTO_SHARED` to point elsewhere).
+/// SciFact dev (real data from `tests/data`; set `VEREDICTO_TEST_DATA` to point elsewhere).
 #[test]
 fn scifact_dev_converts_into_300_valid_cases() {
-    let shared = std::env::var_os("VEREDICTO_SHARED")
+    let data = std::env::var_os("VEREDICTO_TEST_DATA")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    let dir = shared.join("datasets/scifact/original");
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data"));
+    let dir = data.join("scifact/original");
     let set =
         scifact_cases(&dir.join("corpus.jsonl"), &dir.join("claims_dev.jsonl")).expect("convert");
     assert_eq!(set.cases.len(), 300);
