@@ -2,7 +2,6 @@
 
 use crate::models::{index_fingerprint, EmbedderArgs};
 use anyhow::Context;
-use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -111,7 +110,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
     };
     // Precomputed vectors: all lines or none.
     let with_vectors = lines.iter().filter(|l| l.vector.is_some()).count();
-    let precomputed: Option<HashMap<&str, &[f32]>> = match with_vectors {
+    let precomputed: Option<Vec<Vec<f32>>> = match with_vectors {
         0 => None,
         n if n == lines.len() => {
             let dim = lines[0].vector.as_ref().map_or(0, Vec::len);
@@ -124,11 +123,23 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
                         l.line
                     );
                 }
+                if l.vector
+                    .as_deref()
+                    .and_then(veredicto_index::normalize)
+                    .is_none()
+                {
+                    anyhow::bail!(
+                        "{}:{}: field `vector`: chunk \"{}\": a NaN or infinite component, or all zeros (cannot be normalised)",
+                        args.corpus.display(),
+                        l.line,
+                        veredicto_core::redact::short(&l.chunk.id)
+                    );
+                }
             }
             Some(
                 lines
                     .iter()
-                    .filter_map(|l| l.vector.as_deref().map(|v| (l.chunk.id.as_str(), v)))
+                    .map(|l| l.vector.clone().unwrap_or_default())
                     .collect(),
             )
         }
@@ -151,8 +162,8 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
     };
     let (model, dimension) = match (&embedder, &precomputed) {
         (Some(e), _) => (index_fingerprint(e.as_ref()), e.dim()),
-        (None, Some(map)) => {
-            let dim = map.values().next().map_or(0, |v| v.len());
+        (None, Some(vectors)) => {
+            let dim = vectors.first().map_or(0, Vec::len);
             (precomputed_fingerprint(dim), dim)
         }
         (None, None) => unreachable!("either a model or precomputed vectors"),
@@ -162,26 +173,23 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let plan = Plan::new(
-        old.as_ref(),
-        inputs,
-        IngestSettings {
-            model: model.clone(),
-            dimension,
-            field,
-            full_rebuild: args.rebuild,
-        },
-    )?;
-    let to_embed = plan.to_embed();
-    let vectors: Vec<Vec<f32>> = match (&embedder, &precomputed) {
-        (_, Some(map)) => to_embed
-            .iter()
-            .map(|(id, _)| map.get(id).map(|v| v.to_vec()).unwrap_or_default())
-            .collect(),
-        (Some(e), None) => embed_with_progress(e.as_ref(), &to_embed, !args.json)?,
-        (None, None) => unreachable!("either a model or precomputed vectors"),
+    let settings = IngestSettings {
+        model: model.clone(),
+        dimension,
+        field,
+        full_rebuild: args.rebuild,
     };
-    let embedded = to_embed.len();
+    // Precomputed vectors belong to their own chunk: their bytes are part of its identity.
+    let plan = match precomputed {
+        Some(vectors) => Plan::with_vectors(old.as_ref(), inputs, vectors, settings)?,
+        None => Plan::new(old.as_ref(), inputs, settings)?,
+    };
+    let to_embed = plan.to_embed();
+    let vectors: Vec<Vec<f32>> = match &embedder {
+        Some(e) => embed_with_progress(e.as_ref(), &to_embed, !args.json)?,
+        None => Vec::new(),
+    };
+    let embedded = plan.new_vectors();
     let (added, changed, removed, reused) = (
         plan.added().len(),
         plan.changed().len(),

@@ -44,6 +44,11 @@ impl<'a> ChunkRef<'a> {
         self.index.entries[self.row].text_hash
     }
 
+    /// SHA-256 of the precomputed vector given for this chunk (`None` when a model embedded it).
+    pub fn vector_hash(&self) -> Option<TextHash> {
+        self.index.entries[self.row].vector_hash.as_deref().copied()
+    }
+
     /// The batch that brought this chunk's current text (unchanged chunks keep theirs).
     pub fn batch(&self) -> &'a BatchRecord {
         &self.index.manifest.batches[self.index.entries[self.row].batch as usize]
@@ -178,6 +183,12 @@ impl Index {
                 .text_hash
                 .parse()
                 .map_err(|e| IndexError::corrupt(&cpath, lineno, format!("`text_hash`: {e}")))?;
+            let vector_hash: Option<TextHash> = match &parsed.vector_hash {
+                Some(h) => Some(h.parse().map_err(|e| {
+                    IndexError::corrupt(&cpath, lineno, format!("`vector_hash`: {e}"))
+                })?),
+                None => None,
+            };
             if parsed.batch as usize >= manifest.batches.len() {
                 return Err(IndexError::corrupt(
                     &cpath,
@@ -214,6 +225,7 @@ impl Index {
             entries.push(Entry::new(
                 &parsed.id,
                 text_hash,
+                vector_hash,
                 parsed.batch,
                 &meta,
                 parsed.record,

@@ -104,7 +104,8 @@ pub struct BatchRecord {
     pub removed: usize,
     /// Chunks kept as they were (same ID, same text hash).
     pub unchanged: usize,
-    /// Distinct texts that the caller embedded for this batch.
+    /// Vectors new in this batch: distinct texts the caller embedded, or the precomputed
+    /// vectors of added and changed chunks.
     pub embedded: usize,
     /// Added or changed chunks whose vector was found in the index by text hash.
     pub reused: usize,
