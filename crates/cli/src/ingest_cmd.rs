@@ -9,6 +9,7 @@ use veredicto_embed::TextKind;
 use veredicto_formats::corpus::CorpusLine;
 use veredicto_index::{
     BatchInfo, ChunkInput, ChunkMeta, EmbeddedField, Index, IngestSettings, ModelFingerprint, Plan,
+    WriterLock,
 };
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -45,6 +46,10 @@ pub struct IngestArgs {
     /// Print what happened as JSON.
     #[arg(long)]
     pub json: bool,
+    /// How long to wait for another ingest into the same index to finish (one writer at a
+    /// time; the error names the process holding the lock). 0: fail at once.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
+    pub lock_timeout: f64,
 }
 
 /// The text a chunk contributes to the index, per the field rule.
@@ -168,6 +173,15 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
         }
         (None, None) => unreachable!("either a model or precomputed vectors"),
     };
+    let wait = std::time::Duration::try_from_secs_f64(args.lock_timeout).map_err(|_| {
+        anyhow::anyhow!(
+            "--lock-timeout: expected a number of seconds >= 0, got {}",
+            args.lock_timeout
+        )
+    })?;
+    // Taken before the index is read and kept until the new version is in place, so that
+    // no other writer's batch can land in between and be lost.
+    let _lock = WriterLock::acquire(&args.index, wait)?;
     let old = if args.index.join("manifest.json").is_file() {
         Some(Index::open(&args.index)?)
     } else {

@@ -131,3 +131,207 @@ fn a_corpus_vector_that_is_not_finite_or_is_zero_is_refused_with_file_and_line()
     );
     assert!(!index.exists());
 }
+
+/// `n` chunks with 16-d vectors; `tag` changes the texts, so each corpus is a new version.
+fn big_corpus(dir: &Path, name: &str, n: usize, tag: &str) -> String {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let text: String = (0..n)
+        .map(|i| {
+            let v: Vec<f32> = (0..16)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((seed >> 40) % 1000) as f32 / 1000.0 + 0.001
+                })
+                .collect();
+            json!({"id": format!("c{i:05}"), "text": format!("{tag} chunk {i}"), "vector": v})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    write(dir, name, &text)
+}
+
+fn ingest_cmd(corpus: &str, index: &Path, label: &str) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_veredicto"));
+    c.args([
+        "ingest",
+        "--corpus",
+        corpus,
+        "--index",
+        index.to_str().unwrap(),
+        "--batch-label",
+        label,
+        "--time",
+        "2025-01-01T00:00:00Z",
+        "--json",
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped());
+    c
+}
+
+/// Temporary folders (`.NAME.tmp-…`) beside the index.
+fn temporaries(index: &Path) -> Vec<String> {
+    let name = index.file_name().unwrap().to_str().unwrap();
+    let prefix = format!(".{name}.tmp-");
+    let mut out: Vec<String> = std::fs::read_dir(index.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    out.sort();
+    out
+}
+
+fn batch_names(index: &Path) -> Vec<String> {
+    Index::open(index)
+        .unwrap()
+        .manifest()
+        .batches
+        .iter()
+        .map(|b| b.name.clone())
+        .collect()
+}
+
+#[test]
+fn concurrent_ingests_into_one_index_all_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("idx");
+    let base = big_corpus(dir.path(), "base.jsonl", 300, "base");
+    ingest_json(&base, &index, &["--batch-label", "b0"]);
+    let writers = 4;
+    let corpora: Vec<String> = (0..writers)
+        .map(|w| {
+            big_corpus(
+                dir.path(),
+                &format!("c{w}.jsonl"),
+                300 + 50 * w,
+                &format!("w{w}"),
+            )
+        })
+        .collect();
+    let children: Vec<_> = corpora
+        .iter()
+        .enumerate()
+        .map(|(w, c)| ingest_cmd(c, &index, &format!("w{w}")).spawn().unwrap())
+        .collect();
+    for (w, child) in children.into_iter().enumerate() {
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "writer {w}: {}", stderr(&o));
+    }
+    // Every batch is in the history; the index holds the corpus of the last one.
+    let names = batch_names(&index);
+    assert_eq!(names.len(), 1 + writers, "{names:?}");
+    for w in 0..writers {
+        assert!(
+            names.contains(&format!("w{w}")),
+            "batch w{w} lost: {names:?}"
+        );
+    }
+    let last: usize = names.last().unwrap()[1..].parse().unwrap();
+    let opened = Index::open(&index).unwrap();
+    assert_eq!(opened.len(), 300 + 50 * last);
+    opened.verify().unwrap();
+    assert!(temporaries(&index).is_empty());
+}
+
+#[test]
+fn a_second_ingest_gives_up_after_the_lock_timeout_naming_the_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("idx");
+    let corpus = big_corpus(dir.path(), "c.jsonl", 10, "x");
+    // This test process holds the lock; the binary is another process.
+    let lock = veredicto_index::WriterLock::acquire(&index, std::time::Duration::ZERO).unwrap();
+    let o = veredicto(&[
+        "ingest",
+        "--corpus",
+        &corpus,
+        "--index",
+        index.to_str().unwrap(),
+        "--lock-timeout",
+        "0.3",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("PID {}", std::process::id())) && err.contains(".idx.lock"),
+        "{err}"
+    );
+    assert!(!index.exists());
+    drop(lock);
+    ingest_json(&corpus, &index, &[]);
+    let o = veredicto(&[
+        "ingest",
+        "--corpus",
+        &corpus,
+        "--index",
+        "x",
+        "--lock-timeout=-1",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--lock-timeout"), "{}", stderr(&o));
+}
+
+/// Kills `veredicto ingest` with SIGKILL at spread-out moments, then ingests cleanly: no
+/// completed batch is lost, no temporary folder is left, the index opens and verifies.
+/// `VEREDICTO_KILL_TRIALS` sets the number of kills (default 10); the figures are printed.
+#[test]
+fn ingest_killed_at_any_moment_loses_nothing_and_leaves_no_temporary_folder() {
+    let trials: usize = std::env::var("VEREDICTO_KILL_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("idx");
+    let n = 4000;
+    let first = big_corpus(dir.path(), "c0.jsonl", n, "v0");
+    let started = std::time::Instant::now();
+    ingest_json(&first, &index, &["--batch-label", "b0"]);
+    let full = started.elapsed();
+    let mut completed = vec!["b0".to_string()];
+    let (mut killed, mut stale_seen) = (0usize, 0usize);
+    for t in 1..=trials {
+        let corpus = big_corpus(
+            dir.path(),
+            &format!("c{}.jsonl", t % 2),
+            n,
+            &format!("v{t}"),
+        );
+        let label = format!("k{t}");
+        let mut child = ingest_cmd(&corpus, &index, &label).spawn().unwrap();
+        // Spread the kills over 20%..140% of one ingest's duration.
+        let at = full.mul_f64(0.2 + 1.2 * ((t * 37) % 100) as f64 / 100.0);
+        std::thread::sleep(at);
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if status.success() {
+            completed.push(label);
+        } else {
+            killed += 1;
+        }
+        stale_seen += temporaries(&index).len();
+        // Whatever happened, the index at its path is a complete version.
+        Index::open(&index).unwrap().verify().unwrap();
+    }
+    let last = big_corpus(dir.path(), "final.jsonl", n, "final");
+    ingest_json(&last, &index, &["--batch-label", "final"]);
+    completed.push("final".into());
+    let names = batch_names(&index);
+    let lost: Vec<&String> = completed.iter().filter(|c| !names.contains(c)).collect();
+    let left = temporaries(&index);
+    eprintln!(
+        "kill -9 during ingest: {trials} trials, {killed} killed, {} completed, {} lost \
+         batches, {stale_seen} temporary folders seen after kills, {} left after the next \
+         ingest",
+        completed.len() - 2,
+        lost.len(),
+        left.len()
+    );
+    assert!(lost.is_empty(), "lost batches {lost:?} (history {names:?})");
+    assert!(left.is_empty(), "stale folders {left:?}");
+    let opened = Index::open(&index).unwrap();
+    opened.verify().unwrap();
+    assert_eq!(opened.len(), n);
+}

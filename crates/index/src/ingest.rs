@@ -320,6 +320,12 @@ impl<'a> Plan<'a> {
 
     /// Writes the new index to `dir` atomically and opens it.
     ///
+    /// Holds the index's [`crate::WriterLock`] while writing (taking it, waiting up to
+    /// [`crate::DEFAULT_LOCK_WAIT`], unless the caller holds it already) and refuses
+    /// ([`IndexError::Conflict`]) when the index at `dir` is no longer the one the plan was
+    /// made from. To update an index without ever meeting a conflict, take the lock before
+    /// opening it.
+    ///
     /// `vectors` are the embeddings of [`Plan::to_embed`], in that order (none for a plan
     /// made with [`Plan::with_vectors`]); they are L2-normalised here, stored vectors are
     /// copied verbatim. The index is built in a
@@ -391,6 +397,24 @@ impl<'a> Plan<'a> {
         let mut order: Vec<usize> = (0..self.chunks.len()).collect();
         order.sort_unstable_by(|&a, &b| self.chunks[a].id.cmp(&self.chunks[b].id));
 
+        // One writer at a time: take the lock unless the caller holds it (and then opened
+        // `base` under it), and refuse to overwrite a batch committed since `base` was read.
+        let _lock = if crate::lock::held_by_us(dir)? {
+            None
+        } else {
+            Some(crate::lock::WriterLock::acquire(
+                dir,
+                crate::lock::DEFAULT_LOCK_WAIT,
+            )?)
+        };
+        if let Some(index) = self.base.filter(|b| b.dir() == dir) {
+            let current = Manifest::read(dir).ok();
+            if current.as_ref() != Some(index.manifest()) {
+                return Err(IndexError::Conflict {
+                    path: dir.join(files::MANIFEST),
+                });
+            }
+        }
         let target = AtomicDir::create(dir)?;
         let result = self.write_files(&target, &order, &fresh, &ok, batch_pos, &batches);
         let file_records = match result {
