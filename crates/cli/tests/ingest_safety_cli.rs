@@ -335,3 +335,79 @@ fn ingest_killed_at_any_moment_loses_nothing_and_leaves_no_temporary_folder() {
     opened.verify().unwrap();
     assert_eq!(opened.len(), n);
 }
+
+#[test]
+fn index_verify_names_the_damaged_file_and_the_exam_refuses_a_nan_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("idx");
+    let corpus = write(
+        dir.path(),
+        "c.jsonl",
+        &corpus_lines(&[
+            ("a", "uno", [1.0, 0.0, 0.0]),
+            ("b", "dos", [0.0, 1.0, 0.0]),
+            ("c", "tres", [0.0, 0.0, 1.0]),
+        ]),
+    );
+    ingest_json(&corpus, &index, &[]);
+    let idx = index.to_str().unwrap();
+    let o = veredicto(&["index", "verify", idx]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("ok: 3 chunks"), "{}", stdout(&o));
+    let o = veredicto(&["index", "verify", idx, "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["ok"], true);
+
+    // Row b (row 1), component 1 := NaN. Same size: the index still opens.
+    let vpath = index.join("vectors.f32");
+    let clean = std::fs::read(&vpath).unwrap();
+    let mut bytes = clean.clone();
+    bytes[16..20].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(&vpath, &bytes).unwrap();
+    let o = veredicto(&["index", "verify", idx]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("vectors.f32"), "{}", stderr(&o));
+
+    let golden = write(
+        dir.path(),
+        "g.jsonl",
+        &(json!({"id": "q1", "query": "dos", "expected": ["b"], "top_k": 2, "query_vector": [0.0, 1.0, 0.0]}).to_string() + "\n"),
+    );
+    let o = veredicto(&[
+        "exam",
+        "--index",
+        idx,
+        "--golden",
+        &golden,
+        "--json",
+        "--no-record",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("vectors.f32") && err.contains("\"b\""),
+        "{err}"
+    );
+    assert!(stdout(&o).is_empty(), "no verdict on a damaged index");
+
+    // A changed byte that keeps the vector's length (a sign bit) is found by verify, and
+    // ingest refuses to copy it into a new version.
+    let mut signed = clean.clone();
+    signed[3] ^= 0x80;
+    std::fs::write(&vpath, &signed).unwrap();
+    let o = veredicto(&["index", "verify", idx]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("does not match the manifest"),
+        "{}",
+        stderr(&o)
+    );
+    let o = veredicto(&["ingest", "--corpus", &corpus, "--index", idx]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("vectors.f32"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&vpath).unwrap(), signed);
+
+    let o = veredicto(&["index", "verify", dir.path().join("nope").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("manifest.json"), "{}", stderr(&o));
+}

@@ -4,11 +4,13 @@ use crate::chunk::{ChunkLine, ChunkMeta, Entry, TextHash};
 use crate::error::{IndexError, Result};
 use crate::manifest::{files, BatchRecord, Manifest};
 use memmap2::Mmap;
+use rayon::prelude::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// An open index. Cheap to open: the manifest and `chunks.jsonl` are read, the vectors and
 /// the original chunk records are memory-mapped and paged in only when searched or read.
@@ -19,7 +21,13 @@ pub struct Index {
     vectors: Option<Mmap>,
     records: Option<Mmap>,
     entries: Vec<Entry>,
+    /// Result of [`Index::check_vectors`], computed once (before the first search).
+    vectors_checked: OnceLock<std::result::Result<(), String>>,
 }
+
+/// How far a stored vector's squared norm may be from 1 (they are L2-normalised when
+/// written; f32 rounding over thousands of components stays far below this).
+const NORM_TOLERANCE: f32 = 1e-3;
 
 /// A view of one row: the chunk's ID, text hash, batch, metadata, vector and original record.
 #[derive(Debug, Clone, Copy)]
@@ -154,9 +162,39 @@ impl Index {
             format!("expected {rbytes} bytes (from the manifest), found {found}")
         })?;
 
-        // Chunks: one line per row, IDs strictly ascending.
+        // The manifest lists exactly the three data files.
+        let names: Vec<&str> = manifest.files.keys().map(String::as_str).collect();
+        if names != [files::CHUNKS, files::RECORDS, files::VECTORS] {
+            return Err(IndexError::corrupt(
+                &dir.join(files::MANIFEST),
+                0,
+                format!(
+                    "`files` must list {}, {} and {}, found {names:?}",
+                    files::CHUNKS,
+                    files::RECORDS,
+                    files::VECTORS
+                ),
+            ));
+        }
+        let vbytes = manifest.files[files::VECTORS].bytes;
+        if vbytes != expected {
+            return Err(IndexError::corrupt(
+                &dir.join(files::MANIFEST),
+                0,
+                format!(
+                    "`files` says {} has {vbytes} bytes, but {count} vectors × {dim} dimensions × 4 = {expected}",
+                    files::VECTORS
+                ),
+            ));
+        }
+
+        // Chunks: one line per row, IDs strictly ascending; size and SHA-256 as in the
+        // manifest (the file is read whole anyway, so hashing it costs little).
         let cpath = dir.join(files::CHUNKS);
+        let chunks_record = &manifest.files[files::CHUNKS];
         let file = File::open(&cpath).map_err(|e| IndexError::io(&cpath, e))?;
+        let mut found = 0u64;
+        let mut chunks_hash = Sha256::new();
         let mut reader = BufReader::with_capacity(1 << 20, file);
         let mut entries: Vec<Entry> = Vec::with_capacity(count);
         let mut line = String::new();
@@ -169,6 +207,8 @@ impl Index {
             if read == 0 {
                 break;
             }
+            chunks_hash.update(line.as_bytes());
+            found += read as u64;
             lineno += 1;
             if entries.len() == count {
                 return Err(IndexError::corrupt(
@@ -241,16 +281,71 @@ impl Index {
                 ),
             ));
         }
+        // Lines are checked first (their errors name the line); then size and hash.
+        if found != chunks_record.bytes {
+            return Err(IndexError::corrupt(
+                &cpath,
+                0,
+                format!(
+                    "expected {} bytes (from the manifest), found {found}",
+                    chunks_record.bytes
+                ),
+            ));
+        }
+        let got = crate::hash_hex(&chunks_hash.finalize());
+        if got != chunks_record.sha256 {
+            return Err(IndexError::corrupt(
+                &cpath,
+                0,
+                format!(
+                    "content does not match the manifest: {got}, expected {}",
+                    chunks_record.sha256
+                ),
+            ));
+        }
         Ok(Index {
             dir: dir.to_path_buf(),
             manifest,
             vectors,
             records,
             entries,
+            vectors_checked: OnceLock::new(),
         })
     }
 
-    /// Checks every data file's SHA-256 against the manifest (reads all of them).
+    /// Checks that every stored vector is finite and L2-normalised (squared norm within
+    /// 1e-3 of 1), naming the first row that is not. One pass over `vectors.f32` (about as
+    /// long as one search); done once per opened index, before its first search. It catches
+    /// damage that changes a vector's length (NaN, infinity, a changed exponent), not every
+    /// changed byte: [`Index::verify`] does that.
+    pub fn check_vectors(&self) -> Result<()> {
+        let outcome = self.vectors_checked.get_or_init(|| {
+            let dim = self.dimension();
+            let bad = self.vectors().par_chunks(dim.max(1)).position_first(|row| {
+                let n = crate::kernel::dot(row, row);
+                !(n.is_finite() && (n - 1.0).abs() <= NORM_TOLERANCE)
+            });
+            match bad {
+                None => Ok(()),
+                Some(row) => {
+                    let v = self.vector(row);
+                    let n = crate::kernel::dot(v, v);
+                    Err(format!(
+                        "row {row} (chunk \"{}\") is not a finite unit vector (squared norm {n}): \
+                         the file is damaged; rebuild the index",
+                        veredicto_core::redact::short(&self.entries[row].id)
+                    ))
+                }
+            }
+        });
+        outcome
+            .clone()
+            .map_err(|m| IndexError::corrupt(&self.dir.join(files::VECTORS), 0, m))
+    }
+
+    /// Checks every data file's size and SHA-256 against the manifest (reads all of them),
+    /// then the vectors themselves ([`Index::check_vectors`]). The first mismatch is the
+    /// error, naming the file.
     pub fn verify(&self) -> Result<()> {
         for (name, record) in &self.manifest.files {
             let path = self.dir.join(name);
@@ -279,7 +374,7 @@ impl Index {
                 ));
             }
         }
-        Ok(())
+        self.check_vectors()
     }
 
     /// The folder the index was opened from.

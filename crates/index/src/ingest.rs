@@ -415,6 +415,13 @@ impl<'a> Plan<'a> {
                 });
             }
         }
+        // Stored vectors are copied into the new version and re-hashed there: check them
+        // against the old manifest first, so that damage is reported, never laundered.
+        if let Some(index) = self.base {
+            if self.sources.iter().any(|s| matches!(s, Source::Stored(_))) {
+                index.verify()?;
+            }
+        }
         let target = AtomicDir::create(dir)?;
         let result = self.write_files(&target, &order, &fresh, &ok, batch_pos, &batches);
         let file_records = match result {
