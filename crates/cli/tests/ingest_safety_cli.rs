@@ -217,10 +217,39 @@ fn concurrent_ingests_into_one_index_all_land() {
         .enumerate()
         .map(|(w, c)| ingest_cmd(c, &index, &format!("w{w}")).spawn().unwrap())
         .collect();
+    // Meanwhile a reader keeps opening and searching: it always sees a complete version.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (index, done) = (index.clone(), done.clone());
+        std::thread::spawn(move || {
+            let (mut reads, mut failures) = (0usize, Vec::new());
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let r = Index::open(&index).and_then(|i| i.search(&[1.0; 16], 5, None));
+                match r {
+                    Ok(hits) if hits.len() == 5 => {}
+                    Ok(hits) => failures.push(format!("{} hits", hits.len())),
+                    Err(e) => failures.push(e.to_string()),
+                }
+                reads += 1;
+            }
+            (reads, failures)
+        })
+    };
     for (w, child) in children.into_iter().enumerate() {
         let o = child.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(0), "writer {w}: {}", stderr(&o));
     }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (reads, failures) = reader.join().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {reads} reads failed: {failures:?}",
+        failures.len()
+    );
+    assert!(reads > 0);
+    eprintln!(
+        "concurrent ingest: {writers} writers, {reads} reads by a concurrent reader, 0 failed"
+    );
     // Every batch is in the history; the index holds the corpus of the last one.
     let names = batch_names(&index);
     assert_eq!(names.len(), 1 + writers, "{names:?}");

@@ -23,6 +23,8 @@ pub struct Index {
     entries: Vec<Entry>,
     /// Result of [`Index::check_vectors`], computed once (before the first search).
     vectors_checked: OnceLock<std::result::Result<(), String>>,
+    /// The folder as opened (so that `verify` reads this version's files).
+    folder: Folder,
 }
 
 /// How far a stored vector's squared norm may be from 1 (they are L2-normalised when
@@ -122,7 +124,42 @@ impl Index {
                 "vectors are little-endian f32 and this machine is big-endian: not supported",
             ));
         }
-        let manifest = Manifest::read(dir)?;
+        // Every file is opened relative to one handle on the folder: a writer swapping in a
+        // new version meanwhile cannot mix two versions' files into this one. If the version
+        // being opened is replaced and deleted half-way, the new one is opened instead.
+        let mut attempt = 0;
+        loop {
+            let folder = Folder::open(dir)?;
+            match Index::open_in(dir, folder) {
+                Ok(index) => return Ok(index),
+                Err((e, folder)) => {
+                    attempt += 1;
+                    if attempt >= 5 || !folder.replaced() {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Opens the version held by `folder`; on error, gives the folder back with the error.
+    fn open_in(dir: &Path, folder: Folder) -> std::result::Result<Index, (IndexError, Folder)> {
+        match Index::read_version(dir, &folder) {
+            Ok(parts) => Ok(parts.into_index(dir, folder)),
+            Err(e) => Err((e, folder)),
+        }
+    }
+
+    fn read_version(dir: &Path, folder: &Folder) -> Result<Parts> {
+        let manifest = {
+            let path = dir.join(files::MANIFEST);
+            let mut bytes = Vec::new();
+            folder
+                .file(files::MANIFEST)?
+                .read_to_end(&mut bytes)
+                .map_err(|e| IndexError::io(&path, e))?;
+            Manifest::parse(&path, &bytes)?
+        };
         let dim = manifest.dimension;
         let count = manifest.count;
         if count > u32::MAX as usize {
@@ -137,14 +174,13 @@ impl Index {
         }
 
         // Vectors: size must be exactly count × dim × 4.
-        let vpath = dir.join(files::VECTORS);
         let expected = (count as u64)
             .checked_mul(dim as u64)
             .and_then(|x| x.checked_mul(4))
             .ok_or_else(|| {
                 IndexError::corrupt(&dir.join(files::MANIFEST), 0, "count × dimension overflows")
             })?;
-        let vectors = map_file(&vpath, expected, |found| {
+        let vectors = map_file(folder, files::VECTORS, expected, |found| {
             format!(
                 "expected {expected} bytes ({count} vectors × {dim} dimensions × 4), found {found}{}",
                 if found < expected { " (truncated)" } else { "" }
@@ -152,13 +188,12 @@ impl Index {
         })?;
 
         // Records: size must match the manifest.
-        let rpath = dir.join(files::RECORDS);
         let rbytes = manifest
             .files
             .get(files::RECORDS)
             .map(|f| f.bytes)
             .ok_or_else(|| missing_file_record(dir, files::RECORDS))?;
-        let records = map_file(&rpath, rbytes, |found| {
+        let records = map_file(folder, files::RECORDS, rbytes, |found| {
             format!("expected {rbytes} bytes (from the manifest), found {found}")
         })?;
 
@@ -192,7 +227,7 @@ impl Index {
         // manifest (the file is read whole anyway, so hashing it costs little).
         let cpath = dir.join(files::CHUNKS);
         let chunks_record = &manifest.files[files::CHUNKS];
-        let file = File::open(&cpath).map_err(|e| IndexError::io(&cpath, e))?;
+        let file = folder.file(files::CHUNKS)?;
         let mut found = 0u64;
         let mut chunks_hash = Sha256::new();
         let mut reader = BufReader::with_capacity(1 << 20, file);
@@ -303,13 +338,11 @@ impl Index {
                 ),
             ));
         }
-        Ok(Index {
-            dir: dir.to_path_buf(),
+        Ok(Parts {
             manifest,
             vectors,
             records,
             entries,
-            vectors_checked: OnceLock::new(),
         })
     }
 
@@ -349,7 +382,7 @@ impl Index {
     pub fn verify(&self) -> Result<()> {
         for (name, record) in &self.manifest.files {
             let path = self.dir.join(name);
-            let mut file = File::open(&path).map_err(|e| IndexError::io(&path, e))?;
+            let mut file = self.folder.file(name)?;
             let mut hasher = Sha256::new();
             let mut buf = vec![0u8; 1 << 20];
             let mut total = 0u64;
@@ -479,9 +512,109 @@ fn missing_file_record(dir: &Path, name: &str) -> IndexError {
     )
 }
 
-/// Maps `path` read-only after checking its length; `None` for an empty file.
-fn map_file(path: &Path, expected: u64, message: impl Fn(u64) -> String) -> Result<Option<Mmap>> {
-    let file = File::open(path).map_err(|e| IndexError::io(path, e))?;
+/// What [`Index::read_version`] read.
+struct Parts {
+    manifest: Manifest,
+    vectors: Option<Mmap>,
+    records: Option<Mmap>,
+    entries: Vec<Entry>,
+}
+
+impl Parts {
+    fn into_index(self, dir: &Path, folder: Folder) -> Index {
+        Index {
+            dir: dir.to_path_buf(),
+            manifest: self.manifest,
+            vectors: self.vectors,
+            records: self.records,
+            entries: self.entries,
+            vectors_checked: OnceLock::new(),
+            folder,
+        }
+    }
+}
+
+/// An index folder held open: its files are opened relative to it (`openat` on Unix), so
+/// they all come from the version that was there when it was opened, even if a writer
+/// renames a new version into its place meanwhile.
+#[derive(Debug)]
+struct Folder {
+    path: PathBuf,
+    #[cfg(unix)]
+    handle: File,
+}
+
+impl Folder {
+    fn open(dir: &Path) -> Result<Folder> {
+        #[cfg(unix)]
+        {
+            // A missing folder is reported as its missing manifest (what callers look for).
+            let handle =
+                File::open(dir).map_err(|e| IndexError::io(&dir.join(files::MANIFEST), e))?;
+            Ok(Folder {
+                path: dir.to_path_buf(),
+                handle,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Folder {
+            path: dir.to_path_buf(),
+        })
+    }
+
+    /// Whether the path now names another folder than the one held (a writer swapped a new
+    /// version in).
+    fn replaced(&self) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            match (self.handle.metadata(), std::fs::metadata(&self.path)) {
+                (Ok(held), Ok(now)) => held.dev() != now.dev() || held.ino() != now.ino(),
+                _ => false,
+            }
+        }
+        #[cfg(not(unix))]
+        false
+    }
+
+    fn file(&self, name: &str) -> Result<File> {
+        let path = self.path.join(name);
+        #[cfg(unix)]
+        {
+            use std::os::unix::io::{AsRawFd, FromRawFd};
+            let c = std::ffi::CString::new(name).map_err(|_| IndexError::Destination {
+                path: path.clone(),
+                message: "file name contains a NUL byte".into(),
+            })?;
+            // SAFETY: a valid folder descriptor and NUL-terminated name; on success the new
+            // descriptor is owned by the returned File.
+            let fd = unsafe {
+                libc::openat(
+                    self.handle.as_raw_fd(),
+                    c.as_ptr(),
+                    libc::O_RDONLY | libc::O_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return Err(IndexError::io(&path, std::io::Error::last_os_error()));
+            }
+            // SAFETY: `fd` was just opened and is owned by no one else.
+            Ok(unsafe { File::from_raw_fd(fd) })
+        }
+        #[cfg(not(unix))]
+        File::open(&path).map_err(|e| IndexError::io(&path, e))
+    }
+}
+
+/// Maps file `name` of `folder` read-only after checking its length; `None` for an empty file.
+fn map_file(
+    folder: &Folder,
+    name: &str,
+    expected: u64,
+    message: impl Fn(u64) -> String,
+) -> Result<Option<Mmap>> {
+    let path = &folder.path.join(name);
+    let file = folder.file(name)?;
     let found = file.metadata().map_err(|e| IndexError::io(path, e))?.len();
     if found != expected {
         return Err(IndexError::corrupt(path, 0, message(found)));
