@@ -49,7 +49,7 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     } else {
         format!(
             "{}: ok: {} chunks; {} files ({bytes} bytes) match the manifest's SHA-256; every vector is finite and normalised\n",
-            args.dir.display(),
+            veredicto_core::redact::escape_control(&args.dir.display().to_string()),
             index.len(),
             files.len(),
         )
