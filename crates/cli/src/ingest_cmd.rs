@@ -2,7 +2,6 @@
 
 use crate::models::{index_fingerprint, EmbedderArgs};
 use anyhow::Context;
-use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,6 +9,7 @@ use veredicto_embed::TextKind;
 use veredicto_formats::corpus::CorpusLine;
 use veredicto_index::{
     BatchInfo, ChunkInput, ChunkMeta, EmbeddedField, Index, IngestSettings, ModelFingerprint, Plan,
+    WriterLock,
 };
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -46,6 +46,10 @@ pub struct IngestArgs {
     /// Print what happened as JSON.
     #[arg(long)]
     pub json: bool,
+    /// How long to wait for another ingest into the same index to finish (one writer at a
+    /// time; the error names the process holding the lock). 0: fail at once.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
+    pub lock_timeout: f64,
 }
 
 /// The text a chunk contributes to the index, per the field rule.
@@ -111,7 +115,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
     };
     // Precomputed vectors: all lines or none.
     let with_vectors = lines.iter().filter(|l| l.vector.is_some()).count();
-    let precomputed: Option<HashMap<&str, &[f32]>> = match with_vectors {
+    let precomputed: Option<Vec<Vec<f32>>> = match with_vectors {
         0 => None,
         n if n == lines.len() => {
             let dim = lines[0].vector.as_ref().map_or(0, Vec::len);
@@ -124,11 +128,23 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
                         l.line
                     );
                 }
+                if l.vector
+                    .as_deref()
+                    .and_then(veredicto_index::normalize)
+                    .is_none()
+                {
+                    anyhow::bail!(
+                        "{}:{}: field `vector`: chunk \"{}\": a NaN or infinite component, or all zeros (cannot be normalised)",
+                        args.corpus.display(),
+                        l.line,
+                        veredicto_core::redact::short(&l.chunk.id)
+                    );
+                }
             }
             Some(
                 lines
                     .iter()
-                    .filter_map(|l| l.vector.as_deref().map(|v| (l.chunk.id.as_str(), v)))
+                    .map(|l| l.vector.clone().unwrap_or_default())
                     .collect(),
             )
         }
@@ -151,37 +167,43 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
     };
     let (model, dimension) = match (&embedder, &precomputed) {
         (Some(e), _) => (index_fingerprint(e.as_ref()), e.dim()),
-        (None, Some(map)) => {
-            let dim = map.values().next().map_or(0, |v| v.len());
+        (None, Some(vectors)) => {
+            let dim = vectors.first().map_or(0, Vec::len);
             (precomputed_fingerprint(dim), dim)
         }
         (None, None) => unreachable!("either a model or precomputed vectors"),
     };
+    let wait = std::time::Duration::try_from_secs_f64(args.lock_timeout).map_err(|_| {
+        anyhow::anyhow!(
+            "--lock-timeout: expected a number of seconds >= 0, got {}",
+            args.lock_timeout
+        )
+    })?;
+    // Taken before the index is read and kept until the new version is in place, so that
+    // no other writer's batch can land in between and be lost.
+    let _lock = WriterLock::acquire(&args.index, wait)?;
     let old = if args.index.join("manifest.json").is_file() {
         Some(Index::open(&args.index)?)
     } else {
         None
     };
-    let plan = Plan::new(
-        old.as_ref(),
-        inputs,
-        IngestSettings {
-            model: model.clone(),
-            dimension,
-            field,
-            full_rebuild: args.rebuild,
-        },
-    )?;
-    let to_embed = plan.to_embed();
-    let vectors: Vec<Vec<f32>> = match (&embedder, &precomputed) {
-        (_, Some(map)) => to_embed
-            .iter()
-            .map(|(id, _)| map.get(id).map(|v| v.to_vec()).unwrap_or_default())
-            .collect(),
-        (Some(e), None) => embed_with_progress(e.as_ref(), &to_embed, !args.json)?,
-        (None, None) => unreachable!("either a model or precomputed vectors"),
+    let settings = IngestSettings {
+        model: model.clone(),
+        dimension,
+        field,
+        full_rebuild: args.rebuild,
     };
-    let embedded = to_embed.len();
+    // Precomputed vectors belong to their own chunk: their bytes are part of its identity.
+    let plan = match precomputed {
+        Some(vectors) => Plan::with_vectors(old.as_ref(), inputs, vectors, settings)?,
+        None => Plan::new(old.as_ref(), inputs, settings)?,
+    };
+    let to_embed = plan.to_embed();
+    let vectors: Vec<Vec<f32>> = match &embedder {
+        Some(e) => embed_with_progress(e.as_ref(), &to_embed, !args.json)?,
+        None => Vec::new(),
+    };
+    let embedded = plan.new_vectors();
     let (added, changed, removed, reused) = (
         plan.added().len(),
         plan.changed().len(),

@@ -10,6 +10,7 @@ mod clock;
 mod compare_cmd;
 mod exam_cmd;
 mod history_args;
+mod index_cmd;
 mod ingest_cmd;
 mod models;
 mod output;
@@ -36,6 +37,8 @@ enum Command {
     Exam(Box<exam_cmd::ExamArgs>),
     /// Embed a corpus into veredicto's exact index (incremental).
     Ingest(ingest_cmd::IngestArgs),
+    /// Index maintenance: `index verify DIR` checks every file against the manifest.
+    Index(index_cmd::IndexArgs),
     /// Search the index with one query.
     Search(search_cmd::SearchArgs),
     /// trec_eval-compatible evaluator: same command line, same output.
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Exam(args) => exam_cmd::run(*args),
         Command::Trec(args) => trec_cmd::run(args),
         Command::Ingest(args) => ingest_cmd::run(args),
+        Command::Index(args) => index_cmd::run(args),
         Command::Search(args) => search_cmd::run(args),
         Command::Runs(args) => runs_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(args),

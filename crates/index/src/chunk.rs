@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-/// SHA-256 of the text that was embedded for a chunk; shown as `sha256:<hex>`.
+/// A SHA-256 digest, shown as `sha256:<hex>`: of the text that was embedded for a chunk, or
+/// of a precomputed vector's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TextHash(pub [u8; 32]);
 
@@ -16,6 +17,15 @@ impl TextHash {
     /// Hash of `text`'s UTF-8 bytes.
     pub fn of(text: &str) -> TextHash {
         TextHash(Sha256::digest(text.as_bytes()).into())
+    }
+
+    /// Hash of a precomputed vector: its components as given, little-endian f32 bytes.
+    pub fn of_vector(vector: &[f32]) -> TextHash {
+        let mut hasher = Sha256::new();
+        for x in vector {
+            hasher.update(x.to_le_bytes());
+        }
+        TextHash(hasher.finalize().into())
     }
 }
 
@@ -138,6 +148,8 @@ impl ChunkInput {
 pub(crate) struct Entry {
     pub id: Box<str>,
     pub text_hash: TextHash,
+    /// Hash of the precomputed vector given for the chunk (boxed: most indexes have none).
+    pub vector_hash: Option<Box<TextHash>>,
     pub batch: u32,
     pub meta: Option<Box<ChunkMeta>>,
     /// Byte offset and length of the record line in `records.jsonl`.
@@ -148,6 +160,7 @@ impl Entry {
     pub(crate) fn new(
         id: &str,
         text_hash: TextHash,
+        vector_hash: Option<TextHash>,
         batch: u32,
         meta: &ChunkMeta,
         record: Option<(u64, u64)>,
@@ -155,6 +168,7 @@ impl Entry {
         Entry {
             id: id.into(),
             text_hash,
+            vector_hash: vector_hash.map(Box::new),
             batch,
             meta: (!meta.is_empty()).then(|| Box::new(meta.clone())),
             record,
@@ -179,6 +193,10 @@ impl Entry {
 pub(crate) struct ChunkLine {
     pub id: String,
     pub text_hash: String,
+    /// `sha256:<hex>` of the precomputed vector's bytes (little-endian f32, as given), when
+    /// the vector came with the corpus instead of from a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_hash: Option<String>,
     /// Position of the chunk's batch in the manifest's `batches`.
     pub batch: u32,
     /// The batch's name, repeated for people reading the file.

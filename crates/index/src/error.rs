@@ -113,6 +113,30 @@ pub enum IndexError {
         /// What is wrong.
         message: String,
     },
+    /// Another writer holds the index's lock and did not release it in time.
+    #[error(
+        "{path}: another writer holds this index's lock ({holder}); gave up after {:.1} s: \
+         wait for it to finish, or check that process",
+        waited.as_secs_f64()
+    )]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// Who holds it (`PID N`).
+        holder: String,
+        /// How long this writer waited.
+        waited: std::time::Duration,
+    },
+    /// The index changed on disk after it was opened for this ingest: writing would drop
+    /// the other writer's batch.
+    #[error(
+        "{path}: the index changed since it was opened (another writer committed a batch); \
+         open it again and redo the ingest"
+    )]
+    Conflict {
+        /// The manifest file.
+        path: PathBuf,
+    },
     /// The destination of a write is not usable (e.g. it exists and is not an index folder).
     #[error("{path}: {message}")]
     Destination {

@@ -4,11 +4,13 @@ use crate::chunk::{ChunkLine, ChunkMeta, Entry, TextHash};
 use crate::error::{IndexError, Result};
 use crate::manifest::{files, BatchRecord, Manifest};
 use memmap2::Mmap;
+use rayon::prelude::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// An open index. Cheap to open: the manifest and `chunks.jsonl` are read, the vectors and
 /// the original chunk records are memory-mapped and paged in only when searched or read.
@@ -19,7 +21,15 @@ pub struct Index {
     vectors: Option<Mmap>,
     records: Option<Mmap>,
     entries: Vec<Entry>,
+    /// Result of [`Index::check_vectors`], computed once (before the first search).
+    vectors_checked: OnceLock<std::result::Result<(), String>>,
+    /// The folder as opened (so that `verify` reads this version's files).
+    folder: Folder,
 }
+
+/// How far a stored vector's squared norm may be from 1 (they are L2-normalised when
+/// written; f32 rounding over thousands of components stays far below this).
+const NORM_TOLERANCE: f32 = 1e-3;
 
 /// A view of one row: the chunk's ID, text hash, batch, metadata, vector and original record.
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +52,11 @@ impl<'a> ChunkRef<'a> {
     /// SHA-256 of the text that was embedded.
     pub fn text_hash(&self) -> TextHash {
         self.index.entries[self.row].text_hash
+    }
+
+    /// SHA-256 of the precomputed vector given for this chunk (`None` when a model embedded it).
+    pub fn vector_hash(&self) -> Option<TextHash> {
+        self.index.entries[self.row].vector_hash.as_deref().copied()
     }
 
     /// The batch that brought this chunk's current text (unchanged chunks keep theirs).
@@ -109,7 +124,42 @@ impl Index {
                 "vectors are little-endian f32 and this machine is big-endian: not supported",
             ));
         }
-        let manifest = Manifest::read(dir)?;
+        // Every file is opened relative to one handle on the folder: a writer swapping in a
+        // new version meanwhile cannot mix two versions' files into this one. If the version
+        // being opened is replaced and deleted half-way, the new one is opened instead.
+        let mut attempt = 0;
+        loop {
+            let folder = Folder::open(dir)?;
+            match Index::open_in(dir, folder) {
+                Ok(index) => return Ok(index),
+                Err((e, folder)) => {
+                    attempt += 1;
+                    if attempt >= 5 || !folder.replaced() {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Opens the version held by `folder`; on error, gives the folder back with the error.
+    fn open_in(dir: &Path, folder: Folder) -> std::result::Result<Index, (IndexError, Folder)> {
+        match Index::read_version(dir, &folder) {
+            Ok(parts) => Ok(parts.into_index(dir, folder)),
+            Err(e) => Err((e, folder)),
+        }
+    }
+
+    fn read_version(dir: &Path, folder: &Folder) -> Result<Parts> {
+        let manifest = {
+            let path = dir.join(files::MANIFEST);
+            let mut bytes = Vec::new();
+            folder
+                .file(files::MANIFEST)?
+                .read_to_end(&mut bytes)
+                .map_err(|e| IndexError::io(&path, e))?;
+            Manifest::parse(&path, &bytes)?
+        };
         let dim = manifest.dimension;
         let count = manifest.count;
         if count > u32::MAX as usize {
@@ -124,14 +174,13 @@ impl Index {
         }
 
         // Vectors: size must be exactly count × dim × 4.
-        let vpath = dir.join(files::VECTORS);
         let expected = (count as u64)
             .checked_mul(dim as u64)
             .and_then(|x| x.checked_mul(4))
             .ok_or_else(|| {
                 IndexError::corrupt(&dir.join(files::MANIFEST), 0, "count × dimension overflows")
             })?;
-        let vectors = map_file(&vpath, expected, |found| {
+        let vectors = map_file(folder, files::VECTORS, expected, |found| {
             format!(
                 "expected {expected} bytes ({count} vectors × {dim} dimensions × 4), found {found}{}",
                 if found < expected { " (truncated)" } else { "" }
@@ -139,19 +188,48 @@ impl Index {
         })?;
 
         // Records: size must match the manifest.
-        let rpath = dir.join(files::RECORDS);
         let rbytes = manifest
             .files
             .get(files::RECORDS)
             .map(|f| f.bytes)
             .ok_or_else(|| missing_file_record(dir, files::RECORDS))?;
-        let records = map_file(&rpath, rbytes, |found| {
+        let records = map_file(folder, files::RECORDS, rbytes, |found| {
             format!("expected {rbytes} bytes (from the manifest), found {found}")
         })?;
 
-        // Chunks: one line per row, IDs strictly ascending.
+        // The manifest lists exactly the three data files.
+        let names: Vec<&str> = manifest.files.keys().map(String::as_str).collect();
+        if names != [files::CHUNKS, files::RECORDS, files::VECTORS] {
+            return Err(IndexError::corrupt(
+                &dir.join(files::MANIFEST),
+                0,
+                format!(
+                    "`files` must list {}, {} and {}, found {names:?}",
+                    files::CHUNKS,
+                    files::RECORDS,
+                    files::VECTORS
+                ),
+            ));
+        }
+        let vbytes = manifest.files[files::VECTORS].bytes;
+        if vbytes != expected {
+            return Err(IndexError::corrupt(
+                &dir.join(files::MANIFEST),
+                0,
+                format!(
+                    "`files` says {} has {vbytes} bytes, but {count} vectors × {dim} dimensions × 4 = {expected}",
+                    files::VECTORS
+                ),
+            ));
+        }
+
+        // Chunks: one line per row, IDs strictly ascending; size and SHA-256 as in the
+        // manifest (the file is read whole anyway, so hashing it costs little).
         let cpath = dir.join(files::CHUNKS);
-        let file = File::open(&cpath).map_err(|e| IndexError::io(&cpath, e))?;
+        let chunks_record = &manifest.files[files::CHUNKS];
+        let file = folder.file(files::CHUNKS)?;
+        let mut found = 0u64;
+        let mut chunks_hash = Sha256::new();
         let mut reader = BufReader::with_capacity(1 << 20, file);
         let mut entries: Vec<Entry> = Vec::with_capacity(count);
         let mut line = String::new();
@@ -164,6 +242,8 @@ impl Index {
             if read == 0 {
                 break;
             }
+            chunks_hash.update(line.as_bytes());
+            found += read as u64;
             lineno += 1;
             if entries.len() == count {
                 return Err(IndexError::corrupt(
@@ -178,6 +258,12 @@ impl Index {
                 .text_hash
                 .parse()
                 .map_err(|e| IndexError::corrupt(&cpath, lineno, format!("`text_hash`: {e}")))?;
+            let vector_hash: Option<TextHash> = match &parsed.vector_hash {
+                Some(h) => Some(h.parse().map_err(|e| {
+                    IndexError::corrupt(&cpath, lineno, format!("`vector_hash`: {e}"))
+                })?),
+                None => None,
+            };
             if parsed.batch as usize >= manifest.batches.len() {
                 return Err(IndexError::corrupt(
                     &cpath,
@@ -214,6 +300,7 @@ impl Index {
             entries.push(Entry::new(
                 &parsed.id,
                 text_hash,
+                vector_hash,
                 parsed.batch,
                 &meta,
                 parsed.record,
@@ -229,8 +316,29 @@ impl Index {
                 ),
             ));
         }
-        Ok(Index {
-            dir: dir.to_path_buf(),
+        // Lines are checked first (their errors name the line); then size and hash.
+        if found != chunks_record.bytes {
+            return Err(IndexError::corrupt(
+                &cpath,
+                0,
+                format!(
+                    "expected {} bytes (from the manifest), found {found}",
+                    chunks_record.bytes
+                ),
+            ));
+        }
+        let got = crate::hash_hex(&chunks_hash.finalize());
+        if got != chunks_record.sha256 {
+            return Err(IndexError::corrupt(
+                &cpath,
+                0,
+                format!(
+                    "content does not match the manifest: {got}, expected {}",
+                    chunks_record.sha256
+                ),
+            ));
+        }
+        Ok(Parts {
             manifest,
             vectors,
             records,
@@ -238,11 +346,43 @@ impl Index {
         })
     }
 
-    /// Checks every data file's SHA-256 against the manifest (reads all of them).
+    /// Checks that every stored vector is finite and L2-normalised (squared norm within
+    /// 1e-3 of 1), naming the first row that is not. One pass over `vectors.f32` (about as
+    /// long as one search); done once per opened index, before its first search. It catches
+    /// damage that changes a vector's length (NaN, infinity, a changed exponent), not every
+    /// changed byte: [`Index::verify`] does that.
+    pub fn check_vectors(&self) -> Result<()> {
+        let outcome = self.vectors_checked.get_or_init(|| {
+            let dim = self.dimension();
+            let bad = self.vectors().par_chunks(dim.max(1)).position_first(|row| {
+                let n = crate::kernel::dot(row, row);
+                !(n.is_finite() && (n - 1.0).abs() <= NORM_TOLERANCE)
+            });
+            match bad {
+                None => Ok(()),
+                Some(row) => {
+                    let v = self.vector(row);
+                    let n = crate::kernel::dot(v, v);
+                    Err(format!(
+                        "row {row} (chunk \"{}\") is not a finite unit vector (squared norm {n}): \
+                         the file is damaged; rebuild the index",
+                        veredicto_core::redact::short(&self.entries[row].id)
+                    ))
+                }
+            }
+        });
+        outcome
+            .clone()
+            .map_err(|m| IndexError::corrupt(&self.dir.join(files::VECTORS), 0, m))
+    }
+
+    /// Checks every data file's size and SHA-256 against the manifest (reads all of them),
+    /// then the vectors themselves ([`Index::check_vectors`]). The first mismatch is the
+    /// error, naming the file.
     pub fn verify(&self) -> Result<()> {
         for (name, record) in &self.manifest.files {
             let path = self.dir.join(name);
-            let mut file = File::open(&path).map_err(|e| IndexError::io(&path, e))?;
+            let mut file = self.folder.file(name)?;
             let mut hasher = Sha256::new();
             let mut buf = vec![0u8; 1 << 20];
             let mut total = 0u64;
@@ -267,7 +407,7 @@ impl Index {
                 ));
             }
         }
-        Ok(())
+        self.check_vectors()
     }
 
     /// The folder the index was opened from.
@@ -372,9 +512,109 @@ fn missing_file_record(dir: &Path, name: &str) -> IndexError {
     )
 }
 
-/// Maps `path` read-only after checking its length; `None` for an empty file.
-fn map_file(path: &Path, expected: u64, message: impl Fn(u64) -> String) -> Result<Option<Mmap>> {
-    let file = File::open(path).map_err(|e| IndexError::io(path, e))?;
+/// What [`Index::read_version`] read.
+struct Parts {
+    manifest: Manifest,
+    vectors: Option<Mmap>,
+    records: Option<Mmap>,
+    entries: Vec<Entry>,
+}
+
+impl Parts {
+    fn into_index(self, dir: &Path, folder: Folder) -> Index {
+        Index {
+            dir: dir.to_path_buf(),
+            manifest: self.manifest,
+            vectors: self.vectors,
+            records: self.records,
+            entries: self.entries,
+            vectors_checked: OnceLock::new(),
+            folder,
+        }
+    }
+}
+
+/// An index folder held open: its files are opened relative to it (`openat` on Unix), so
+/// they all come from the version that was there when it was opened, even if a writer
+/// renames a new version into its place meanwhile.
+#[derive(Debug)]
+struct Folder {
+    path: PathBuf,
+    #[cfg(unix)]
+    handle: File,
+}
+
+impl Folder {
+    fn open(dir: &Path) -> Result<Folder> {
+        #[cfg(unix)]
+        {
+            // A missing folder is reported as its missing manifest (what callers look for).
+            let handle =
+                File::open(dir).map_err(|e| IndexError::io(&dir.join(files::MANIFEST), e))?;
+            Ok(Folder {
+                path: dir.to_path_buf(),
+                handle,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Folder {
+            path: dir.to_path_buf(),
+        })
+    }
+
+    /// Whether the path now names another folder than the one held (a writer swapped a new
+    /// version in).
+    fn replaced(&self) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            match (self.handle.metadata(), std::fs::metadata(&self.path)) {
+                (Ok(held), Ok(now)) => held.dev() != now.dev() || held.ino() != now.ino(),
+                _ => false,
+            }
+        }
+        #[cfg(not(unix))]
+        false
+    }
+
+    fn file(&self, name: &str) -> Result<File> {
+        let path = self.path.join(name);
+        #[cfg(unix)]
+        {
+            use std::os::unix::io::{AsRawFd, FromRawFd};
+            let c = std::ffi::CString::new(name).map_err(|_| IndexError::Destination {
+                path: path.clone(),
+                message: "file name contains a NUL byte".into(),
+            })?;
+            // SAFETY: a valid folder descriptor and NUL-terminated name; on success the new
+            // descriptor is owned by the returned File.
+            let fd = unsafe {
+                libc::openat(
+                    self.handle.as_raw_fd(),
+                    c.as_ptr(),
+                    libc::O_RDONLY | libc::O_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return Err(IndexError::io(&path, std::io::Error::last_os_error()));
+            }
+            // SAFETY: `fd` was just opened and is owned by no one else.
+            Ok(unsafe { File::from_raw_fd(fd) })
+        }
+        #[cfg(not(unix))]
+        File::open(&path).map_err(|e| IndexError::io(&path, e))
+    }
+}
+
+/// Maps file `name` of `folder` read-only after checking its length; `None` for an empty file.
+fn map_file(
+    folder: &Folder,
+    name: &str,
+    expected: u64,
+    message: impl Fn(u64) -> String,
+) -> Result<Option<Mmap>> {
+    let path = &folder.path.join(name);
+    let file = folder.file(name)?;
     let found = file.metadata().map_err(|e| IndexError::io(path, e))?.len();
     if found != expected {
         return Err(IndexError::corrupt(path, 0, message(found)));

@@ -54,12 +54,21 @@ enum Source {
 /// *changed* chunks may need embedding, and not even those when a chunk with the same text
 /// hash is already in the index (the vector cache is keyed by model fingerprint + text hash)
 /// or earlier in the new corpus (each distinct text is embedded once).
+///
+/// With precomputed vectors ([`Plan::with_vectors`]) a chunk's identity is its text hash
+/// *and* the SHA-256 of its vector's bytes: a chunk whose vector changed is *changed*, and a
+/// chunk's vector is never taken from another chunk (two chunks with the same text keep
+/// their own vectors).
 #[derive(Debug)]
 pub struct Plan<'a> {
     base: Option<&'a Index>,
     settings: IngestSettings,
     chunks: Vec<ChunkInput>,
     hashes: Vec<TextHash>,
+    /// Per chunk, the hash of its precomputed vector (empty without precomputed vectors).
+    vector_hashes: Vec<TextHash>,
+    /// Precomputed vectors, in corpus order (`None`: the caller embeds [`Plan::to_embed`]).
+    precomputed: Option<Vec<Vec<f32>>>,
     sources: Vec<Source>,
     /// Per chunk: the batch position it keeps (unchanged chunks), or `None` (new batch).
     keep_batch: Vec<Option<u32>>,
@@ -67,7 +76,8 @@ pub struct Plan<'a> {
     changed: Vec<String>,
     removed: Vec<String>,
     unchanged: Vec<String>,
-    /// Chunk positions whose text must be embedded, in corpus order.
+    /// Chunk positions whose vector is new (to embed, or taken from `precomputed`), in
+    /// corpus order.
     to_embed: Vec<usize>,
     reused: usize,
 }
@@ -82,6 +92,55 @@ impl<'a> Plan<'a> {
     pub fn new(
         base: Option<&'a Index>,
         corpus: Vec<ChunkInput>,
+        settings: IngestSettings,
+    ) -> Result<Plan<'a>> {
+        Plan::build(base, corpus, None, settings)
+    }
+
+    /// Like [`Plan::new`], for a corpus that comes with its vectors: `vectors[i]` is the
+    /// vector of `corpus[i]` (any finite, non-zero vector of `settings.dimension`
+    /// components; it is L2-normalised when written).
+    ///
+    /// Each vector's bytes are hashed into its chunk's identity: a chunk is *unchanged* only
+    /// when its text and its vector are, and a chunk's vector is never taken from another
+    /// chunk. Nothing needs embedding ([`Plan::to_embed`] is empty): pass no vectors to
+    /// [`Plan::apply`]. Refuses a vector count other than the corpus's, a wrong dimension
+    /// and a NaN, infinite or all-zero vector ([`IndexError::InvalidVector`] names the
+    /// chunk).
+    pub fn with_vectors(
+        base: Option<&'a Index>,
+        corpus: Vec<ChunkInput>,
+        vectors: Vec<Vec<f32>>,
+        settings: IngestSettings,
+    ) -> Result<Plan<'a>> {
+        if vectors.len() != corpus.len() {
+            return Err(IndexError::VectorCount {
+                expected: corpus.len(),
+                got: vectors.len(),
+            });
+        }
+        for (c, v) in corpus.iter().zip(&vectors) {
+            if v.len() != settings.dimension {
+                return Err(IndexError::DimensionMismatch {
+                    what: format!("vector for chunk {:?}", c.id),
+                    expected: settings.dimension,
+                    got: v.len(),
+                });
+            }
+            if kernel::normalize(v).is_none() {
+                return Err(IndexError::InvalidVector {
+                    what: format!("vector for chunk {:?}", c.id),
+                    problem: "has a NaN or infinite component, or is all zeros".into(),
+                });
+            }
+        }
+        Plan::build(base, corpus, Some(vectors), settings)
+    }
+
+    fn build(
+        base: Option<&'a Index>,
+        corpus: Vec<ChunkInput>,
+        precomputed: Option<Vec<Vec<f32>>>,
         settings: IngestSettings,
     ) -> Result<Plan<'a>> {
         settings.model.validate()?;
@@ -112,11 +171,17 @@ impl<'a> Plan<'a> {
             c.meta.validate(&c.id)?;
         }
         let hashes: Vec<TextHash> = corpus.par_iter().map(|c| TextHash::of(&c.text)).collect();
+        let vector_hashes: Vec<TextHash> = match &precomputed {
+            Some(vectors) => vectors.par_iter().map(|v| TextHash::of_vector(v)).collect(),
+            None => Vec::new(),
+        };
+        // Vectors are shared between chunks by text hash only when a model computes them.
+        let share = precomputed.is_none();
 
         let reuse = base.filter(|_| !settings.full_rebuild);
         // Lookup only (never iterated): the first row holding each text hash.
         let mut stored_by_hash: HashMap<TextHash, usize> = HashMap::new();
-        if let Some(index) = reuse {
+        if let (Some(index), true) = (reuse, share) {
             for (row, e) in index.entries().iter().enumerate() {
                 stored_by_hash.entry(e.text_hash).or_insert(row);
             }
@@ -127,6 +192,8 @@ impl<'a> Plan<'a> {
             settings,
             chunks: Vec::new(),
             hashes: Vec::new(),
+            vector_hashes: Vec::new(),
+            precomputed: None,
             sources: Vec::with_capacity(corpus.len()),
             keep_batch: Vec::with_capacity(corpus.len()),
             added: Vec::new(),
@@ -140,7 +207,10 @@ impl<'a> Plan<'a> {
             let hash = hashes[i];
             let old_row = base.and_then(|b| b.row_of(&c.id));
             let old_hash = old_row.and_then(|r| base.map(|b| b.entry(r).text_hash));
-            let unchanged = old_hash == Some(hash);
+            let old_vector_hash =
+                old_row.and_then(|r| base.and_then(|b| b.entry(r).vector_hash.as_deref().copied()));
+            let vector_hash = vector_hashes.get(i).copied();
+            let unchanged = old_hash == Some(hash) && old_vector_hash == vector_hash;
             match (old_row, unchanged) {
                 (None, _) => plan.added.push(c.id.clone()),
                 (Some(_), false) => plan.changed.push(c.id.clone()),
@@ -161,7 +231,9 @@ impl<'a> Plan<'a> {
                     } else {
                         let slot = plan.to_embed.len();
                         plan.to_embed.push(i);
-                        new_by_hash.insert(hash, slot);
+                        if share {
+                            new_by_hash.insert(hash, slot);
+                        }
                         Source::New(slot)
                     }
                 }
@@ -178,6 +250,8 @@ impl<'a> Plan<'a> {
         drop(positions);
         plan.chunks = corpus;
         plan.hashes = hashes;
+        plan.vector_hashes = vector_hashes;
+        plan.precomputed = precomputed;
         Ok(plan)
     }
 
@@ -208,8 +282,11 @@ impl<'a> Plan<'a> {
 
     /// The texts the caller must embed, in corpus order, each distinct text once:
     /// `(chunk ID of its first occurrence, text)`. Pass their vectors to [`Plan::apply`] in
-    /// this order.
+    /// this order. Empty when the vectors were given ([`Plan::with_vectors`]).
     pub fn to_embed(&self) -> Vec<(&str, &str)> {
+        if self.precomputed.is_some() {
+            return Vec::new();
+        }
         self.to_embed
             .iter()
             .map(|&i| (self.chunks[i].id.as_str(), self.chunks[i].text.as_str()))
@@ -218,6 +295,16 @@ impl<'a> Plan<'a> {
 
     /// Number of texts to embed.
     pub fn embed_count(&self) -> usize {
+        if self.precomputed.is_some() {
+            0
+        } else {
+            self.to_embed.len()
+        }
+    }
+
+    /// Number of vectors [`Plan::apply`] writes that are not copied from the index: the texts
+    /// to embed, or the added and changed chunks' precomputed vectors.
+    pub fn new_vectors(&self) -> usize {
         self.to_embed.len()
     }
 
@@ -233,8 +320,15 @@ impl<'a> Plan<'a> {
 
     /// Writes the new index to `dir` atomically and opens it.
     ///
-    /// `vectors` are the embeddings of [`Plan::to_embed`], in that order (they are
-    /// L2-normalised here; stored vectors are copied verbatim). The index is built in a
+    /// Holds the index's [`crate::WriterLock`] while writing (taking it, waiting up to
+    /// [`crate::DEFAULT_LOCK_WAIT`], unless the caller holds it already) and refuses
+    /// ([`IndexError::Conflict`]) when the index at `dir` is no longer the one the plan was
+    /// made from. To update an index without ever meeting a conflict, take the lock before
+    /// opening it.
+    ///
+    /// `vectors` are the embeddings of [`Plan::to_embed`], in that order (none for a plan
+    /// made with [`Plan::with_vectors`]); they are L2-normalised here, stored vectors are
+    /// copied verbatim. The index is built in a
     /// temporary folder beside `dir`, synced, then swapped in: on any error (or a crash) the
     /// old index at `dir` is untouched. Same plan, vectors and batch give byte-identical
     /// files, whatever the number of threads.
@@ -245,15 +339,19 @@ impl<'a> Plan<'a> {
         dir: &Path,
     ) -> Result<Index> {
         let dim = self.settings.dimension;
-        if vectors.len() != self.to_embed.len() {
+        if vectors.len() != self.embed_count() {
             return Err(IndexError::VectorCount {
-                expected: self.to_embed.len(),
+                expected: self.embed_count(),
                 got: vectors.len(),
             });
         }
         crate::manifest::check_sha256(&batch.corpus_hash, "corpus hash")?;
+        let vectors: Vec<&[f32]> = match &self.precomputed {
+            Some(given) => self.to_embed.iter().map(|&i| given[i].as_slice()).collect(),
+            None => vectors.iter().map(AsRef::as_ref).collect(),
+        };
         for (slot, v) in vectors.iter().enumerate() {
-            let got = v.as_ref().len();
+            let got = v.len();
             if got != dim {
                 return Err(IndexError::DimensionMismatch {
                     what: format!("vector for chunk {:?}", self.chunks[self.to_embed[slot]].id),
@@ -269,7 +367,7 @@ impl<'a> Plan<'a> {
         let ok: Vec<bool> = fresh
             .par_chunks_mut(dim.max(1))
             .zip(vectors.par_iter())
-            .map(|(out, v)| kernel::normalize_into(v.as_ref(), out))
+            .map(|(out, v)| kernel::normalize_into(v, out))
             .collect();
 
         // Batches: history kept, unless the index is rebuilt in full.
@@ -299,6 +397,31 @@ impl<'a> Plan<'a> {
         let mut order: Vec<usize> = (0..self.chunks.len()).collect();
         order.sort_unstable_by(|&a, &b| self.chunks[a].id.cmp(&self.chunks[b].id));
 
+        // One writer at a time: take the lock unless the caller holds it (and then opened
+        // `base` under it), and refuse to overwrite a batch committed since `base` was read.
+        let _lock = if crate::lock::held_by_us(dir)? {
+            None
+        } else {
+            Some(crate::lock::WriterLock::acquire(
+                dir,
+                crate::lock::DEFAULT_LOCK_WAIT,
+            )?)
+        };
+        if let Some(index) = self.base.filter(|b| b.dir() == dir) {
+            let current = Manifest::read(dir).ok();
+            if current.as_ref() != Some(index.manifest()) {
+                return Err(IndexError::Conflict {
+                    path: dir.join(files::MANIFEST),
+                });
+            }
+        }
+        // Stored vectors are copied into the new version and re-hashed there: check them
+        // against the old manifest first, so that damage is reported, never laundered.
+        if let Some(index) = self.base {
+            if self.sources.iter().any(|s| matches!(s, Source::Stored(_))) {
+                index.verify()?;
+            }
+        }
         let target = AtomicDir::create(dir)?;
         let result = self.write_files(&target, &order, &fresh, &ok, batch_pos, &batches);
         let file_records = match result {
@@ -386,6 +509,7 @@ impl<'a> Plan<'a> {
             let line = ChunkLine {
                 id: c.id.clone(),
                 text_hash: self.hashes[i].to_string(),
+                vector_hash: self.vector_hashes.get(i).map(ToString::to_string),
                 batch,
                 ingest_batch: b.name.clone(),
                 ingested_at: b.time.clone(),

@@ -29,6 +29,7 @@ mod filter;
 mod index;
 mod ingest;
 mod kernel;
+mod lock;
 mod manifest;
 pub mod retriever;
 mod search;
@@ -40,6 +41,7 @@ pub use filter::Filter;
 pub use index::{ChunkRef, Index};
 pub use ingest::{BatchInfo, IngestSettings, Plan};
 pub use kernel::{dot, normalize};
+pub use lock::{WriterLock, DEFAULT_LOCK_WAIT};
 pub use manifest::{
     files, BatchRecord, EmbeddedField, FileRecord, Manifest, Metric, ModelFingerprint, FORMAT_NAME,
     FORMAT_VERSION,

@@ -104,7 +104,8 @@ pub struct BatchRecord {
     pub removed: usize,
     /// Chunks kept as they were (same ID, same text hash).
     pub unchanged: usize,
-    /// Distinct texts that the caller embedded for this batch.
+    /// Vectors new in this batch: distinct texts the caller embedded, or the precomputed
+    /// vectors of added and changed chunks.
     pub embedded: usize,
     /// Added or changed chunks whose vector was found in the index by text hash.
     pub reused: usize,
@@ -168,7 +169,13 @@ impl Manifest {
     pub fn read(dir: &Path) -> Result<Manifest> {
         let path = dir.join(files::MANIFEST);
         let bytes = std::fs::read(&path).map_err(|e| IndexError::io(&path, e))?;
-        let value: Value = serde_json::from_slice(&bytes)
+        Manifest::parse(&path, &bytes)
+    }
+
+    /// Parses and checks the bytes of a `manifest.json` read from `path` (named in errors).
+    pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<Manifest> {
+        let path = path.to_path_buf();
+        let value: Value = serde_json::from_slice(bytes)
             .map_err(|e| IndexError::corrupt(&path, e.line(), format!("invalid JSON: {e}")))?;
         let Some(object) = value.as_object() else {
             return Err(IndexError::corrupt(&path, 0, "expected a JSON object"));

@@ -447,6 +447,8 @@ impl Index {
     fn search_batch_with(&self, queries: &[Query<'_>], engine: Kernel) -> Result<Vec<QueryResult>> {
         let dim = self.dimension();
         let n = self.len();
+        // A damaged vector must not rank (a NaN scores below everything, silently).
+        self.check_vectors()?;
         // Validate and normalise the queries.
         let mut normalised = Vec::with_capacity(queries.len());
         for (i, q) in queries.iter().enumerate() {
@@ -574,6 +576,28 @@ impl Index {
         let counts: Vec<u64> = (0..plan.targets.len())
             .map(|t| state.count(&plan, t))
             .collect();
+        // Scores are finite for finite unit vectors; anything else is an error, never a rank.
+        let not_finite = plan
+            .targets
+            .iter()
+            .map(|t| (t.row, t.score))
+            .chain(
+                state
+                    .top
+                    .iter()
+                    .flat_map(|t| t.heap.iter().map(|c| (c.row, c.score))),
+            )
+            .find(|(_, score)| !score.is_finite());
+        if let Some((row, score)) = not_finite {
+            return Err(IndexError::corrupt(
+                &self.dir().join(crate::manifest::files::VECTORS),
+                0,
+                format!(
+                    "row {row} (chunk \"{}\") scores {score}: the vector is damaged",
+                    veredicto_core::redact::short(&self.entry(row as usize).id)
+                ),
+            ));
+        }
         Ok(state
             .top
             .into_iter()

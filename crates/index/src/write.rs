@@ -57,7 +57,13 @@ impl AtomicDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(IndexError::io(dest, e)),
         }
-        fs::create_dir_all(&parent).map_err(|e| IndexError::io(&parent, e))?;
+        if !parent.is_dir() {
+            fs::create_dir_all(&parent).map_err(|e| IndexError::io(&parent, e))?;
+            // The new folder's entry must survive a crash too.
+            if let Some(grand) = parent.parent().filter(|g| !g.as_os_str().is_empty()) {
+                sync_dir(grand)?;
+            }
+        }
         let pid = std::process::id();
         loop {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);

@@ -208,11 +208,13 @@ fn an_error_mid_apply_leaves_the_old_index_untouched() {
     );
     assert_eq!(files_of(&dir), before, "old index changed");
     // No temporary folder is left behind.
-    let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
+    let mut leftovers: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(leftovers, ["idx"]);
+    leftovers.sort();
+    // The writer lock file stays beside the index (empty of meaning once released).
+    assert_eq!(leftovers, [".idx.lock", "idx"]);
     // The old index still opens and searches.
     let reopened = Index::open(&dir).unwrap();
     assert_eq!(reopened.len(), 20);
@@ -230,11 +232,13 @@ fn replacing_swaps_the_folder_and_refuses_foreign_folders() {
     assert_eq!(new.len(), 8);
     assert_eq!(old.vector(0), first.as_slice());
     assert_eq!(Index::open(&dir).unwrap().len(), 8);
-    let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
+    let mut leftovers: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(leftovers, ["idx"]);
+    leftovers.sort();
+    // The writer lock file stays beside the index (empty of meaning once released).
+    assert_eq!(leftovers, [".idx.lock", "idx"]);
 
     // A folder with other things in it is not replaced.
     let foreign = tmp.path().join("docs");

@@ -1,0 +1,59 @@
+//! `veredicto index`: maintenance of an index folder (`verify`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use veredicto_index::Index;
+
+#[derive(Debug, clap::Args)]
+pub struct IndexArgs {
+    #[command(subcommand)]
+    pub command: IndexCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum IndexCommand {
+    /// Check every file of an index against its manifest (sizes, SHA-256, finite unit
+    /// vectors): exit 0 when intact, 2 naming the first file that is not.
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// The index folder.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        IndexCommand::Verify(v) => verify(v),
+    }
+}
+
+fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let index = Index::open(&args.dir)?;
+    index.verify()?;
+    let files = &index.manifest().files;
+    let bytes: u64 = files.values().map(|f| f.bytes).sum();
+    let text = if args.json {
+        let summary = serde_json::json!({
+            "index": args.dir.display().to_string(),
+            "ok": true,
+            "chunks": index.len(),
+            "files": files,
+        });
+        format!("{}\n", serde_json::to_string_pretty(&summary)?)
+    } else {
+        format!(
+            "{}: ok: {} chunks; {} files ({bytes} bytes) match the manifest's SHA-256; every vector is finite and normalised\n",
+            veredicto_core::redact::escape_control(&args.dir.display().to_string()),
+            index.len(),
+            files.len(),
+        )
+    };
+    crate::output::print_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,184 @@
+//! A damaged index never gives a result silently.
+//!
+//! Regression tests: byte mutations of `vectors.f32` were accepted (651 of 1,000), and a NaN
+//! row was ranked first with no score. Now `verify` catches every mutation, the check run
+//! before the first search catches every mutation that changes a vector's length, search
+//! never returns a non-finite score, and ingest refuses to copy damaged vectors.
+
+mod common;
+
+use common::*;
+use veredicto_index::*;
+
+fn items(n: usize, dim: usize) -> Vec<(String, Vec<f32>)> {
+    (0..n)
+        .map(|i| {
+            let v: Vec<f32> = (0..dim)
+                .map(|d| ((i * 7 + d * 3) % 11) as f32 - 4.5)
+                .collect();
+            (format!("c{i:03}"), v)
+        })
+        .collect()
+}
+
+#[test]
+fn every_byte_mutation_of_vectors_is_caught_by_verify_and_search_never_ranks_garbage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("kb");
+    build(&dir, &items(64, 8), |_| ChunkMeta::default());
+    let vpath = dir.join(files::VECTORS);
+    let clean = std::fs::read(&vpath).unwrap();
+    let query = [0.3f32, -0.2, 0.9, 0.1, 0.0, 0.4, -0.7, 0.2];
+    let ids: Vec<String> = vec!["c000".into(), "c031".into(), "c063".into()];
+    let mut seed = 42u64;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 33
+    };
+    let trials = 1000;
+    let (mut by_verify, mut by_search) = (0, 0);
+    for _ in 0..trials {
+        let at = (next() as usize) % clean.len();
+        let flip = 1 + (next() % 255) as u8;
+        let mut bytes = clean.clone();
+        bytes[at] ^= flip;
+        std::fs::write(&vpath, &bytes).unwrap();
+        // Sizes are unchanged: the index opens.
+        let index = Index::open(&dir).unwrap();
+        if index.verify().is_err() {
+            by_verify += 1;
+        }
+        let q = Query {
+            vector: &query,
+            k: 10,
+            filter: None,
+            rank_ids: &ids,
+        };
+        let fresh = Index::open(&dir).unwrap();
+        match fresh.search_batch(&[q]) {
+            Err(e) => {
+                assert!(e.to_string().contains("vectors.f32"), "{e}");
+                by_search += 1;
+            }
+            Ok(results) => {
+                // Whatever passes the cheap check still gives finite scores only.
+                for r in &results {
+                    assert!(r.hits.iter().all(|h| h.score.is_finite()));
+                    assert!(r
+                        .ranks
+                        .iter()
+                        .all(|k| k.score().is_some_and(f32::is_finite)));
+                }
+            }
+        }
+    }
+    std::fs::write(&vpath, &clean).unwrap();
+    eprintln!(
+        "vectors.f32 byte mutations: {trials}; caught by verify: {by_verify}; \
+         caught by the check before the first search: {by_search}"
+    );
+    assert_eq!(by_verify, trials, "verify must catch every mutation");
+    assert!(by_search > 0);
+}
+
+#[test]
+fn a_nan_vector_is_an_error_never_rank_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("kb");
+    build(&dir, &items(20, 4), |_| ChunkMeta::default());
+    let vpath = dir.join(files::VECTORS);
+    let mut bytes = std::fs::read(&vpath).unwrap();
+    // Row 5, component 2 := NaN.
+    let at = (5 * 4 + 2) * 4;
+    bytes[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(&vpath, &bytes).unwrap();
+    let index = Index::open(&dir).unwrap();
+    let e = index
+        .rank_of(&[1.0, 0.0, 0.0, 0.0], "c005", None)
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, IndexError::Corrupt { .. }), "{text}");
+    assert!(
+        text.contains("vectors.f32") && text.contains("row 5") && text.contains("c005"),
+        "{text}"
+    );
+    assert!(index.search(&[1.0, 0.0, 0.0, 0.0], 3, None).is_err());
+    let e = index.verify().unwrap_err();
+    assert!(e.to_string().contains("vectors.f32"), "{e}");
+}
+
+#[test]
+fn chunk_table_and_manifest_damage_is_caught_on_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("kb");
+    build(&dir, &items(10, 4), |_| ChunkMeta::default());
+    // Same size, one character changed: caught by the hash checked on every open.
+    let cpath = dir.join(files::CHUNKS);
+    let clean = std::fs::read_to_string(&cpath).unwrap();
+    // A hex digit of a text hash: still a valid line, so only the hash can tell.
+    let at = clean.find("sha256:").unwrap() + 7;
+    let digit = if &clean[at..at + 1] == "0" { "1" } else { "0" };
+    let changed = format!("{}{digit}{}", &clean[..at], &clean[at + 1..]);
+    assert_eq!(changed.len(), clean.len());
+    std::fs::write(&cpath, &changed).unwrap();
+    let e = Index::open(&dir).unwrap_err();
+    assert!(
+        e.to_string().contains("chunks.jsonl") && e.to_string().contains("does not match"),
+        "{e}"
+    );
+    // Same lines, one more space inside the last one: caught by the size.
+    let spaced = format!("{} }}\n", clean.trim_end().trim_end_matches('}'));
+    std::fs::write(&cpath, &spaced).unwrap();
+    let e = Index::open(&dir).unwrap_err();
+    assert!(
+        e.to_string().contains("chunks.jsonl") && e.to_string().contains("bytes"),
+        "{e}"
+    );
+    std::fs::write(&cpath, &clean).unwrap();
+    Index::open(&dir).unwrap().verify().unwrap();
+
+    // The manifest's record of vectors.f32 disagreeing with count × dimension.
+    let mpath = dir.join(files::MANIFEST);
+    let manifest = std::fs::read_to_string(&mpath).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    value["files"]["vectors.f32"]["bytes"] = serde_json::json!(4);
+    std::fs::write(&mpath, value.to_string()).unwrap();
+    let e = Index::open(&dir).unwrap_err();
+    assert!(e.to_string().contains("manifest.json"), "{e}");
+    // A data file missing from `files`.
+    value = serde_json::from_str(&manifest).unwrap();
+    value["files"]
+        .as_object_mut()
+        .unwrap()
+        .remove("records.jsonl");
+    std::fs::write(&mpath, value.to_string()).unwrap();
+    assert!(Index::open(&dir).is_err());
+    std::fs::write(&mpath, &manifest).unwrap();
+    Index::open(&dir).unwrap().verify().unwrap();
+}
+
+#[test]
+fn ingest_refuses_to_copy_damaged_vectors_into_a_new_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("kb");
+    build(&dir, &items(10, 4), |_| ChunkMeta::default());
+    let vpath = dir.join(files::VECTORS);
+    let mut bytes = std::fs::read(&vpath).unwrap();
+    bytes[17] ^= 0x80; // a sign bit: the norm is unchanged, only the hash sees it
+    std::fs::write(&vpath, &bytes).unwrap();
+    let before = std::fs::read(dir.join(files::MANIFEST)).unwrap();
+    let base = Index::open(&dir).unwrap();
+    let corpus: Vec<ChunkInput> = base
+        .chunks()
+        .map(|c| ChunkInput::new(c.id(), format!("text of {}", c.id())))
+        .collect();
+    let plan = Plan::new(Some(&base), corpus, settings(4, 1)).unwrap();
+    assert_eq!(plan.embed_count(), 0);
+    let e = plan
+        .apply(&[] as &[Vec<f32>], &batch("b2", "t"), &dir)
+        .unwrap_err();
+    assert!(e.to_string().contains("vectors.f32"), "{e}");
+    assert_eq!(std::fs::read(dir.join(files::MANIFEST)).unwrap(), before);
+}
