@@ -7,6 +7,7 @@ mod bundle;
 mod compare;
 mod error;
 mod impact;
+mod jsonl;
 mod judge;
 mod load;
 mod metrics;
@@ -23,6 +24,7 @@ pub use bundle::{build_package, PackageInputs};
 pub use compare::{compare, AnswerComparison, Comparison, NotCompared};
 pub use error::{GroundingError, Issue};
 pub use impact::{impact, load_sources, Impact, SourceSet};
+pub use jsonl::{parse_log, AppendReport, LogRead, TornTail};
 pub use judge::{
     judge_inputs, judge_method, judge_user_message, parse_judge_reply, JudgeInput, JudgeVerdict,
     JUDGE_SYSTEM_PROMPT, JUDGE_VERSION,
@@ -35,13 +37,16 @@ pub use package::{
     ManifestEntry, MissingPart, MANIFEST, MANIFEST_HASH,
 };
 pub use policy::{load_policy, violations, GroundingPolicy};
-pub use review::{append_review, new_review, read_reviews, review_log_path, ReviewRecord};
+pub use review::{
+    append_review, new_review, parse_review_log, read_review_log, read_reviews, review_log_path,
+    ReviewRecord,
+};
 pub use scifact::scifact_cases;
 pub use sheet::{build_sheet, effective_support, to_csv, to_html, to_json, to_markdown, SheetRow};
 
 pub use suggest::{
-    append_suggestions, label_to_support, nli_inputs, read_suggestions, softmax,
-    suggestion_log_path, suggestion_pairs, SuggestionRecord, NLI_METHOD,
+    append_suggestions, label_to_support, nli_inputs, read_suggestion_log, read_suggestions,
+    softmax, suggestion_log_path, suggestion_pairs, SuggestionRecord, NLI_METHOD,
 };
 
 /// The JSON Schema of case files (same text as `docs/grounding-schema.json`).
