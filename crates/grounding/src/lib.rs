@@ -13,6 +13,7 @@ mod load;
 mod metrics;
 mod model;
 mod package;
+mod package_read;
 mod policy;
 mod review;
 mod scifact;
@@ -33,8 +34,14 @@ pub use load::{load_cases, parse_cases, passage_hash, validate};
 pub use metrics::{answer_metrics, claim_supported, document_recall_at, AnswerMetrics};
 pub use model::*;
 pub use package::{
-    read_package, seal, sha256_hex, tar_gz, verify_files, write_dir, Files, Manifest,
-    ManifestEntry, MissingPart, MANIFEST, MANIFEST_HASH,
+    check_recorded_run, members_of, seal, seal_run, sha256_hex, tar_gz, unsafe_member_path,
+    verify_files, write_dir, Files, Manifest, ManifestEntry, ManifestRun, Member, Members,
+    MissingPart, RecordedRun, Verification, MANIFEST, MANIFEST_HASH, PACKAGE_FORMAT,
+};
+pub use package_read::{
+    read_package, read_package_bytes, read_package_with, scan_package, scan_tar_gz, verify_package,
+    verify_package_bytes, ReadLimits, Scan, DEFAULT_MAX_MEMBERS, DEFAULT_MAX_MEMBER_BYTES,
+    DEFAULT_MAX_TOTAL_BYTES,
 };
 pub use policy::{load_policy, violations, GroundingPolicy};
 pub use review::{
