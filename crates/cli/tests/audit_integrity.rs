@@ -145,3 +145,133 @@ fn torn_review_tail_is_reported_and_quarantined_keeping_complete_records() {
         stderr(&o)
     );
 }
+
+#[test]
+fn verify_with_history_catches_a_manifest_rehashed_by_an_attacker() {
+    use veredicto_grounding as g;
+    let dir = tempfile::tempdir().expect("tmp");
+    let cases = copy_example(dir.path(), "q017.yaml");
+    let hist = dir.path().join("h.db");
+    let o = veredicto(&["audit", "record", s(&cases), "--history", s(&hist)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let id = stdout(&o).trim().to_string();
+    let mut args = review_args(&id, "ana", "scope");
+    args.extend(["--history", s(&hist)]);
+    let o = veredicto(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let pkg = dir.path().join("pkg");
+    let o = veredicto(&[
+        "audit",
+        "package",
+        &id,
+        "--out",
+        s(&pkg),
+        "--history",
+        s(&hist),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    let o = veredicto(&["audit", "verify", s(&pkg), "--history", s(&hist)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let text = stdout(&o);
+    assert!(text.contains(&format!("checked: audit run {id}")), "{text}");
+    assert!(text.contains("first 1 of 1 review"), "{text}");
+    // Without a history the run binding is reported as not checked.
+    let o = veredicto(&["audit", "verify", s(&pkg), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["run"], serde_json::json!(id));
+    assert!(v["not_checked"].to_string().contains("--history"), "{v}");
+
+    // The attacker rewrites the verdict and re-hashes the manifest.
+    let files = g::read_package(&pkg).expect("read");
+    let m: g::Manifest = serde_json::from_slice(&files[g::MANIFEST]).expect("manifest");
+    let mut forged = files.clone();
+    let reviews = String::from_utf8(files["reviews.jsonl"].clone()).expect("utf-8");
+    forged.insert(
+        "reviews.jsonl".into(),
+        reviews
+            .replace("partially_supported", "supported")
+            .into_bytes(),
+    );
+    let forged = g::seal_run(forged, &m.tool_version, m.missing.clone(), m.run.clone());
+    let fpkg = dir.path().join("forged");
+    g::write_dir(&fpkg, &forged).expect("write");
+    let o = veredicto(&["audit", "verify", s(&fpkg), "--history", s(&hist)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("reviews.jsonl is not the run's review records"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn verify_of_a_gzip_bomb_stops_at_the_member_limit() {
+    use veredicto_grounding as g;
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut files = g::Files::new();
+    files.insert("bomb".into(), vec![0u8; 4 << 20]);
+    let tgz = dir.path().join("b.tar.gz");
+    std::fs::write(&tgz, g::tar_gz(&files).expect("tar")).expect("write");
+    let o = veredicto(&["audit", "verify", s(&tgz), "--max-member-bytes", "1048576"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("b.tar.gz") && err.contains("limit of 1048576 bytes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn verify_of_a_duplicated_member_says_not_verified() {
+    use veredicto_grounding as g;
+    let dir = tempfile::tempdir().expect("tmp");
+    let cases = copy_example(dir.path(), "q017.yaml");
+    let tgz = dir.path().join("p.tar.gz");
+    let o = veredicto(&["audit", "package", s(&cases), "--out", s(&tgz)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let files = g::read_package(&tgz).expect("read");
+    // The tampered copy first, then every original member.
+    let gz = flate2_free_tar(&files);
+    std::fs::write(&tgz, gz).expect("write");
+    let o = veredicto(&["audit", "verify", s(&tgz)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("appears more than once"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// A tar.gz whose first member is a tampered `sheet.csv`, followed by the package, built with
+/// the system `tar` and `gzip` (the test crate has no tar dependency of its own).
+fn flate2_free_tar(files: &veredicto_grounding::Files) -> Vec<u8> {
+    let dir = tempfile::tempdir().expect("tmp");
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    std::fs::create_dir_all(&a).expect("mkdir");
+    std::fs::write(a.join("sheet.csv"), "tampered").expect("write");
+    veredicto_grounding::write_dir(&b, files).expect("write");
+    let tar = dir.path().join("p.tar");
+    let names: Vec<&str> = files.keys().map(String::as_str).collect();
+    let st = Command::new("tar")
+        .arg("-cf")
+        .arg(&tar)
+        .arg("-C")
+        .arg(&a)
+        .arg("sheet.csv")
+        .arg("-C")
+        .arg(&b)
+        .args(&names)
+        .status()
+        .expect("tar");
+    assert!(st.success());
+    let out = Command::new("gzip")
+        .arg("-c")
+        .arg(&tar)
+        .output()
+        .expect("gzip");
+    assert!(out.status.success());
+    out.stdout
+}

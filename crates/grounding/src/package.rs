@@ -308,15 +308,20 @@ pub fn check_recorded_run(v: &mut Verification, run: Option<RecordedRun<'_>>, hi
         return;
     };
     let mut ok = Vec::new();
-    if run.cases_sha256 != mrun.cases_sha256 {
+    // Histories may write the digest as `sha256:<hex>`.
+    let recorded = run
+        .cases_sha256
+        .strip_prefix("sha256:")
+        .unwrap_or(run.cases_sha256);
+    if recorded != mrun.cases_sha256 {
         v.differences.push(format!(
             "run {}: the history's case file has SHA-256 {}, the package's {}",
             run.id,
-            run.cases_sha256,
+            short(recorded),
             short(&mrun.cases_sha256)
         ));
     } else {
-        ok.push(format!("case file SHA-256 {}", run.cases_sha256));
+        ok.push(format!("case file SHA-256 {recorded}"));
     }
     for (file, lines, what) in [
         ("reviews.jsonl", run.reviews, "review"),
