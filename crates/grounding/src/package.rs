@@ -381,12 +381,12 @@ pub(crate) fn verification(
     let files = members.len();
     let mut checked = vec![
         structure.to_string(),
-        format!("{MANIFEST_HASH} matches {MANIFEST}"),
-        format!("{files} files: each listed file's size and SHA-256, none missing, none extra"),
+        format!("{MANIFEST_HASH} against the SHA-256 of {MANIFEST}"),
+        format!("{files} files against the manifest: size and SHA-256 of each, missing, extra"),
     ];
     let mut not_checked = vec![format!(
         "who made the package: {MANIFEST_HASH} is a checksum, not a signature; whoever changes \
-         files can re-hash the manifest, which only the history check below can catch"
+         files can re-hash the manifest, which only a check against the history can catch"
     )];
     let run = manifest.as_ref().and_then(|m| m.run.clone());
     match &run {
