@@ -270,19 +270,132 @@ impl<R: Read> Read for Capped<R> {
     }
 }
 
-fn entry_kind(t: tar::EntryType) -> &'static str {
+/// What a tar type flag is, for messages (regular files are `'0'` and NUL).
+fn entry_kind(t: u8) -> &'static str {
     match t {
-        tar::EntryType::Symlink => "a symbolic link",
-        tar::EntryType::Link => "a hard link",
-        tar::EntryType::Fifo => "a FIFO",
-        tar::EntryType::Char | tar::EntryType::Block => "a device",
-        tar::EntryType::Directory => "a directory entry",
-        tar::EntryType::GNUSparse => "a sparse file",
+        b'2' => "a symbolic link",
+        b'1' => "a hard link",
+        b'6' => "a FIFO",
+        b'3' | b'4' => "a device",
+        b'5' => "a directory entry",
+        b'S' => "a sparse file",
         _ => "not a regular file",
     }
 }
 
-/// Reads a `.tar.gz` package from `r` (`path` names it in messages).
+/// Largest GNU long-name / long-link or PAX extended header read (they are held in memory).
+const MAX_EXTENSION_BYTES: u64 = 64 * 1024;
+const BLOCK: usize = 512;
+
+/// An octal (or GNU base-256) number field of a tar header.
+fn tar_number(f: &[u8]) -> Option<u64> {
+    if f.first().is_some_and(|b| b & 0x80 != 0) {
+        let mut v: u64 = u64::from(f[0] & 0x7f);
+        for &b in &f[1..] {
+            v = v.checked_mul(256)?.checked_add(u64::from(b))?;
+        }
+        return Some(v);
+    }
+    let t: Vec<u8> = f
+        .iter()
+        .copied()
+        .take_while(|&b| b != 0)
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    if t.is_empty() {
+        return Some(0);
+    }
+    u64::from_str_radix(std::str::from_utf8(&t).ok()?, 8).ok()
+}
+
+fn cstr(f: &[u8]) -> &[u8] {
+    &f[..f.iter().position(|&b| b == 0).unwrap_or(f.len())]
+}
+
+/// Reads exactly `buf.len()` bytes; `Ok(false)` at a clean end of stream before the first byte.
+fn read_block(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the archive ends inside a block",
+                ))
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Reads `n` bytes of `r` and the padding to the next block, into a bounded buffer.
+fn read_padded(r: &mut impl Read, n: u64) -> std::io::Result<Vec<u8>> {
+    let padded = n.div_ceil(BLOCK as u64) * BLOCK as u64;
+    let mut v = vec![0u8; padded as usize];
+    if !read_block(r, &mut v)? && padded > 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the archive ends inside an entry",
+        ));
+    }
+    v.truncate(n as usize);
+    Ok(v)
+}
+
+/// Skips the padding after `n` data bytes.
+fn skip_padding(r: &mut impl Read, n: u64) -> std::io::Result<()> {
+    let pad = (BLOCK as u64 - n % BLOCK as u64) % BLOCK as u64;
+    let mut b = [0u8; BLOCK];
+    if pad > 0 && !read_block(r, &mut b[..pad as usize])? {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the archive ends inside an entry",
+        ));
+    }
+    Ok(())
+}
+
+/// `path` and `size` of PAX records (`"<len> <key>=<value>\n"`).
+fn pax_records(data: &[u8]) -> std::io::Result<(Option<Vec<u8>>, Option<u64>)> {
+    let bad = || std::io::Error::other("malformed PAX extended header");
+    let (mut path, mut size) = (None, None);
+    let mut rest = data;
+    while !rest.is_empty() {
+        let sp = rest.iter().position(|&b| b == b' ').ok_or_else(bad)?;
+        let len: usize = std::str::from_utf8(&rest[..sp])
+            .ok()
+            .and_then(|x| x.parse().ok())
+            .ok_or_else(bad)?;
+        if len <= sp + 1 || len > rest.len() || rest[len - 1] != b'\n' {
+            return Err(bad());
+        }
+        let rec = &rest[sp + 1..len - 1];
+        let eq = rec.iter().position(|&b| b == b'=').ok_or_else(bad)?;
+        let (k, v) = (&rec[..eq], &rec[eq + 1..]);
+        match k {
+            b"path" => path = Some(v.to_vec()),
+            b"size" => {
+                size = Some(
+                    std::str::from_utf8(v)
+                        .ok()
+                        .and_then(|x| x.parse().ok())
+                        .ok_or_else(bad)?,
+                )
+            }
+            _ => {}
+        }
+        rest = &rest[len..];
+    }
+    Ok((path, size))
+}
+
+/// Reads a `.tar.gz` package from `r` (`path` names it in messages). The tar stream is parsed
+/// here, strictly: header checksums are checked, GNU long names and PAX `path` / `size`
+/// records are honoured (each extension at most 64 KiB), and member data is streamed.
 pub fn scan_tar_gz<R: BufRead>(
     path: &Path,
     r: R,
@@ -290,7 +403,7 @@ pub fn scan_tar_gz<R: BufRead>(
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<Scan, GroundingError> {
     let hit = Rc::new(Cell::new(false));
-    let capped = Capped {
+    let mut s = Capped {
         inner: flate2::bufread::GzDecoder::new(r),
         left: limits.max_total_bytes,
         hit: hit.clone(),
@@ -311,42 +424,118 @@ pub fn scan_tar_gz<R: BufRead>(
         archive: true,
         ..Scan::default()
     };
-    let mut a = tar::Archive::new(capped);
     let mut count = 0usize;
-    for e in a.entries().map_err(fail)? {
-        let mut e = e.map_err(fail)?;
+    let mut long_name: Option<Vec<u8>> = None;
+    let mut pax: (Option<Vec<u8>>, Option<u64>) = (None, None);
+    let mut h = [0u8; BLOCK];
+    let mut offset = 0u64;
+    loop {
+        if !read_block(&mut s, &mut h).map_err(fail)? {
+            // No end-of-archive marker: every entry was complete, the marker is missing.
+            scan.problems
+                .push("the archive has no end-of-archive marker".to_string());
+            break;
+        }
+        if h.iter().all(|&b| b == 0) {
+            break;
+        }
+        let at = offset;
+        let stored = tar_number(&h[148..156]);
+        let sum: u64 = h
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                if (148..156).contains(&i) {
+                    32
+                } else {
+                    u64::from(b)
+                }
+            })
+            .sum();
+        if stored != Some(sum) {
+            return Err(fail(std::io::Error::other(format!(
+                "bad header checksum at byte {at}"
+            ))));
+        }
         count += 1;
         if count > limits.max_members {
             return Err(pkg_err(
                 path,
                 format!(
-                    "more than {} members (raise the limit with --max-members)",
+                    "more than {} entries (raise the limit with --max-members)",
                     limits.max_members
                 ),
             ));
         }
-        let raw = e.path_bytes().into_owned();
+        let header_size = tar_number(&h[124..136]).ok_or_else(|| {
+            fail(std::io::Error::other(format!(
+                "bad size field at byte {at}"
+            )))
+        })?;
+        let t = h[156];
+        let size = match t {
+            b'L' | b'K' | b'x' | b'g' => header_size,
+            _ => pax.1.take().unwrap_or(header_size),
+        };
+        offset += BLOCK as u64 + size.div_ceil(BLOCK as u64) * BLOCK as u64;
+        if matches!(t, b'L' | b'K' | b'x' | b'g') {
+            if size > MAX_EXTENSION_BYTES {
+                return Err(fail(std::io::Error::other(format!(
+                    "an extended header of {size} bytes at byte {at} (at most {MAX_EXTENSION_BYTES})"
+                ))));
+            }
+            let data = read_padded(&mut s, size).map_err(fail)?;
+            match t {
+                b'L' => long_name = Some(cstr(&data).to_vec()),
+                b'x' => pax = pax_records(&data).map_err(fail)?,
+                _ => {}
+            }
+            continue;
+        }
+        let raw = match (pax.0.take(), long_name.take()) {
+            (Some(p), _) => p,
+            (None, Some(l)) => l,
+            (None, None) => {
+                let name = cstr(&h[0..100]);
+                let prefix = cstr(&h[345..500]);
+                if &h[257..263] == b"ustar\0" && !prefix.is_empty() {
+                    let mut p = prefix.to_vec();
+                    p.push(b'/');
+                    p.extend_from_slice(name);
+                    p
+                } else {
+                    name.to_vec()
+                }
+            }
+        };
         let name = String::from_utf8_lossy(&raw).into_owned();
-        let t = e.header().entry_type();
-        if t != tar::EntryType::Regular {
-            scan.problems.push(format!(
+        let problem = if t != b'0' && t != 0 {
+            Some(format!(
                 "member {} is {}: only regular files are accepted",
                 short(&name),
                 entry_kind(t)
-            ));
+            ))
+        } else if std::str::from_utf8(&raw).is_err() {
+            Some(format!("member name is not UTF-8: {}", short(&name)))
+        } else {
+            unsafe_member_path(&name)
+                .map(|why| format!("unsafe member path `{}`: {why}", short(&name)))
+        };
+        if let Some(p) = problem {
+            scan.problems.push(p);
+            // Skip its data (links and devices normally have none).
+            let mut rest = (&mut s).take(size);
+            std::io::copy(&mut rest, &mut std::io::sink()).map_err(fail)?;
+            if rest.limit() > 0 {
+                return Err(fail(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the archive ends inside an entry",
+                )));
+            }
+            skip_padding(&mut s, size).map_err(fail)?;
             continue;
         }
-        if std::str::from_utf8(&raw).is_err() {
-            scan.problems
-                .push(format!("member name is not UTF-8: {}", short(&name)));
-            continue;
-        }
-        if let Some(why) = unsafe_member_path(&name) {
-            scan.problems
-                .push(format!("unsafe member path `{}`: {why}", short(&name)));
-            continue;
-        }
-        if e.size() > limits.max_member_bytes {
+        if size > limits.max_member_bytes {
             return Err(too_big(
                 path,
                 &format!("member {}", short(&name)),
@@ -354,11 +543,18 @@ pub fn scan_tar_gz<R: BufRead>(
                 "--max-member-bytes",
             ));
         }
-        let (m, kept) = match read_member(path, &name, &mut e, limits.max_member_bytes, keep(&name))
-        {
+        let mut body = (&mut s).take(size);
+        let (m, kept) = match read_member(path, &name, &mut body, size, keep(&name)) {
             Err(_) if hit.get() => return Err(fail(std::io::Error::other("limit"))),
             x => x?,
         };
+        if m.bytes != size {
+            return Err(fail(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("the archive ends inside member {}", short(&name)),
+            )));
+        }
+        skip_padding(&mut s, size).map_err(fail)?;
         if scan.members.contains_key(&name) {
             scan.problems.push(format!(
                 "member {} appears more than once (an extracting tool would keep only one)",
@@ -374,10 +570,9 @@ pub fn scan_tar_gz<R: BufRead>(
     }
     // After the end-of-archive marker: only zero padding, then the end of the gzip stream,
     // then the end of the file.
-    let mut rest = a.into_inner();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        let n = match rest.read(&mut buf) {
+        let n = match s.read(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(fail(e)),
@@ -391,7 +586,7 @@ pub fn scan_tar_gz<R: BufRead>(
             return Ok(scan);
         }
     }
-    let mut file = rest.inner.into_inner();
+    let mut file = s.inner.into_inner();
     if !file.fill_buf().map_err(fail)?.is_empty() {
         scan.problems
             .push("data after the end of the gzip stream".to_string());

@@ -384,3 +384,90 @@ fn package_out_refuses_a_symlinked_target() {
     assert!(e.to_string().contains("symbolic link"), "{e}");
     assert_eq!(std::fs::read_dir(&elsewhere).expect("dir").count(), 0);
 }
+
+/// A raw header block (GNU magic) with a valid checksum.
+fn raw_header(name: &[u8], size: u64, ty: u8) -> [u8; 512] {
+    let mut h = [0u8; 512];
+    h[..name.len()].copy_from_slice(name);
+    h[100..107].copy_from_slice(b"0000644");
+    h[124..135].copy_from_slice(format!("{size:011o}").as_bytes());
+    h[156] = ty;
+    h[257..265].copy_from_slice(b"ustar  \0");
+    h[148..156].copy_from_slice(b"        ");
+    let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+    h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+    h
+}
+
+#[test]
+fn huge_gnu_long_name_is_refused_before_it_is_read() {
+    // A 16 MiB "long name" (a tar reader that holds it in memory is a memory bomb).
+    let mut raw = raw_header(b"././@LongLink", 16 << 20, b'L').to_vec();
+    raw.extend(std::iter::repeat_n(b'a', 16 << 20));
+    raw.extend_from_slice(&raw_header(b"x", 0, b'0'));
+    raw.extend_from_slice(&[0u8; 1024]);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&raw).expect("gz");
+    let tgz = gz.finish().expect("gz");
+    let e = verify_package_bytes(Path::new("l.tar.gz"), &tgz, &ReadLimits::default())
+        .expect_err("refused");
+    assert!(e.to_string().contains("extended header"), "{e}");
+}
+
+#[test]
+fn long_member_names_round_trip_through_gnu_and_pax_archives() {
+    let long = format!("{}.yaml", "c".repeat(150));
+    let files = inputs_package(&long, None).expect("package");
+    let v = verify_tgz(&tar_gz(&files).expect("tar"));
+    assert!(v.verified(), "{:?}", v.differences);
+    assert!(v.members.contains_key(&format!("cases/{long}")));
+    // The same members written by the system tar in POSIX (PAX) format.
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path().join("pkg");
+    write_dir(&d, &files).expect("write");
+    let tgz = dir.path().join("p.tar.gz");
+    let names: Vec<&str> = files.keys().map(String::as_str).collect();
+    let st = std::process::Command::new("tar")
+        .args(["--format=posix", "-czf"])
+        .arg(&tgz)
+        .arg("-C")
+        .arg(&d)
+        .args(&names)
+        .status()
+        .expect("tar");
+    assert!(st.success());
+    let v = verify_package(&tgz, &ReadLimits::default()).expect("read");
+    assert!(v.verified(), "{:?}", v.differences);
+}
+
+#[test]
+fn a_pax_path_record_cannot_smuggle_a_second_copy() {
+    let files = package();
+    // A PAX header renaming the next member to `sheet.csv`, placed before the original.
+    let rec = b"18 path=sheet.csv\n";
+    let mut raw = raw_header(b"PaxHeaders/x", rec.len() as u64, b'x').to_vec();
+    raw.extend_from_slice(rec);
+    raw.resize(raw.len().div_ceil(512) * 512, 0);
+    raw.extend_from_slice(&raw_header(b"innocent", 8, b'0'));
+    raw.extend_from_slice(b"tampered");
+    raw.resize(raw.len().div_ceil(512) * 512, 0);
+    let mut t = tar::Builder::new(Vec::new());
+    for (p, b) in &files {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(b.len() as u64);
+        h.set_mode(0o644);
+        t.append_data(&mut h, p, b.as_slice()).expect("append");
+    }
+    raw.extend_from_slice(&t.into_inner().expect("tar"));
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&raw).expect("gz");
+    let v = verify_tgz(&gz.finish().expect("gz"));
+    assert!(!v.verified());
+    assert!(
+        v.differences
+            .iter()
+            .any(|d| d.contains("sheet.csv appears more than once")),
+        "{:?}",
+        v.differences
+    );
+}
