@@ -275,3 +275,58 @@ fn flate2_free_tar(files: &veredicto_grounding::Files) -> Vec<u8> {
     assert!(out.status.success());
     out.stdout
 }
+
+#[test]
+fn package_out_with_a_hostile_case_file_name_from_the_history_writes_nothing_outside() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let hist = dir.path().join("h.db");
+    let cases = std::fs::read(workspace().join("examples/grounding/q017.yaml")).expect("read");
+    let history = veredicto_store::History::open(&hist).expect("history");
+    let mut ids = Vec::new();
+    for name in ["../../evil.yaml", "..\\..\\evil.yaml", "/tmp/evil-abs.yaml"] {
+        let meta = veredicto_store::AuditRunMeta {
+            id: String::new(),
+            created_at: "2026-11-30T10:00:00Z".into(),
+            label: None,
+            replay_of: None,
+            cases_name: name.into(),
+            cases_sha256: String::new(),
+            counts: veredicto_store::AuditCounts {
+                cases: 1,
+                answers: 1,
+                claims: 4,
+                abstentions: 0,
+                snapshots: vec![],
+            },
+            tool_version: "0.1.0".into(),
+            git_revision: None,
+        };
+        ids.push(
+            history
+                .record_audit_run(&meta, &cases, None, &[])
+                .expect("record"),
+        );
+    }
+    drop(history);
+    let work = dir.path().join("a").join("b");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    for id in &ids {
+        for out in ["pkg", "pkg.tar.gz"] {
+            let o = veredicto(&[
+                "audit",
+                "package",
+                id,
+                "--out",
+                s(&work.join(out)),
+                "--history",
+                s(&hist),
+            ]);
+            assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+            assert!(stderr(&o).contains("package member"), "{}", stderr(&o));
+        }
+    }
+    assert!(!dir.path().join("evil.yaml").exists());
+    assert!(!dir.path().join("a").join("evil.yaml").exists());
+    assert!(!Path::new("/tmp/evil-abs.yaml").exists());
+    assert_eq!(std::fs::read_dir(&work).expect("dir").count(), 0);
+}
