@@ -135,3 +135,28 @@ fn suggestion_log_appends_are_whole_and_torn_tails_recovered() {
     assert!(rep.quarantined.is_some());
     assert_eq!(read_suggestions(&log).expect("read").len(), 3);
 }
+
+#[test]
+fn concurrent_appends_lose_nothing_and_interleave_no_bytes() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("c.yaml.reviews.jsonl");
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for i in 0..25 {
+                    append_review(&log, &rec(&format!("t{t}-{i}"))).expect("append");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("thread");
+    }
+    let read = read_review_log(&log).expect("read");
+    assert!(read.torn.is_none());
+    let mut who: Vec<String> = read.records.iter().map(|r| r.reviewer.clone()).collect();
+    who.sort();
+    who.dedup();
+    assert_eq!(who.len(), 200);
+}
