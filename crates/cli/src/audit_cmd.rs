@@ -264,6 +264,15 @@ pub struct VerifyArgs {
     pub package: PathBuf,
     #[arg(long)]
     pub json: bool,
+    /// Largest member read, in bytes (a larger one is an error, exit 2).
+    #[arg(long, value_name = "BYTES", default_value_t = g::DEFAULT_MAX_MEMBER_BYTES)]
+    pub max_member_bytes: u64,
+    /// Largest total read, in bytes: the decompressed archive, or the sum of a folder's files.
+    #[arg(long, value_name = "BYTES", default_value_t = g::DEFAULT_MAX_TOTAL_BYTES)]
+    pub max_total_bytes: u64,
+    /// Most members (archive entries or folder entries) read.
+    #[arg(long, value_name = "N", default_value_t = g::DEFAULT_MAX_MEMBERS)]
+    pub max_members: usize,
 }
 
 fn parse_support(s: &str) -> Result<g::Support, String> {
@@ -280,7 +289,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         AuditCommand::Sheet(a) => sheet(a, h),
         AuditCommand::Review(a) => review(a, h),
         AuditCommand::Package(a) => package(a, h),
-        AuditCommand::Verify(a) => verify(a),
+        AuditCommand::Verify(a) => verify(a, h),
         AuditCommand::Impact(a) => impact(a, h),
         AuditCommand::FromScifact(a) => from_scifact(a),
         AuditCommand::Agreement(a) => agreement(a, h),
@@ -530,31 +539,102 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn verify(a: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let files = g::read_package(&a.package)?;
-    let diffs = g::verify_files(&files);
+fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let limits = g::ReadLimits {
+        max_member_bytes: a.max_member_bytes,
+        max_total_bytes: a.max_total_bytes,
+        max_members: a.max_members,
+    };
+    let mut v = g::verify_package(&a.package, &limits)?;
+    check_against_history(&mut v, h)?;
+    let files = v.members.len();
     let mut stdout = std::io::stdout().lock();
     if a.json {
-        let doc = serde_json::json!({"package": a.package.display().to_string(), "verified": diffs.is_empty(), "files": files.len(), "differences": diffs});
+        let doc = serde_json::json!({
+            "package": a.package.display().to_string(), "verified": v.verified(), "files": files,
+            "run": v.run.as_ref().map(|r| r.id.clone()),
+            "differences": v.differences, "checked": v.checked, "not_checked": v.not_checked,
+        });
         writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
-    } else if diffs.is_empty() {
-        writeln!(
-            stdout,
-            "verified: {} ({} files match the manifest)",
-            a.package.display(),
-            files.len()
-        )?;
     } else {
-        for d in &diffs {
+        for d in &v.differences {
             writeln!(stdout, "{d}")?;
         }
-        writeln!(stdout, "NOT verified: {} difference(s)", diffs.len())?;
+        for c in &v.checked {
+            writeln!(stdout, "checked: {c}")?;
+        }
+        for n in &v.not_checked {
+            writeln!(stdout, "not checked: {n}")?;
+        }
+        if v.verified() {
+            writeln!(
+                stdout,
+                "verified: {} ({files} files match the manifest)",
+                a.package.display()
+            )?;
+        } else {
+            writeln!(
+                stdout,
+                "NOT verified: {} difference(s)",
+                v.differences.len()
+            )?;
+        }
     }
-    Ok(if diffs.is_empty() {
+    Ok(if v.verified() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Ties a package naming a recorded run to that run in the history, when there is a history:
+/// a run missing from a history given with --history is a difference; from the default one,
+/// it is only reported as not checked.
+fn check_against_history(v: &mut g::Verification, h: &HistoryArgs) -> anyhow::Result<()> {
+    let Some(run) = v.run.clone() else {
+        return Ok(());
+    };
+    let label = h.history.display().to_string();
+    let explicit = h.history != std::path::Path::new(crate::history_args::DEFAULT_HISTORY);
+    if !h.history.is_file() {
+        if explicit {
+            bail!("no history at {label}");
+        }
+        return Ok(());
+    }
+    let history = h.open_existing()?;
+    let found = match history.audit_run(&run.id) {
+        Ok(r) if r.meta.id == run.id => Some(r),
+        Ok(_)
+        | Err(veredicto_store::StoreError::AuditRunNotFound { .. })
+        | Err(veredicto_store::StoreError::BadRunRef { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let Some(r) = found else {
+        if explicit {
+            g::check_recorded_run(v, None, &label);
+        } else {
+            v.not_checked.push(format!(
+                "audit run {}: not in the default history {label} (give --history)",
+                veredicto_core::redact::short(&run.id)
+            ));
+        }
+        return Ok(());
+    };
+    let reviews = history.audit_records(&r.meta.id, veredicto_store::AuditRecordKind::Review)?;
+    let suggestions =
+        history.audit_records(&r.meta.id, veredicto_store::AuditRecordKind::Suggestion)?;
+    g::check_recorded_run(
+        v,
+        Some(g::RecordedRun {
+            id: &r.meta.id,
+            cases_sha256: &r.meta.cases_sha256,
+            reviews: &reviews,
+            suggestions: &suggestions,
+        }),
+        &label,
+    );
+    Ok(())
 }
 
 fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {

@@ -70,8 +70,15 @@ impl Target {
         let (set, bytes) = g::load_cases(path)?;
         let rlog = g::review_log_path(path);
         let slog = g::suggestion_log_path(path);
-        let reviews = g::read_reviews(&rlog)?;
-        let suggestions = g::read_suggestions(&slog)?;
+        // A torn last record (a crash mid-append) is left out with a warning.
+        let reviews = g::read_review_log(&rlog)?;
+        let suggestions = g::read_suggestion_log(&slog)?;
+        for w in [reviews.warning(&rlog), suggestions.warning(&slog)]
+            .into_iter()
+            .flatten()
+        {
+            eprintln!("{w}");
+        }
         let t = Target {
             origin: path.display().to_string(),
             name: path
@@ -80,10 +87,10 @@ impl Target {
                 .unwrap_or_else(|| "cases.yaml".into()),
             set,
             bytes,
-            reviews,
-            raw_reviews: read_optional(&rlog)?,
-            suggestions,
-            raw_suggestions: read_optional(&slog)?,
+            raw_reviews: read_optional(&rlog, reviews.complete_len)?,
+            reviews: reviews.records,
+            raw_suggestions: read_optional(&slog, suggestions.complete_len)?,
+            suggestions: suggestions.records,
             notes: None,
             store: Store::File(path.to_path_buf()),
         };
@@ -203,7 +210,9 @@ impl Target {
             Store::File(path) => {
                 let log = g::review_log_path(path);
                 for r in recs {
-                    g::append_review(&log, r)?;
+                    if let Some(w) = g::append_review(&log, r)?.warning(&log) {
+                        eprintln!("{w}");
+                    }
                 }
                 Ok(log.display().to_string())
             }
@@ -224,7 +233,9 @@ impl Target {
         match &self.store {
             Store::File(path) => {
                 let log = g::suggestion_log_path(path);
-                g::append_suggestions(&log, recs)?;
+                if let Some(w) = g::append_suggestions(&log, recs)?.warning(&log) {
+                    eprintln!("{w}");
+                }
                 Ok(log.display().to_string())
             }
             Store::Run { history, meta } => {
@@ -289,9 +300,13 @@ impl Target {
     }
 }
 
-fn read_optional(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
+/// The first `complete_len` bytes of a log (its complete records), `None` when absent.
+fn read_optional(path: &Path, complete_len: u64) -> anyhow::Result<Option<Vec<u8>>> {
     match std::fs::read(path) {
-        Ok(b) => Ok(Some(b)),
+        Ok(mut b) => {
+            b.truncate(complete_len as usize);
+            Ok(Some(b))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| path.display().to_string()),
     }

@@ -1,8 +1,9 @@
 //! What goes into an audit package (SPEC §7), built in memory and deterministic.
 
+use crate::error::GroundingError;
 use crate::metrics::{answer_metrics, document_recall_at};
 use crate::model::{CaseSet, SCHEMA_VERSION};
-use crate::package::{seal, Files, MissingPart};
+use crate::package::{seal_run, sha256_hex, unsafe_member_path, Files, ManifestRun, MissingPart};
 use crate::review::ReviewRecord;
 use crate::sheet::{build_sheet, effective_support, to_csv, to_json};
 use serde_json::json;
@@ -35,11 +36,23 @@ fn pretty(v: &serde_json::Value) -> Vec<u8> {
     b
 }
 
-/// The sealed package files (manifest included).
-pub fn build_package(i: &PackageInputs<'_>) -> Result<Files, csv::Error> {
+/// The sealed package files (manifest included). The case file's name must be one plain file
+/// name (it may come from a history: it never chooses where files are written).
+pub fn build_package(i: &PackageInputs<'_>) -> Result<Files, GroundingError> {
+    let cases_path = format!("cases/{}", i.cases_name);
+    if let Some(why) = unsafe_member_path(&cases_path).or_else(|| {
+        i.cases_name
+            .contains('/')
+            .then(|| "contains a `/`".to_string())
+    }) {
+        return Err(GroundingError::Package {
+            path: veredicto_core::redact::short(i.cases_name).into(),
+            message: format!("case file name cannot name a package member: {why}"),
+        });
+    }
     let mut files = Files::new();
     let mut missing = Vec::new();
-    files.insert(format!("cases/{}", i.cases_name), i.cases_bytes.to_vec());
+    files.insert(cases_path.clone(), i.cases_bytes.to_vec());
 
     let mut retrieval = String::new();
     let mut answers = Vec::new();
@@ -94,7 +107,11 @@ pub fn build_package(i: &PackageInputs<'_>) -> Result<Files, csv::Error> {
     files.insert("citations.json".into(), pretty(&json!(citations)));
     files.insert("metrics.json".into(), pretty(&json!(metrics)));
     let rows = build_sheet(i.set, i.reviews, i.suggestions);
-    files.insert("sheet.csv".into(), to_csv(&rows)?);
+    let csv = to_csv(&rows).map_err(|e| GroundingError::Package {
+        path: "sheet.csv".into(),
+        message: e.to_string(),
+    })?;
+    files.insert("sheet.csv".into(), csv);
     let mut sj = to_json(&rows).into_bytes();
     sj.push(b'\n');
     files.insert("sheet.json".into(), sj);
@@ -154,5 +171,16 @@ pub fn build_package(i: &PackageInputs<'_>) -> Result<Files, csv::Error> {
         crate::CASE_SCHEMA_JSON.as_bytes().to_vec(),
     );
     missing.sort_by(|a, b| a.part.cmp(&b.part));
-    Ok(seal(files, i.tool_version, missing))
+    // A recorded run is named in the manifest with its case file's SHA-256.
+    let run = i
+        .run
+        .as_ref()
+        .and_then(|r| r.get("id"))
+        .and_then(|id| id.as_str())
+        .map(|id| ManifestRun {
+            id: id.to_string(),
+            cases: cases_path.clone(),
+            cases_sha256: sha256_hex(i.cases_bytes),
+        });
+    Ok(seal_run(files, i.tool_version, missing, run))
 }

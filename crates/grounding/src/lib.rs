@@ -7,11 +7,13 @@ mod bundle;
 mod compare;
 mod error;
 mod impact;
+mod jsonl;
 mod judge;
 mod load;
 mod metrics;
 mod model;
 mod package;
+mod package_read;
 mod policy;
 mod review;
 mod scifact;
@@ -23,6 +25,7 @@ pub use bundle::{build_package, PackageInputs};
 pub use compare::{compare, AnswerComparison, Comparison, NotCompared};
 pub use error::{GroundingError, Issue};
 pub use impact::{impact, load_sources, Impact, SourceSet};
+pub use jsonl::{parse_log, AppendReport, LogRead, TornTail};
 pub use judge::{
     judge_inputs, judge_method, judge_user_message, parse_judge_reply, JudgeInput, JudgeVerdict,
     JUDGE_SYSTEM_PROMPT, JUDGE_VERSION,
@@ -31,17 +34,26 @@ pub use load::{load_cases, parse_cases, passage_hash, validate};
 pub use metrics::{answer_metrics, claim_supported, document_recall_at, AnswerMetrics};
 pub use model::*;
 pub use package::{
-    read_package, seal, sha256_hex, tar_gz, verify_files, write_dir, Files, Manifest,
-    ManifestEntry, MissingPart, MANIFEST, MANIFEST_HASH,
+    check_recorded_run, members_of, seal, seal_run, sha256_hex, tar_gz, unsafe_member_path,
+    verify_files, write_dir, Files, Manifest, ManifestEntry, ManifestRun, Member, Members,
+    MissingPart, RecordedRun, Verification, MANIFEST, MANIFEST_HASH, PACKAGE_FORMAT,
+};
+pub use package_read::{
+    read_package, read_package_bytes, read_package_with, scan_package, scan_tar_gz, verify_package,
+    verify_package_bytes, ReadLimits, Scan, DEFAULT_MAX_MEMBERS, DEFAULT_MAX_MEMBER_BYTES,
+    DEFAULT_MAX_TOTAL_BYTES,
 };
 pub use policy::{load_policy, violations, GroundingPolicy};
-pub use review::{append_review, new_review, read_reviews, review_log_path, ReviewRecord};
+pub use review::{
+    append_review, new_review, parse_review_log, read_review_log, read_reviews, review_log_path,
+    ReviewRecord,
+};
 pub use scifact::scifact_cases;
 pub use sheet::{build_sheet, effective_support, to_csv, to_html, to_json, to_markdown, SheetRow};
 
 pub use suggest::{
-    append_suggestions, label_to_support, nli_inputs, read_suggestions, softmax,
-    suggestion_log_path, suggestion_pairs, SuggestionRecord, NLI_METHOD,
+    append_suggestions, label_to_support, nli_inputs, read_suggestion_log, read_suggestions,
+    softmax, suggestion_log_path, suggestion_pairs, SuggestionRecord, NLI_METHOD,
 };
 
 /// The JSON Schema of case files (same text as `docs/grounding-schema.json`).

@@ -2,9 +2,9 @@
 //! Nothing is ever rewritten; a later reviewer's verdict is an annex to the first.
 
 use crate::error::GroundingError;
+use crate::jsonl::{AppendReport, LogRead};
 use crate::model::{CaseSet, Support};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,25 +28,23 @@ pub fn review_log_path(cases: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Reads the log (absent = empty). Errors name the line.
+/// Reads the log (absent = empty): its complete records; a torn last record is left out
+/// (see [`read_review_log`] for the warning). A bad line before the end names the line.
 pub fn read_reviews(path: &Path) -> Result<Vec<ReviewRecord>, GroundingError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(GroundingError::io(path, e)),
-    };
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let r: ReviewRecord = serde_json::from_str(line).map_err(|e| GroundingError::Parse {
-            path: path.to_path_buf(),
-            message: format!("line {}: {e}", i + 1),
-        })?;
-        out.push(r);
-    }
-    Ok(out)
+    Ok(read_review_log(path)?.records)
+}
+
+/// Reads the log (absent = empty), with the length of its complete part and any torn tail.
+pub fn read_review_log(path: &Path) -> Result<LogRead<ReviewRecord>, GroundingError> {
+    crate::jsonl::read_log(path)
+}
+
+/// Parses review-log bytes (`path` names the file in messages).
+pub fn parse_review_log(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<LogRead<ReviewRecord>, GroundingError> {
+    crate::jsonl::parse_log(path, bytes)
 }
 
 /// Builds a record for `claim`, checking that it exists and that the reason is given.
@@ -88,19 +86,8 @@ pub fn new_review(
     Err(format!("unknown claim id `{claim}`"))
 }
 
-/// Appends one record (open with append, write one line, fsync).
-pub fn append_review(path: &Path, r: &ReviewRecord) -> Result<(), GroundingError> {
-    let mut line = serde_json::to_string(r).map_err(|e| GroundingError::Parse {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    line.push('\n');
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| GroundingError::io(path, e))?;
-    f.write_all(line.as_bytes())
-        .and_then(|_| f.sync_all())
-        .map_err(|e| GroundingError::io(path, e))
+/// Appends one record, whole or absent: one write under a lock, fsync, read back, cut back
+/// on failure; a torn tail left by a crash is moved to `<log>.torn-<n>` first (reported).
+pub fn append_review(path: &Path, r: &ReviewRecord) -> Result<AppendReport, GroundingError> {
+    crate::jsonl::append_log(path, std::slice::from_ref(r))
 }

@@ -3,12 +3,12 @@
 //! records and the label mapping; running a model is the caller's job.
 
 use crate::error::GroundingError;
+use crate::jsonl::{AppendReport, LogRead};
 use crate::model::{CaseSet, Support};
 use crate::review::ReviewRecord;
 use crate::sheet::effective_support;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,44 +91,23 @@ pub fn nli_inputs(set: &CaseSet) -> Vec<(String, String, String, String, String)
         .collect()
 }
 
+/// Reads the log (absent = empty): its complete records; a torn last record is left out
+/// (see [`read_suggestion_log`] for the warning). A bad line before the end names the line.
 pub fn read_suggestions(path: &Path) -> Result<Vec<SuggestionRecord>, GroundingError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(GroundingError::io(path, e)),
-    };
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| GroundingError::Parse {
-                path: path.to_path_buf(),
-                message: format!("line {}: {e}", i + 1),
-            })
-        })
-        .collect()
+    Ok(read_suggestion_log(path)?.records)
 }
 
-/// Appends records (append mode, one line each, fsync once).
-pub fn append_suggestions(path: &Path, recs: &[SuggestionRecord]) -> Result<(), GroundingError> {
-    let mut buf = String::new();
-    for r in recs {
-        buf.push_str(
-            &serde_json::to_string(r).map_err(|e| GroundingError::Parse {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })?,
-        );
-        buf.push('\n');
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| GroundingError::io(path, e))?;
-    f.write_all(buf.as_bytes())
-        .and_then(|_| f.sync_all())
-        .map_err(|e| GroundingError::io(path, e))
+/// Reads the log (absent = empty), with the length of its complete part and any torn tail.
+pub fn read_suggestion_log(path: &Path) -> Result<LogRead<SuggestionRecord>, GroundingError> {
+    crate::jsonl::read_log(path)
+}
+
+/// Appends records, whole or absent (all of them or none; see [`crate::append_review`]).
+pub fn append_suggestions(
+    path: &Path,
+    recs: &[SuggestionRecord],
+) -> Result<AppendReport, GroundingError> {
+    crate::jsonl::append_log(path, recs)
 }
 
 /// Pairs (verdict in force, latest suggestion) for every claim that has both.
