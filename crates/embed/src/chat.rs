@@ -69,6 +69,9 @@ pub struct ChatReply {
 /// A client of an OpenAI-compatible chat completions server.
 pub struct ChatClient {
     cfg: ChatConfig,
+    /// Where requests go (may carry credentials).
+    endpoint: String,
+    /// The endpoint without credentials, for messages and records.
     url: String,
     client: HttpClient,
 }
@@ -92,14 +95,16 @@ impl ChatClient {
             api_key: cfg.api_key.clone(),
             proxy: cfg.proxy.clone(),
         })?;
+        let endpoint = cfg.endpoint();
         Ok(ChatClient {
-            url: cfg.endpoint(),
+            url: veredicto_core::redact::url(&endpoint),
+            endpoint,
             cfg,
             client,
         })
     }
 
-    /// The endpoint URL requests go to.
+    /// The endpoint URL requests go to, without credentials (userinfo, secret parameters).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -123,7 +128,7 @@ impl ChatClient {
         if let Some(seed) = self.cfg.seed {
             body["seed"] = json!(seed);
         }
-        let resp = self.client.post_json(&self.url, &body)?;
+        let resp = self.client.post_json(&self.endpoint, &body)?;
         let bad = |reason: String| EmbedError::BadResponse {
             url: self.url.clone(),
             reason,

@@ -66,6 +66,9 @@ impl OpenAiConfig {
 /// An embedder backed by an OpenAI-compatible embeddings server.
 pub struct OpenAiEmbedder {
     cfg: OpenAiConfig,
+    /// Where requests go (may carry credentials).
+    endpoint: String,
+    /// The endpoint without credentials, for messages and fingerprints.
     url: String,
     client: Result<HttpClient, String>,
     unprobed: ModelFingerprint,
@@ -108,8 +111,10 @@ impl OpenAiEmbedder {
         if cfg.dimensions.is_some() {
             let _ = probed.set(unprobed.clone());
         }
+        let endpoint = cfg.endpoint();
         OpenAiEmbedder {
-            url: cfg.endpoint(),
+            url: veredicto_core::redact::url(&endpoint),
+            endpoint,
             cfg,
             client,
             unprobed,
@@ -117,7 +122,7 @@ impl OpenAiEmbedder {
         }
     }
 
-    /// The URL requests are sent to.
+    /// The URL requests are sent to, without credentials (userinfo, secret parameters).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -141,7 +146,7 @@ impl OpenAiEmbedder {
                 reason: reason.clone(),
             })?;
         let body = json!({ "model": self.cfg.model, "input": inputs });
-        let resp = client.post_json(&self.url, &body)?;
+        let resp = client.post_json(&self.endpoint, &body)?;
         let vectors = parse_embeddings(&self.url, &resp, inputs.len())?;
         for (i, v) in vectors.iter().enumerate() {
             let expected = match self.probed.get() {

@@ -87,7 +87,7 @@ pub struct HttpReranker {
 impl std::fmt::Debug for HttpReranker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpReranker")
-            .field("url", &self.cfg.url)
+            .field("url", &veredicto_core::redact::url(&self.cfg.url))
             .field("api", &self.cfg.api)
             .finish_non_exhaustive()
     }
@@ -105,7 +105,10 @@ impl HttpReranker {
         })
         .map_err(|e| e.to_string());
         let fingerprint = RerankerFingerprint {
-            name: cfg.model.clone().unwrap_or_else(|| cfg.url.clone()),
+            name: cfg
+                .model
+                .clone()
+                .unwrap_or_else(|| veredicto_core::redact::url(&cfg.url)),
             architecture: "http".into(),
             files: BTreeMap::new(),
             max_tokens: 0,
@@ -197,7 +200,11 @@ impl HttpReranker {
             }
             Err(e) => return Err(e),
         };
-        parse_scores(&self.cfg.url, &resp, passages.len())
+        parse_scores(
+            &veredicto_core::redact::url(&self.cfg.url),
+            &resp,
+            passages.len(),
+        )
     }
 
     fn remember(&self, api: RerankApi) {
