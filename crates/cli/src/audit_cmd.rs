@@ -974,7 +974,7 @@ fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let history = h.open_existing()?;
+    let history = h.open_read_only()?;
     let list = history.audit_runs(a.limit)?;
     let mut stdout = std::io::stdout().lock();
     if a.json {

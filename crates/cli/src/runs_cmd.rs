@@ -91,7 +91,7 @@ pub struct ShowArgs {
 }
 
 pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
-    let history = args.history.open_existing()?;
+    let history = args.history.open_read_only()?;
     match args.command {
         RunsCommand::List(a) => {
             let limit = (a.limit > 0).then_some(a.limit);

@@ -249,6 +249,28 @@ pub fn short(value: &str) -> String {
     excerpt(value, EXCERPT_CHARS)
 }
 
+/// How many characters of a whole message [`message`] keeps before it cuts the middle.
+pub const MESSAGE_CHARS: usize = 600;
+
+/// A message (an error from a parser, which may quote an offending value whole) made fit for
+/// one line: control characters escaped and, when longer than [`MESSAGE_CHARS`], its middle
+/// replaced by `… (N characters cut) …` so that both the start (what went wrong) and the end
+/// (where: `at line L column C`) stay.
+pub fn message(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= MESSAGE_CHARS {
+        return escape_control(text);
+    }
+    let head: String = text.chars().take(EXCERPT_CHARS).collect();
+    let tail: String = text.chars().skip(total - EXCERPT_CHARS / 2).collect();
+    let cut = total - EXCERPT_CHARS - EXCERPT_CHARS / 2;
+    format!(
+        "{}… ({cut} characters cut) …{}",
+        escape_control(&head),
+        escape_control(&tail)
+    )
+}
+
 /// Control characters (C0 except tab, DEL, C1) replaced by `\u{…}` escapes; newlines become
 /// `\n` so that a value stays on one line. Everything else, including non-ASCII letters,
 /// is kept.
@@ -322,5 +344,19 @@ mod tests {
         );
         assert_eq!(short("año"), "año");
         assert_eq!(escape_control("a\u{1b}[31mb\nc\td"), "a\\u{1b}[31mb\\nc\td");
+    }
+
+    #[test]
+    fn long_messages_keep_their_start_and_end() {
+        let msg = format!(
+            "invalid type: string \"{}\", expected u32 at line 3 column 9",
+            "x".repeat(10_000_000)
+        );
+        let m = message(&msg);
+        assert!(m.len() < 400, "{}", m.len());
+        assert!(m.starts_with("invalid type: string \"xx"));
+        assert!(m.ends_with("expected u32 at line 3 column 9"));
+        assert!(m.contains("characters cut"));
+        assert_eq!(message("short \u{1b}[2J"), "short \\u{1b}[2J");
     }
 }

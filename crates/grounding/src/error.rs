@@ -6,11 +6,11 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GroundingError {
-    #[error("{path}: {source}")]
+    /// The I/O error is shown in the message, not chained, so that it is printed once.
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
@@ -24,7 +24,7 @@ impl GroundingError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         GroundingError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 }

@@ -125,7 +125,7 @@ impl History {
             serde_json::to_string(&meta.counts).map_err(|source| StoreError::Unstorable {
                 path: self.path.clone(),
                 what: "audit counts",
-                source,
+                error: source,
             })?;
         let tx = self.begin(OP)?;
         let replay_of = match &meta.replay_of {
