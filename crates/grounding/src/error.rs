@@ -40,14 +40,16 @@ pub struct Issue {
 }
 
 impl fmt::Display for Issue {
+    /// One line: a message that quotes a huge or hostile value is cut and escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = veredicto_core::redact::message(&self.message);
         match self.line {
             Some(l) => write!(
                 f,
-                "line {l}: {} ({}): {}",
-                self.yaml_path, self.field, self.message
+                "line {l}: {} ({}): {message}",
+                self.yaml_path, self.field
             ),
-            None => write!(f, "{} ({}): {}", self.yaml_path, self.field, self.message),
+            None => write!(f, "{} ({}): {message}", self.yaml_path, self.field),
         }
     }
 }

@@ -207,7 +207,14 @@ pub fn read_package(path: &Path) -> Result<Files, GroundingError> {
                 } else {
                     let rel = p
                         .strip_prefix(path)
-                        .map(|r| r.to_string_lossy().replace('\\', "/"))
+                        // Members are named with `/` between path components; a `\\` is
+                        // part of a file name on Unix, not a separator.
+                        .map(|r| {
+                            r.components()
+                                .map(|c| c.as_os_str().to_string_lossy())
+                                .collect::<Vec<_>>()
+                                .join("/")
+                        })
                         .unwrap_or_default();
                     let b = std::fs::read(&p).map_err(|e| GroundingError::io(&p, e))?;
                     files.insert(rel, b);
