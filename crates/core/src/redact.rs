@@ -290,6 +290,59 @@ pub fn escape_control(value: &str) -> String {
     out
 }
 
+/// [`escape_control`] on each line of `text`, keeping its line breaks: for a whole rendered
+/// report whose only intended control character is the newline.
+pub fn escape_lines(text: &str) -> String {
+    if !text.chars().any(|c| c != '\n' && needs_escape(c)) {
+        return text.to_owned();
+    }
+    text.split('\n')
+        .map(escape_control)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Text from data made inert in Markdown (a pull-request comment, a table cell): HTML is
+/// escaped (`<img src=…>` shows as text, loads nothing), Markdown punctuation that could make
+/// links, images, emphasis or code is backslash-escaped, `|` cannot end a table cell, and a
+/// newline becomes a space so that the text stays in its cell or list item. Control
+/// characters are escaped ([`escape_control`]).
+pub fn markdown_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in escape_control(&text.replace(['\n', '\r'], " ")).chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '!' | '|' | '~' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text from data as a Markdown code span, backticks included: the fence is one backtick
+/// longer than the longest run of backticks inside, `|` is escaped for table cells and
+/// newlines become spaces. Inside a code span nothing else is interpreted (no HTML, links).
+pub fn markdown_code(text: &str) -> String {
+    let body = escape_control(&text.replace(['\n', '\r'], " ")).replace('|', "\\|");
+    let mut longest = 0;
+    let mut run = 0;
+    for c in body.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    if longest == 0 {
+        format!("{fence}{body}{fence}")
+    } else {
+        format!("{fence} {body} {fence}")
+    }
+}
+
 fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\t')
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
@@ -344,6 +397,17 @@ mod tests {
         );
         assert_eq!(short("año"), "año");
         assert_eq!(escape_control("a\u{1b}[31mb\nc\td"), "a\\u{1b}[31mb\\nc\td");
+    }
+
+    #[test]
+    fn markdown_from_data_is_inert() {
+        assert_eq!(
+            markdown_text("<img src=x onerror=alert(1)> [a](javascript:b) **c** | d\ne"),
+            "&lt;img src=x onerror=alert\\(1\\)&gt; \\[a\\]\\(javascript:b\\) \\*\\*c\\*\\* \\| d e"
+        );
+        assert_eq!(markdown_code("case_1"), "`case_1`");
+        assert_eq!(markdown_code("a`b|c"), "`` a`b\\|c ``");
+        assert_eq!(escape_lines("a\u{1b}b\nc"), "a\\u{1b}b\nc");
     }
 
     #[test]
