@@ -512,7 +512,7 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     } else {
         g::write_dir(&a.out, &files)?;
     }
-    let m: g::Manifest = serde_json::from_slice(&files[g::MANIFEST])?;
+    let m: g::Manifest = veredicto_formats::json::from_slice(&files[g::MANIFEST])?;
     eprintln!(
         "wrote {} ({} files; missing: {})",
         a.out.display(),
@@ -1000,17 +1000,19 @@ fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         .flatten()
         .collect::<Vec<_>>()
         .join("  ");
+        let esc = veredicto_core::redact::escape_control;
         writeln!(
             stdout,
-            "{:<26}  {:<24}  {:<16}  {:>5} {:>7} {:>6} {:>7} {:>11}  {tail}",
+            "{:<26}  {:<24}  {:<16}  {:>5} {:>7} {:>6} {:>7} {:>11}  {}",
             m.id,
-            m.created_at,
-            m.cases_name,
+            esc(&m.created_at),
+            esc(&m.cases_name),
             m.counts.cases,
             m.counts.answers,
             m.counts.claims,
             r.reviews,
-            r.suggestions
+            r.suggestions,
+            esc(&tail)
         )?;
     }
     Ok(ExitCode::SUCCESS)

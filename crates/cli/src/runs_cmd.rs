@@ -185,6 +185,8 @@ fn list_table(runs: &[RunSummary]) -> String {
                 format!("{:.3}", r.mrr),
                 short_fingerprint(&r.golden_fingerprint).to_owned(),
             ]
+            // A label or time with ESC… must not drive the terminal.
+            .map(|cell| veredicto_core::redact::escape_control(&cell))
         })
         .collect();
     let mut widths = header.map(str::len);

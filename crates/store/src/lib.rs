@@ -32,7 +32,7 @@ pub mod id;
 mod metric;
 mod schema;
 pub mod synthetic;
-mod time;
+use veredicto_core::time;
 
 pub use audit::{AuditCounts, AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary};
 pub use error::StoreError;
