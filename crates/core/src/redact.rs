@@ -38,6 +38,10 @@ fn is_secret_param(name: &str) -> bool {
         .filter(|c| *c != '-' && *c != '_')
         .flat_map(char::to_lowercase)
         .collect();
+    // Counts and people, not secrets: `max_tokens`, `prompt_tokens`, `author`.
+    if norm.ends_with("tokens") || (norm.contains("author") && !norm.contains("authoriz")) {
+        return false;
+    }
     SECRET_PARAM_WORDS.iter().any(|w| {
         if *w == "sig" {
             norm == "sig"
@@ -384,6 +388,13 @@ mod tests {
         assert!(r.contains("q=1"));
         assert!(r.contains("http://h/x"));
         assert_eq!(secrets_in_text("monkey business"), "monkey business");
+        // Counts of tokens and authors are kept; an access token is not.
+        assert_eq!(
+            secrets_in_text(
+                "{\"max_tokens\": 512, \"author\": \"ana\", \"access_token\": \"t0k\"}"
+            ),
+            "{\"max_tokens\": 512, \"author\": \"ana\", \"access_token\": \"[redacted]\"}"
+        );
     }
 
     #[test]

@@ -121,7 +121,10 @@ pub enum StoreError {
     },
 
     /// A time that is not RFC 3339 (or, for filters, a `YYYY-MM-DD` date).
-    #[error("{path}: {field}: `{value}` is not an RFC 3339 time or a YYYY-MM-DD date")]
+    #[error(
+        "{path}: {field}: `{}` is not an RFC 3339 time or a YYYY-MM-DD date",
+        veredicto_core::redact::short(value)
+    )]
     BadTime {
         /// The database file.
         path: PathBuf,
