@@ -372,7 +372,7 @@ fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
             }));
         }
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(a.json);
     if a.json {
         let doc = serde_json::json!({
             "cases": t.origin,
@@ -533,7 +533,7 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
 fn verify(a: VerifyArgs) -> anyhow::Result<ExitCode> {
     let files = g::read_package(&a.package)?;
     let diffs = g::verify_files(&files);
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(a.json);
     if a.json {
         let doc = serde_json::json!({"package": a.package.display().to_string(), "verified": diffs.is_empty(), "files": files.len(), "differences": diffs});
         writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -561,7 +561,7 @@ fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let t = Target::open(&a.target, h)?;
     let new = g::load_sources(&a.sources)?;
     let hits = g::impact(&t.set, &new);
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(a.json);
     if a.json {
         let doc = serde_json::json!({"cases": t.origin, "sources": a.sources.display().to_string(), "impacted": hits});
         writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -629,7 +629,7 @@ fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         g::reviewer_pairs(&t.set, &t.reviews)
     };
     let ag = g::cohen_kappa(&pairs);
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(a.json);
     if a.json {
         let labels: Vec<&str> = g::VERDICTS.iter().map(|v| v.as_str()).collect();
         let doc = serde_json::json!({"labels": labels, "agreement": ag});
@@ -679,7 +679,7 @@ fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
 /// Prints the comparison of two recordings (text, or JSON with both origins).
 fn print_comparison(base: &Target, new: &Target, json: bool) -> anyhow::Result<()> {
     let c = g::compare(&base.set, &base.reviews, &new.set, &new.reviews);
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(json);
     if json {
         let doc = serde_json::json!({
             "base": base.run_meta().map_or_else(|| base.origin.clone(), |m| m.id.clone()),
@@ -742,7 +742,7 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     if let Some(note) = t.recorded_elsewhere(h) {
         eprintln!("{note}");
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(a.json);
     if a.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&recs)?)?;
     } else {
@@ -764,7 +764,10 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         }
     }
     for f in &failures {
-        eprintln!("veredicto: no suggestion: {f}");
+        eprintln!(
+            "veredicto: no suggestion: {}",
+            veredicto_core::redact::message(f)
+        );
     }
     eprintln!(
         "appended {} suggestion(s) to {place} (claims without cited passage text are skipped)",

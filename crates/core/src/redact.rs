@@ -253,8 +253,9 @@ pub fn short(value: &str) -> String {
     excerpt(value, EXCERPT_CHARS)
 }
 
-/// How many characters of a whole message [`message`] keeps before it cuts the middle.
-pub const MESSAGE_CHARS: usize = 600;
+/// How long a whole message may be before [`message`] cuts its middle: room for a list of
+/// choices (the known measures), far below a quoted multi-megabyte value.
+pub const MESSAGE_CHARS: usize = 2000;
 
 /// A message (an error from a parser, which may quote an offending value whole) made fit for
 /// one line: control characters escaped and, when longer than [`MESSAGE_CHARS`], its middle
