@@ -80,7 +80,8 @@ mod tests {
             inner: Vec::new(),
             raw: false,
         };
-        write!(w, "case {}: año\tok\n", "q\u{1b}[2J\u{7}").unwrap();
+        let id = String::from("q\u{1b}[2J\u{7}");
+        writeln!(w, "case {id}: año\tok").unwrap();
         assert_eq!(
             String::from_utf8(w.inner).unwrap(),
             "case q\\u{1b}[2J\\u{7}: año\tok\n"
