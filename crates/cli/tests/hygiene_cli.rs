@@ -148,3 +148,103 @@ fn io_errors_are_printed_once() {
     let err = stderr(&o);
     assert_eq!(err.matches("os error 20").count(), 1, "{err}");
 }
+
+/// A judge URL with `user:pass@` and `?key=` was stored verbatim in the suggestions, and from
+/// there in sheets, packages and the history. The credentials must reach the server (basic
+/// auth, the query string) and nothing that is written or printed.
+#[test]
+fn judge_credentials_are_used_but_never_stored() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::{Arc, Mutex};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+            let (mut len, mut auth) = (0usize, String::new());
+            loop {
+                let mut h = String::new();
+                reader.read_line(&mut h).unwrap();
+                if h.trim().is_empty() {
+                    break;
+                }
+                let lower = h.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+                if lower.starts_with("authorization:") {
+                    auth = h.split_once(':').unwrap().1.trim().to_owned();
+                }
+            }
+            let mut body = vec![0u8; len];
+            reader.read_exact(&mut body).unwrap();
+            log.lock().unwrap().push((path, auth));
+            let content = r#"{"verdict": "supported", "confidence": 0.9, "reason": "ok"}"#;
+            let out =
+                serde_json::json!({"model": "m", "choices": [{"message": {"content": content}}]})
+                    .to_string();
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}", out.len());
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        workspace().join("examples/grounding/p7.yaml"),
+        dir.path().join("p7.yaml"),
+    )
+    .unwrap();
+    let judge = format!("http://alice:s3cr%40t@{host}/v1?key=sk-query-123");
+    let run = |args: &[&str]| {
+        let o = veredicto_in(dir.path(), args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        for secret in ["s3cr", "sk-query-123", "alice"] {
+            assert!(
+                !stdout(&o).contains(secret) && !stderr(&o).contains(secret),
+                "{args:?}"
+            );
+        }
+        o
+    };
+    run(&[
+        "audit",
+        "suggest",
+        "p7.yaml",
+        "--judge",
+        &judge,
+        "--judge-model",
+        "m",
+    ]);
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    for (path, auth) in &seen {
+        assert_eq!(path, "/v1/chat/completions?key=sk-query-123");
+        assert_eq!(auth, "Basic YWxpY2U6czNjckB0"); // base64("alice:s3cr@t")
+    }
+    run(&["audit", "sheet", "p7.yaml"]);
+    run(&["audit", "record", "p7.yaml"]);
+    run(&["audit", "package", "latest", "--out", "pkg"]);
+    // Nothing written anywhere under the folder (suggestions, history, package) holds them.
+    let mut stack = vec![dir.path().to_path_buf()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            files += 1;
+            let bytes = std::fs::read(&p).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            for secret in ["s3cr", "sk-query-123", "alice"] {
+                assert!(!text.contains(secret), "{secret} in {}", p.display());
+            }
+        }
+    }
+    assert!(files > 5, "suggestions, history and package written");
+}
