@@ -11,7 +11,7 @@ use crate::EmbedError;
 
 /// Settings of a [`ChatClient`]. The API key is passed in (the CLI reads it from an
 /// environment variable; this library reads none).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ChatConfig {
     /// The server: `http://host:port`, `.../v1` or the full `.../v1/chat/completions` URL.
     pub base_url: String,
@@ -31,6 +31,30 @@ pub struct ChatConfig {
     pub max_tokens: u32,
     /// HTTP proxy URL (no proxy when `None`).
     pub proxy: Option<String>,
+}
+
+/// Without the key, and the URLs without credentials.
+impl std::fmt::Debug for ChatConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatConfig")
+            .field("base_url", &veredicto_core::redact::url(&self.base_url))
+            .field("model", &self.model)
+            .field(
+                "api_key",
+                &self
+                    .api_key
+                    .as_ref()
+                    .map(|_| veredicto_core::redact::REDACTED),
+            )
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .field("seed", &self.seed)
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(veredicto_core::redact::url),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl ChatConfig {

@@ -35,7 +35,7 @@ impl RerankApi {
 }
 
 /// Settings of an [`HttpReranker`].
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HttpRerankConfig {
     /// The full URL posted to (e.g. `http://localhost:8080/rerank`,
     /// `https://api.cohere.com/v2/rerank`).
@@ -56,6 +56,30 @@ pub struct HttpRerankConfig {
     pub batch_size: usize,
     /// HTTP proxy URL (no proxy when `None`).
     pub proxy: Option<String>,
+}
+
+/// Without the key, and the URLs without credentials.
+impl std::fmt::Debug for HttpRerankConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpRerankConfig")
+            .field("url", &veredicto_core::redact::url(&self.url))
+            .field("model", &self.model)
+            .field(
+                "api_key",
+                &self
+                    .api_key
+                    .as_ref()
+                    .map(|_| veredicto_core::redact::REDACTED),
+            )
+            .field("api", &self.api)
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(veredicto_core::redact::url),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpRerankConfig {

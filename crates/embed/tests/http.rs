@@ -513,6 +513,15 @@ fn chat_and_rerank_urls_with_credentials_are_redacted() {
         ..HttpRerankConfig::new(format!("http://u:p@{host}/rerank?api_key=k3y"))
     });
     assert_eq!(r.score("q", &["a"]).unwrap(), vec![0.5]);
+    let cfg = OpenAiConfig {
+        api_key: Some("sk-debug".into()),
+        ..OpenAiConfig::new("http://u:p@h/v1?key=k3y", "m")
+    };
+    let shown = format!("{cfg:?}");
+    assert!(
+        !shown.contains("sk-debug") && !shown.contains("u:p") && !shown.contains("k3y"),
+        "{shown}"
+    );
     let shown = format!("{} {r:?}", r.fingerprint().name);
     assert!(!shown.contains("u:p") && !shown.contains("k3y"), "{shown}");
 }
