@@ -381,7 +381,7 @@ fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
             }));
         }
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(a.json);
     if a.json {
         let doc = serde_json::json!({
             "cases": t.origin,
@@ -521,7 +521,7 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     } else {
         g::write_dir(&a.out, &files)?;
     }
-    let m: g::Manifest = serde_json::from_slice(&files[g::MANIFEST])?;
+    let m: g::Manifest = veredicto_formats::json::from_slice(&files[g::MANIFEST])?;
     eprintln!(
         "wrote {} ({} files; missing: {})",
         a.out.display(),
@@ -548,7 +548,7 @@ fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let mut v = g::verify_package(&a.package, &limits)?;
     check_against_history(&mut v, h)?;
     let files = v.members.len();
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(a.json);
     if a.json {
         let doc = serde_json::json!({
             "package": a.package.display().to_string(), "verified": v.verified(), "files": files,
@@ -641,7 +641,7 @@ fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let t = Target::open(&a.target, h)?;
     let new = g::load_sources(&a.sources)?;
     let hits = g::impact(&t.set, &new);
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(a.json);
     if a.json {
         let doc = serde_json::json!({"cases": t.origin, "sources": a.sources.display().to_string(), "impacted": hits});
         writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -709,7 +709,7 @@ fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         g::reviewer_pairs(&t.set, &t.reviews)
     };
     let ag = g::cohen_kappa(&pairs);
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(a.json);
     if a.json {
         let labels: Vec<&str> = g::VERDICTS.iter().map(|v| v.as_str()).collect();
         let doc = serde_json::json!({"labels": labels, "agreement": ag});
@@ -759,7 +759,7 @@ fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
 /// Prints the comparison of two recordings (text, or JSON with both origins).
 fn print_comparison(base: &Target, new: &Target, json: bool) -> anyhow::Result<()> {
     let c = g::compare(&base.set, &base.reviews, &new.set, &new.reviews);
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(json);
     if json {
         let doc = serde_json::json!({
             "base": base.run_meta().map_or_else(|| base.origin.clone(), |m| m.id.clone()),
@@ -822,7 +822,7 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     if let Some(note) = t.recorded_elsewhere(h) {
         eprintln!("{note}");
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::human_stdout(a.json);
     if a.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&recs)?)?;
     } else {
@@ -844,7 +844,10 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         }
     }
     for f in &failures {
-        eprintln!("veredicto: no suggestion: {f}");
+        eprintln!(
+            "veredicto: no suggestion: {}",
+            veredicto_core::redact::message(f)
+        );
     }
     eprintln!(
         "appended {} suggestion(s) to {place} (claims without cited passage text are skipped)",
@@ -1054,7 +1057,7 @@ fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let history = h.open_existing()?;
+    let history = h.open_read_only()?;
     let list = history.audit_runs(a.limit)?;
     let mut stdout = std::io::stdout().lock();
     if a.json {
@@ -1080,17 +1083,19 @@ fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         .flatten()
         .collect::<Vec<_>>()
         .join("  ");
+        let esc = veredicto_core::redact::escape_control;
         writeln!(
             stdout,
-            "{:<26}  {:<24}  {:<16}  {:>5} {:>7} {:>6} {:>7} {:>11}  {tail}",
+            "{:<26}  {:<24}  {:<16}  {:>5} {:>7} {:>6} {:>7} {:>11}  {}",
             m.id,
-            m.created_at,
-            m.cases_name,
+            esc(&m.created_at),
+            esc(&m.cases_name),
             m.counts.cases,
             m.counts.answers,
             m.counts.claims,
             r.reviews,
-            r.suggestions
+            r.suggestions,
+            esc(&tail)
         )?;
     }
     Ok(ExitCode::SUCCESS)

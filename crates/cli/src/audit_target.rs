@@ -316,7 +316,10 @@ fn parse_records<T: DeserializeOwned>(origin: &str, lines: &[String]) -> anyhow:
     lines
         .iter()
         .enumerate()
-        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("{origin} record {}", i + 1)))
+        .map(|(i, l)| {
+            veredicto_formats::json::from_str(l)
+                .with_context(|| format!("{origin} record {}", i + 1))
+        })
         .collect()
 }
 

@@ -73,7 +73,7 @@ pub fn recent_runs(
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let history = args.history.open_existing()?;
+    let history = args.history.open_read_only()?;
     let new = history.get(args.run.as_deref().unwrap_or("latest"))?;
     let base_id = match &args.base {
         Some(b) => history.resolve(b)?,

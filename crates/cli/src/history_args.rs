@@ -25,6 +25,11 @@ impl HistoryArgs {
     pub fn open_existing(&self) -> anyhow::Result<History> {
         Ok(History::open_existing(&self.history)?)
     }
+
+    /// Opens an existing history for commands that only read (works in a read-only folder).
+    pub fn open_read_only(&self) -> anyhow::Result<History> {
+        Ok(History::open_read_only(&self.history)?)
+    }
 }
 
 /// The baseline run `which` names for `run`: `previous` (the last earlier run with the same

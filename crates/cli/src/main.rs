@@ -76,7 +76,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("veredicto: error: {e:#}");
+            // Each line cut to a readable length (a parser may quote a 10 MB value whole)
+            // with control characters from the data escaped.
+            let text = format!("{e:#}");
+            let lines: Vec<String> = text.lines().map(veredicto_core::redact::message).collect();
+            eprintln!("veredicto: error: {}", lines.join("\n"));
             ExitCode::from(2)
         }
     }

@@ -33,16 +33,19 @@ impl EmbedderArgs {
     pub fn load(&self) -> anyhow::Result<Box<dyn Embedder>> {
         match &self.embedder {
             Some(spec) => {
-                let url = spec
-                    .strip_prefix("openai:")
-                    .with_context(|| format!("--embedder must be `openai:URL`, got `{spec}`"))?;
+                let url = spec.strip_prefix("openai:").with_context(|| {
+                    format!(
+                        "--embedder must be `openai:URL`, got `{}`",
+                        veredicto_core::redact::url(spec)
+                    )
+                })?;
                 let mut cfg = OpenAiConfig::new(url, self.embedder_model.clone());
                 cfg.api_key = std::env::var(&self.api_key_env)
                     .ok()
                     .filter(|k| !k.is_empty());
                 let e = OpenAiEmbedder::new(cfg);
                 e.probe()
-                    .with_context(|| format!("probing the embeddings server at {url}"))?;
+                    .with_context(|| format!("probing the embeddings server at {}", e.url()))?;
                 Ok(Box::new(e))
             }
             None => {

@@ -44,7 +44,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let history = args.history.open_existing()?;
+    let history = args.history.open_read_only()?;
     let current = history.get(&args.run)?;
     let corpus = match &args.corpus {
         Some(p) => Some(Corpus::new(veredicto_formats::corpus::read_corpus(p)?)),

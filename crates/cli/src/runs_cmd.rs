@@ -91,7 +91,7 @@ pub struct ShowArgs {
 }
 
 pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
-    let history = args.history.open_existing()?;
+    let history = args.history.open_read_only()?;
     match args.command {
         RunsCommand::List(a) => {
             let limit = (a.limit > 0).then_some(a.limit);
@@ -185,6 +185,8 @@ fn list_table(runs: &[RunSummary]) -> String {
                 format!("{:.3}", r.mrr),
                 short_fingerprint(&r.golden_fingerprint).to_owned(),
             ]
+            // A label or time with ESC… must not drive the terminal.
+            .map(|cell| veredicto_core::redact::escape_control(&cell))
         })
         .collect();
     let mut widths = header.map(str::len);

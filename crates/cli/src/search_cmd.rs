@@ -28,14 +28,15 @@ pub struct SearchArgs {
 }
 
 pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
-    let index = Index::open(&args.index)?;
-    let embedder = args.embedder.load()?;
-    index.check_model(&index_fingerprint(embedder.as_ref()).hash)?;
+    // The arguments first: a bad filter is reported before a model is loaded.
     let filter = if args.filter.is_empty() {
         None
     } else {
         Some(Filter::parse_all(args.filter.iter().map(String::as_str))?)
     };
+    let index = Index::open(&args.index)?;
+    let embedder = args.embedder.load()?;
+    index.check_model(&index_fingerprint(embedder.as_ref()).hash)?;
     let vector = embedder
         .embed(&[args.query.as_str()], TextKind::Query)?
         .pop()

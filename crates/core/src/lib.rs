@@ -13,4 +13,5 @@ pub mod measure;
 pub mod policy;
 pub mod redact;
 pub mod run;
+pub mod time;
 pub mod trec;

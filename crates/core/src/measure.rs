@@ -837,8 +837,13 @@ impl Measure {
     /// `RBP(p=...)` or `RBPResid(p=...)` with persistence `p` and gains (RBP only).
     pub fn rbp(family: Family, p: f64, gains: Vec<(i64, f64)>) -> Result<Measure, MeasureError> {
         let s = spec(family);
-        if !p.is_finite() {
-            return Err(MeasureError::invalid(s.name, "p must be a finite number"));
+        // RBP weighs rank i by (1 - p) p^(i-1): outside (0, 1) the weights are negative or
+        // grow with depth (p = 1.5 gave RBP -26.12), so such a p is no persistence at all.
+        if !(p > 0.0 && p < 1.0) {
+            return Err(MeasureError::invalid(
+                s.name,
+                format!("p must be in (0, 1), got {p}"),
+            ));
         }
         validate_gains(s.name, &gains)?;
         match s.params {
@@ -1542,6 +1547,24 @@ mod tests {
             let m: Measure = trec.parse().unwrap_or_else(|e| panic!("{trec}: {e}"));
             assert_eq!(m.to_string(), canonical, "{trec}");
         }
+    }
+
+    /// `-m rbp.p=1.5` was accepted and printed RBP -26.12.
+    #[test]
+    fn rbp_persistence_outside_zero_one_is_refused() {
+        for bad in [
+            "rbp.p=1.5",
+            "rbp.p=1",
+            "rbp.p=0",
+            "rbp.p=-0.5",
+            "rbp_resid.p=2",
+            "RBP(p=1.5)",
+            "rbp.p=nan",
+        ] {
+            let e = bad.parse::<Measure>().expect_err(bad).to_string();
+            assert!(e.contains("(0, 1)") || e.contains("p="), "{bad}: {e}");
+        }
+        assert!("rbp.p=0.999".parse::<Measure>().is_ok());
     }
 
     #[test]

@@ -38,6 +38,10 @@ fn is_secret_param(name: &str) -> bool {
         .filter(|c| *c != '-' && *c != '_')
         .flat_map(char::to_lowercase)
         .collect();
+    // Counts and people, not secrets: `max_tokens`, `prompt_tokens`, `author`.
+    if norm.ends_with("tokens") || (norm.contains("author") && !norm.contains("authoriz")) {
+        return false;
+    }
     SECRET_PARAM_WORDS.iter().any(|w| {
         if *w == "sig" {
             norm == "sig"
@@ -249,6 +253,29 @@ pub fn short(value: &str) -> String {
     excerpt(value, EXCERPT_CHARS)
 }
 
+/// How long a whole message may be before [`message`] cuts its middle: room for a list of
+/// choices (the known measures), far below a quoted multi-megabyte value.
+pub const MESSAGE_CHARS: usize = 2000;
+
+/// A message (an error from a parser, which may quote an offending value whole) made fit for
+/// one line: control characters escaped and, when longer than [`MESSAGE_CHARS`], its middle
+/// replaced by `… (N characters cut) …` so that both the start (what went wrong) and the end
+/// (where: `at line L column C`) stay.
+pub fn message(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= MESSAGE_CHARS {
+        return escape_control(text);
+    }
+    let head: String = text.chars().take(EXCERPT_CHARS).collect();
+    let tail: String = text.chars().skip(total - EXCERPT_CHARS / 2).collect();
+    let cut = total - EXCERPT_CHARS - EXCERPT_CHARS / 2;
+    format!(
+        "{}… ({cut} characters cut) …{}",
+        escape_control(&head),
+        escape_control(&tail)
+    )
+}
+
 /// Control characters (C0 except tab, DEL, C1) replaced by `\u{…}` escapes; newlines become
 /// `\n` so that a value stays on one line. Everything else, including non-ASCII letters,
 /// is kept.
@@ -266,6 +293,59 @@ pub fn escape_control(value: &str) -> String {
         }
     }
     out
+}
+
+/// [`escape_control`] on each line of `text`, keeping its line breaks: for a whole rendered
+/// report whose only intended control character is the newline.
+pub fn escape_lines(text: &str) -> String {
+    if !text.chars().any(|c| c != '\n' && needs_escape(c)) {
+        return text.to_owned();
+    }
+    text.split('\n')
+        .map(escape_control)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Text from data made inert in Markdown (a pull-request comment, a table cell): HTML is
+/// escaped (`<img src=…>` shows as text, loads nothing), Markdown punctuation that could make
+/// links, images, emphasis or code is backslash-escaped, `|` cannot end a table cell, and a
+/// newline becomes a space so that the text stays in its cell or list item. Control
+/// characters are escaped ([`escape_control`]).
+pub fn markdown_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in escape_control(&text.replace(['\n', '\r'], " ")).chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '!' | '|' | '~' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text from data as a Markdown code span, backticks included: the fence is one backtick
+/// longer than the longest run of backticks inside, `|` is escaped for table cells and
+/// newlines become spaces. Inside a code span nothing else is interpreted (no HTML, links).
+pub fn markdown_code(text: &str) -> String {
+    let body = escape_control(&text.replace(['\n', '\r'], " ")).replace('|', "\\|");
+    let mut longest = 0;
+    let mut run = 0;
+    for c in body.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    if longest == 0 {
+        format!("{fence}{body}{fence}")
+    } else {
+        format!("{fence} {body} {fence}")
+    }
 }
 
 fn needs_escape(c: char) -> bool {
@@ -309,6 +389,13 @@ mod tests {
         assert!(r.contains("q=1"));
         assert!(r.contains("http://h/x"));
         assert_eq!(secrets_in_text("monkey business"), "monkey business");
+        // Counts of tokens and authors are kept; an access token is not.
+        assert_eq!(
+            secrets_in_text(
+                "{\"max_tokens\": 512, \"author\": \"ana\", \"access_token\": \"t0k\"}"
+            ),
+            "{\"max_tokens\": 512, \"author\": \"ana\", \"access_token\": \"[redacted]\"}"
+        );
     }
 
     #[test]
@@ -322,5 +409,30 @@ mod tests {
         );
         assert_eq!(short("año"), "año");
         assert_eq!(escape_control("a\u{1b}[31mb\nc\td"), "a\\u{1b}[31mb\\nc\td");
+    }
+
+    #[test]
+    fn markdown_from_data_is_inert() {
+        assert_eq!(
+            markdown_text("<img src=x onerror=alert(1)> [a](javascript:b) **c** | d\ne"),
+            "&lt;img src=x onerror=alert\\(1\\)&gt; \\[a\\]\\(javascript:b\\) \\*\\*c\\*\\* \\| d e"
+        );
+        assert_eq!(markdown_code("case_1"), "`case_1`");
+        assert_eq!(markdown_code("a`b|c"), "`` a`b\\|c ``");
+        assert_eq!(escape_lines("a\u{1b}b\nc"), "a\\u{1b}b\nc");
+    }
+
+    #[test]
+    fn long_messages_keep_their_start_and_end() {
+        let msg = format!(
+            "invalid type: string \"{}\", expected u32 at line 3 column 9",
+            "x".repeat(10_000_000)
+        );
+        let m = message(&msg);
+        assert!(m.len() < 400, "{}", m.len());
+        assert!(m.starts_with("invalid type: string \"xx"));
+        assert!(m.ends_with("expected u32 at line 3 column 9"));
+        assert!(m.contains("characters cut"));
+        assert_eq!(message("short \u{1b}[2J"), "short \\u{1b}[2J");
     }
 }

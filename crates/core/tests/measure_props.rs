@@ -254,8 +254,11 @@ proptest! {
                 Syntax::AtRank => Measure::at_rank(spec.family, k).unwrap(),
                 Syntax::AtValue | Syntax::Beta2 => Measure::at_value(spec.family, x).unwrap(),
                 Syntax::Gains => Measure::with_gains(spec.family, gains.clone()).unwrap(),
-                Syntax::Rbp => Measure::rbp(spec.family, x / 1000.0, gains.clone()).unwrap(),
-                Syntax::Persistence => Measure::rbp(spec.family, x / 1000.0, Vec::new()).unwrap(),
+                // A persistence strictly inside (0, 1).
+                Syntax::Rbp => Measure::rbp(spec.family, (x.abs() + 1.0) / 1002.0, gains.clone()).unwrap(),
+                Syntax::Persistence => {
+                    Measure::rbp(spec.family, (x.abs() + 1.0) / 1002.0, Vec::new()).unwrap()
+                }
                 Syntax::Utility => Measure::utility(coef).unwrap(),
                 Syntax::Levels => Measure::eleven_point_average(levels.clone()).unwrap(),
             };

@@ -11,7 +11,7 @@ use crate::EmbedError;
 
 /// Settings of a [`ChatClient`]. The API key is passed in (the CLI reads it from an
 /// environment variable; this library reads none).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ChatConfig {
     /// The server: `http://host:port`, `.../v1` or the full `.../v1/chat/completions` URL.
     pub base_url: String,
@@ -31,6 +31,30 @@ pub struct ChatConfig {
     pub max_tokens: u32,
     /// HTTP proxy URL (no proxy when `None`).
     pub proxy: Option<String>,
+}
+
+/// Without the key, and the URLs without credentials.
+impl std::fmt::Debug for ChatConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatConfig")
+            .field("base_url", &veredicto_core::redact::url(&self.base_url))
+            .field("model", &self.model)
+            .field(
+                "api_key",
+                &self
+                    .api_key
+                    .as_ref()
+                    .map(|_| veredicto_core::redact::REDACTED),
+            )
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .field("seed", &self.seed)
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(veredicto_core::redact::url),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl ChatConfig {
@@ -69,6 +93,9 @@ pub struct ChatReply {
 /// A client of an OpenAI-compatible chat completions server.
 pub struct ChatClient {
     cfg: ChatConfig,
+    /// Where requests go (may carry credentials).
+    endpoint: String,
+    /// The endpoint without credentials, for messages and records.
     url: String,
     client: HttpClient,
 }
@@ -92,14 +119,16 @@ impl ChatClient {
             api_key: cfg.api_key.clone(),
             proxy: cfg.proxy.clone(),
         })?;
+        let endpoint = cfg.endpoint();
         Ok(ChatClient {
-            url: cfg.endpoint(),
+            url: veredicto_core::redact::url(&endpoint),
+            endpoint,
             cfg,
             client,
         })
     }
 
-    /// The endpoint URL requests go to.
+    /// The endpoint URL requests go to, without credentials (userinfo, secret parameters).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -123,7 +152,7 @@ impl ChatClient {
         if let Some(seed) = self.cfg.seed {
             body["seed"] = json!(seed);
         }
-        let resp = self.client.post_json(&self.url, &body)?;
+        let resp = self.client.post_json(&self.endpoint, &body)?;
         let bad = |reason: String| EmbedError::BadResponse {
             url: self.url.clone(),
             reason,

@@ -20,13 +20,12 @@ pub enum EmbedError {
         why: &'static str,
     },
     /// Reading a file failed.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        /// The underlying error, shown in the message, not chained, so that it is printed once.
+        error: std::io::Error,
     },
     /// A file exists but cannot be parsed (truncated weights, invalid JSON, ...).
     #[error("{}: corrupt or invalid file: {reason}", path.display())]
@@ -154,7 +153,7 @@ impl EmbedError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         EmbedError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 

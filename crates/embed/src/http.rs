@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
+use veredicto_core::redact;
 
 use crate::EmbedError;
 
@@ -33,7 +34,7 @@ impl HttpClient {
             None => None,
             Some(p) => Some(ureq::Proxy::new(p).map_err(|e| EmbedError::InvalidOption {
                 option: "proxy",
-                reason: format!("`{p}`: {e}"),
+                reason: format!("`{}`: {e}", redact::url(p)),
             })?),
         };
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -49,7 +50,14 @@ impl HttpClient {
     /// POSTs `body` to `url` and parses the 2xx response as JSON. Retries retryable failures
     /// `retries` times, waiting `backoff`, `2 backoff`, `4 backoff`, ... (or the server's
     /// `Retry-After`, capped at 30 s).
+    ///
+    /// Credentials in `url` are used, never shown: a `user:pass@` userinfo is taken out of
+    /// the request line and sent as `Authorization: Basic …` (unless an API key is set, whose
+    /// bearer token wins); secret query parameters (`?key=…`) are sent as given. Errors name
+    /// the URL without credentials and echo response bodies with secrets redacted.
     pub(crate) fn post_json(&self, url: &str, body: &Value) -> Result<Value, EmbedError> {
+        let (request_url, basic) = split_userinfo(url);
+        let url = &redact::url(url);
         let payload = serde_json::to_vec(body).map_err(|e| EmbedError::InvalidOption {
             option: "request",
             reason: e.to_string(),
@@ -60,11 +68,13 @@ impl HttpClient {
             attempt += 1;
             let mut req = self
                 .agent
-                .post(url)
+                .post(&request_url)
                 .header("Content-Type", "application/json")
                 .header("Accept", "application/json");
             if let Some(key) = &self.settings.api_key {
                 req = req.header("Authorization", format!("Bearer {key}"));
+            } else if let Some(basic) = &basic {
+                req = req.header("Authorization", format!("Basic {basic}"));
             }
             let (failure, retry_after) = match req.send(&payload[..]) {
                 Ok(resp) => {
@@ -134,30 +144,128 @@ impl HttpClient {
             other => EmbedError::HttpTransport {
                 url: url.to_string(),
                 attempts,
-                reason: other.to_string(),
+                reason: redact::secrets_in_text(&other.to_string()),
             },
         }
     }
 }
 
-/// An OpenAI-style endpoint from a base URL: `base` itself when it already ends in
-/// `/<path>`, else `base + "/<path>"` when it ends in `/v1`, else `base + "/v1/<path>"`.
+/// An OpenAI-style endpoint from a base URL: `base` itself when its path already ends in
+/// `/<path>`, else `base + "/<path>"` when it ends in `/v1`, else `base + "/v1/<path>"`. A
+/// query string (`?api-version=…&key=…`) stays after the path; a fragment is dropped.
 pub(crate) fn openai_endpoint(base_url: &str, path: &str) -> String {
-    let base = base_url.trim_end_matches('/');
+    let base_url = base_url.split('#').next().unwrap_or("");
+    let (base, query) = match base_url.find('?') {
+        Some(q) => (&base_url[..q], &base_url[q..]),
+        None => (base_url, ""),
+    };
+    let base = base.trim_end_matches('/');
     if base.ends_with(&format!("/{path}")) {
-        base.to_string()
+        format!("{base}{query}")
     } else if base.ends_with("/v1") {
-        format!("{base}/{path}")
+        format!("{base}/{path}{query}")
     } else {
-        format!("{base}/v1/{path}")
+        format!("{base}/v1/{path}{query}")
     }
 }
 
-/// The first 300 characters of a body, for error messages.
+/// `url` without its `user:pass@` userinfo, and the `user:pass` (percent-decoded) in base64
+/// for an `Authorization: Basic` header when there was one.
+fn split_userinfo(url: &str) -> (String, Option<String>) {
+    let Some(scheme_end) = url.find("://") else {
+        return (url.to_string(), None);
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return (url.to_string(), None);
+    };
+    let userinfo = &rest[..at];
+    let (user, pass) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    let mut plain = percent_decode(user);
+    plain.push(b':');
+    plain.extend(percent_decode(pass));
+    let stripped = format!("{}{}", &url[..scheme_end + 3], &rest[at + 1..]);
+    (stripped, Some(base64(&plain)))
+}
+
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Standard base64 with padding (RFC 4648 §4).
+fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, &b)| acc | (b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The first 300 characters of a body, secrets redacted, for error messages.
 fn excerpt(text: &str) -> String {
-    let t = text.trim();
-    match t.char_indices().nth(300) {
-        Some((i, _)) => format!("{}…", &t[..i]),
-        None => t.to_string(),
+    redact::excerpt(&redact::secrets_in_text(text.trim()), 300)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_query_stays_after_the_endpoint_path() {
+        assert_eq!(
+            openai_endpoint("https://h/openai?api-version=1&key=k", "embeddings"),
+            "https://h/openai/v1/embeddings?api-version=1&key=k"
+        );
+        assert_eq!(
+            openai_endpoint("https://h/v1/?key=k", "chat/completions"),
+            "https://h/v1/chat/completions?key=k"
+        );
+        assert_eq!(
+            openai_endpoint("https://h/v1/embeddings?key=k", "embeddings"),
+            "https://h/v1/embeddings?key=k"
+        );
+        assert_eq!(
+            openai_endpoint("http://h:1", "embeddings"),
+            "http://h:1/v1/embeddings"
+        );
+    }
+
+    #[test]
+    fn userinfo_becomes_basic_auth() {
+        let (u, b) = split_userinfo("http://Aladdin:open%20sesame@h:8/v1?x=1");
+        assert_eq!(u, "http://h:8/v1?x=1");
+        assert_eq!(b.as_deref(), Some("QWxhZGRpbjpvcGVuIHNlc2FtZQ=="));
+        assert_eq!(split_userinfo("http://h/a@b").1, None);
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
     }
 }

@@ -11,7 +11,7 @@ use crate::{EmbedError, Embedder, ModelFingerprint, TextKind};
 
 /// Settings of an [`OpenAiEmbedder`]. The API key is passed in (the CLI reads it from an
 /// environment variable; this library reads none).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct OpenAiConfig {
     /// The server: `http://host:port`, `.../v1` or the full `.../v1/embeddings` URL.
     pub base_url: String,
@@ -36,6 +36,31 @@ pub struct OpenAiConfig {
     pub passage_prefix: String,
     /// HTTP proxy URL (no proxy when `None`).
     pub proxy: Option<String>,
+}
+
+/// Without the key, and the URLs without credentials.
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &veredicto_core::redact::url(&self.base_url))
+            .field("model", &self.model)
+            .field(
+                "api_key",
+                &self
+                    .api_key
+                    .as_ref()
+                    .map(|_| veredicto_core::redact::REDACTED),
+            )
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .field("batch_size", &self.batch_size)
+            .field("dimensions", &self.dimensions)
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(veredicto_core::redact::url),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenAiConfig {
@@ -66,6 +91,9 @@ impl OpenAiConfig {
 /// An embedder backed by an OpenAI-compatible embeddings server.
 pub struct OpenAiEmbedder {
     cfg: OpenAiConfig,
+    /// Where requests go (may carry credentials).
+    endpoint: String,
+    /// The endpoint without credentials, for messages and fingerprints.
     url: String,
     client: Result<HttpClient, String>,
     unprobed: ModelFingerprint,
@@ -108,8 +136,10 @@ impl OpenAiEmbedder {
         if cfg.dimensions.is_some() {
             let _ = probed.set(unprobed.clone());
         }
+        let endpoint = cfg.endpoint();
         OpenAiEmbedder {
-            url: cfg.endpoint(),
+            url: veredicto_core::redact::url(&endpoint),
+            endpoint,
             cfg,
             client,
             unprobed,
@@ -117,7 +147,7 @@ impl OpenAiEmbedder {
         }
     }
 
-    /// The URL requests are sent to.
+    /// The URL requests are sent to, without credentials (userinfo, secret parameters).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -141,7 +171,7 @@ impl OpenAiEmbedder {
                 reason: reason.clone(),
             })?;
         let body = json!({ "model": self.cfg.model, "input": inputs });
-        let resp = client.post_json(&self.url, &body)?;
+        let resp = client.post_json(&self.endpoint, &body)?;
         let vectors = parse_embeddings(&self.url, &resp, inputs.len())?;
         for (i, v) in vectors.iter().enumerate() {
             let expected = match self.probed.get() {

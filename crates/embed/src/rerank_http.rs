@@ -35,7 +35,7 @@ impl RerankApi {
 }
 
 /// Settings of an [`HttpReranker`].
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HttpRerankConfig {
     /// The full URL posted to (e.g. `http://localhost:8080/rerank`,
     /// `https://api.cohere.com/v2/rerank`).
@@ -56,6 +56,30 @@ pub struct HttpRerankConfig {
     pub batch_size: usize,
     /// HTTP proxy URL (no proxy when `None`).
     pub proxy: Option<String>,
+}
+
+/// Without the key, and the URLs without credentials.
+impl std::fmt::Debug for HttpRerankConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpRerankConfig")
+            .field("url", &veredicto_core::redact::url(&self.url))
+            .field("model", &self.model)
+            .field(
+                "api_key",
+                &self
+                    .api_key
+                    .as_ref()
+                    .map(|_| veredicto_core::redact::REDACTED),
+            )
+            .field("api", &self.api)
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(veredicto_core::redact::url),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpRerankConfig {
@@ -87,7 +111,7 @@ pub struct HttpReranker {
 impl std::fmt::Debug for HttpReranker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpReranker")
-            .field("url", &self.cfg.url)
+            .field("url", &veredicto_core::redact::url(&self.cfg.url))
             .field("api", &self.cfg.api)
             .finish_non_exhaustive()
     }
@@ -105,7 +129,10 @@ impl HttpReranker {
         })
         .map_err(|e| e.to_string());
         let fingerprint = RerankerFingerprint {
-            name: cfg.model.clone().unwrap_or_else(|| cfg.url.clone()),
+            name: cfg
+                .model
+                .clone()
+                .unwrap_or_else(|| veredicto_core::redact::url(&cfg.url)),
             architecture: "http".into(),
             files: BTreeMap::new(),
             max_tokens: 0,
@@ -197,7 +224,11 @@ impl HttpReranker {
             }
             Err(e) => return Err(e),
         };
-        parse_scores(&self.cfg.url, &resp, passages.len())
+        parse_scores(
+            &veredicto_core::redact::url(&self.cfg.url),
+            &resp,
+            passages.len(),
+        )
     }
 
     fn remember(&self, api: RerankApi) {

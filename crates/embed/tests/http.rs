@@ -435,3 +435,93 @@ fn rerank_response_missing_a_passage_is_an_error() {
     let err = r.score("q", &["a", "b"]).unwrap_err();
     assert!(err.to_string().contains("no score for passage 1"), "{err}");
 }
+
+/// A base URL with `user:pass@` and `?key=`: the credentials reach the server (basic auth,
+/// the query string after the endpoint path) but never the URL shown, the fingerprint or an
+/// error, even when the server echoes the `Authorization` header back.
+#[test]
+fn credentials_in_url_are_used_but_never_shown() {
+    let server = Server::start(3, |i, req| {
+        if i == 0 {
+            embeddings_reply(req)
+        } else {
+            Reply::json(
+                401,
+                json!({"error": "denied", "echo": {"Authorization": req.header("authorization")}, "note": "Authorization: Bearer sk-echoed"}),
+            )
+        }
+    });
+    let host = server.url.trim_start_matches("http://");
+    let cfg = OpenAiConfig {
+        retries: 0,
+        ..fast(OpenAiConfig::new(
+            format!("http://alice:p%40ss@{host}/v1?key=sk-query&api-version=2"),
+            "m",
+        ))
+    };
+    let e = OpenAiEmbedder::new(cfg);
+    assert_eq!(
+        e.url(),
+        format!("http://{host}/v1/embeddings?key=[redacted]&api-version=2")
+    );
+    e.embed(&["x"], TextKind::Passage).unwrap();
+    let err = e.embed(&["y"], TextKind::Passage).unwrap_err().to_string();
+    let reqs = server.requests.lock().unwrap().clone();
+    assert_eq!(reqs[0].path, "/v1/embeddings?key=sk-query&api-version=2");
+    // base64("alice:p@ss")
+    assert_eq!(
+        reqs[0].header("authorization"),
+        Some("Basic YWxpY2U6cEBzcw==")
+    );
+    assert!(err.contains("401") && err.contains("denied"), "{err}");
+    for secret in ["alice", "p%40ss", "sk-query", "YWxpY2U6cEBzcw", "sk-echoed"] {
+        assert!(!err.contains(secret), "{secret} printed: {err}");
+        assert!(!format!("{e:?}").contains(secret), "{secret} in Debug");
+        assert!(!e.url().contains(secret));
+    }
+}
+
+#[test]
+fn chat_and_rerank_urls_with_credentials_are_redacted() {
+    let server = Server::start(2, |i, req| {
+        if i == 0 {
+            Reply::json(
+                200,
+                json!({"choices": [{"message": {"content": "ok"}}], "model": "m"}),
+            )
+        } else {
+            assert_eq!(req.header("authorization"), Some("Basic dTpw"));
+            Reply::json(200, json!([{"index": 0, "score": 0.5}]))
+        }
+    });
+    let host = server.url.trim_start_matches("http://");
+    let mut cfg = veredicto_embed::ChatConfig::new(format!("http://u:p@{host}?token=t0k"), "m");
+    cfg.retries = 0;
+    let chat = veredicto_embed::ChatClient::new(cfg).unwrap();
+    assert_eq!(
+        chat.url(),
+        format!("http://{host}/v1/chat/completions?token=[redacted]")
+    );
+    assert_eq!(chat.complete("s", "u").unwrap().content, "ok");
+    assert_eq!(
+        server.requests.lock().unwrap()[0].path,
+        "/v1/chat/completions?token=t0k"
+    );
+    let r = HttpReranker::new(HttpRerankConfig {
+        api: RerankApi::Tei,
+        retries: 0,
+        ..HttpRerankConfig::new(format!("http://u:p@{host}/rerank?api_key=k3y"))
+    });
+    assert_eq!(r.score("q", &["a"]).unwrap(), vec![0.5]);
+    let cfg = OpenAiConfig {
+        api_key: Some("sk-debug".into()),
+        ..OpenAiConfig::new("http://u:p@h/v1?key=k3y", "m")
+    };
+    let shown = format!("{cfg:?}");
+    assert!(
+        !shown.contains("sk-debug") && !shown.contains("u:p") && !shown.contains("k3y"),
+        "{shown}"
+    );
+    let shown = format!("{} {r:?}", r.fingerprint().name);
+    assert!(!shown.contains("u:p") && !shown.contains("k3y"), "{shown}");
+}

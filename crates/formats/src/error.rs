@@ -16,7 +16,13 @@ pub enum FormatError {
         error: std::io::Error,
     },
     /// A line (or, for TOML, a key) holds a value that is not acceptable.
-    #[error("{path}:{line}: field `{field}`: {message}")]
+    /// The field and the message are cut to a readable length and control characters in
+    /// them escaped (a value from the file may be megabytes long or hold terminal escapes).
+    #[error(
+        "{path}:{line}: field `{}`: {}",
+        veredicto_core::redact::short(field),
+        veredicto_core::redact::message(message)
+    )]
     Invalid {
         path: PathBuf,
         /// 1-based line number; 0 when the problem concerns the whole file.
@@ -50,3 +56,21 @@ impl FormatError {
 }
 
 pub type Result<T, E = FormatError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 10 MB value in a message made a 10 MB stderr line; ESC in it reached the terminal.
+    #[test]
+    fn messages_quoting_huge_or_hostile_values_are_cut_and_escaped() {
+        let big = format!("unknown chunk `{}\u{1b}[2J`", "x".repeat(10_000_000));
+        let e = FormatError::invalid(Path::new("g.jsonl"), 3, "expected", big).to_string();
+        assert!(
+            e.starts_with("g.jsonl:3: field `expected`: unknown chunk `xxx"),
+            "{e}"
+        );
+        assert!(e.len() < 1000, "{}", e.len());
+        assert!(e.contains("characters cut") && !e.contains('\u{1b}'), "{e}");
+    }
+}

@@ -20,7 +20,7 @@ pub fn read_objects(path: &Path) -> Result<Vec<ObjectLine<'_>>> {
         if raw.trim().is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(raw)
+        let value: Value = crate::json::value_from_str(raw)
             .map_err(|e| FormatError::invalid(path, line, "-", format!("malformed JSON: {e}")))?;
         match value {
             Value::Object(object) => out.push(ObjectLine { path, line, object }),

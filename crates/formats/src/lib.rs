@@ -6,6 +6,7 @@
 pub mod corpus;
 pub mod error;
 pub mod golden;
+pub mod json;
 pub mod jsonl;
 pub mod notes;
 pub mod policy;

@@ -4,6 +4,9 @@
 
 use crate::error::{FormatError, Result};
 use crate::text;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use std::path::Path;
 use veredicto_core::policy::Policy;
 
@@ -13,15 +16,22 @@ pub fn read_policy(path: &Path) -> Result<Policy> {
     parse_policy(path, &source)
 }
 
-/// Parses and validates policy TOML; `path` is only used in messages.
+/// Parses and validates policy TOML; `path` is only used in messages. A `[grounding]` table
+/// (the grounding audit's thresholds, read from the same file by the audit) must be a table
+/// and is otherwise left to the audit.
 pub fn parse_policy(path: &Path, source: &str) -> Result<Policy> {
-    let policy: Policy = toml::from_str(source).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| 1 + source[..s.start.min(source.len())].matches('\n').count())
-            .unwrap_or(0);
+    let PolicyFile(policy) = toml::from_str(source).map_err(|e| {
         let message = e.message().trim().replace('\n', " ");
         let field = unknown_field(&message).unwrap_or_else(|| "-".to_owned());
+        // An unknown top-level key is reported by the filter around `[grounding]`, whose
+        // span is the whole table: find the key's own line.
+        let line = Some(key_line(source, &field))
+            .filter(|&l| l > 0)
+            .or_else(|| {
+                e.span()
+                    .map(|s| 1 + source[..s.start.min(source.len())].matches('\n').count())
+            })
+            .unwrap_or(0);
         FormatError::invalid(path, line, field, message)
     })?;
     policy.validate().map_err(|e| {
@@ -29,6 +39,60 @@ pub fn parse_policy(path: &Path, source: &str) -> Result<Policy> {
         FormatError::invalid(path, line, e.key.clone(), e.message)
     })?;
     Ok(policy)
+}
+
+/// The top level of a policy file: [`Policy`]'s keys, and a `[grounding]` table that
+/// belongs to the grounding audit.
+struct PolicyFile(Policy);
+
+impl<'de> Deserialize<'de> for PolicyFile {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct TopLevel;
+        impl<'de> Visitor<'de> for TopLevel {
+            type Value = PolicyFile;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a policy table")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<PolicyFile, A::Error> {
+                Policy::deserialize(MapAccessDeserializer::new(WithoutGrounding(map)))
+                    .map(PolicyFile)
+            }
+        }
+        d.deserialize_map(TopLevel)
+    }
+}
+
+/// The entries of a map except `grounding`, which must hold a table.
+struct WithoutGrounding<A>(A);
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutGrounding<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> std::result::Result<Option<K::Value>, A::Error> {
+        loop {
+            let Some(key) = self.0.next_key::<String>()? else {
+                return Ok(None);
+            };
+            if key == "grounding" {
+                self.0.next_value::<toml::Table>()?;
+                continue;
+            }
+            return seed.deserialize(key.into_deserializer()).map(Some);
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> std::result::Result<V::Value, A::Error> {
+        self.0.next_value_seed(seed)
+    }
 }
 
 /// The key named by serde's "unknown field `x`" message.
@@ -99,6 +163,22 @@ mod tests {
         );
         let err = parse("top_k = 0\n").unwrap_err().to_string();
         assert!(err.starts_with("policy.toml:1: field `top_k`"), "{err}");
+    }
+
+    /// One policy file serves the exam and the grounding audit: the exam refused it.
+    #[test]
+    fn policy_with_a_grounding_table_is_accepted() {
+        let p =
+            parse("top_k = 5\n\n[grounding]\nmin_support = 0.9\n\n[domains.viajes]\ntop_k = 3\n")
+                .unwrap();
+        assert_eq!(p.top_k, 5);
+        assert_eq!(p.domains["viajes"].top_k, Some(3));
+        let err = parse("grounding = 3\n").unwrap_err().to_string();
+        assert!(err.starts_with("policy.toml:1:"), "{err}");
+        let err = parse("[grounding]\nx = 1\n[domains.a]\ntop_kk = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("policy.toml:4: field `top_kk`"), "{err}");
     }
 
     #[test]

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GroundingError {
-    #[error("{path}: {source}")]
+    /// The I/O error is shown in the message, not chained, so that it is printed once.
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
@@ -24,7 +24,7 @@ impl GroundingError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         GroundingError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 }
@@ -40,14 +40,16 @@ pub struct Issue {
 }
 
 impl fmt::Display for Issue {
+    /// One line: a message that quotes a huge or hostile value is cut and escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = veredicto_core::redact::message(&self.message);
         match self.line {
             Some(l) => write!(
                 f,
-                "line {l}: {} ({}): {}",
-                self.yaml_path, self.field, self.message
+                "line {l}: {} ({}): {message}",
+                self.yaml_path, self.field
             ),
-            None => write!(f, "{} ({}): {}", self.yaml_path, self.field, self.message),
+            None => write!(f, "{} ({}): {message}", self.yaml_path, self.field),
         }
     }
 }

@@ -17,15 +17,14 @@ pub struct SourceSet {
 pub fn load_sources(path: &Path) -> Result<SourceSet, GroundingError> {
     let text = std::fs::read_to_string(path).map_err(|e| GroundingError::io(path, e))?;
     let json = path.extension().and_then(|e| e.to_str()) == Some("json");
-    let r = if json {
-        serde_json::from_str(&text).map_err(|e| e.to_string())
+    if json {
+        veredicto_formats::json::from_str(&text).map_err(|e| GroundingError::Parse {
+            path: path.to_path_buf(),
+            message: veredicto_core::redact::message(&e.to_string()),
+        })
     } else {
-        serde_norway::from_str(&text).map_err(|e| e.to_string())
-    };
-    r.map_err(|message| GroundingError::Parse {
-        path: path.to_path_buf(),
-        message,
-    })
+        crate::load::parse_yaml(path, &text)
+    }
 }
 
 /// One claim whose cited evidence changed.

@@ -24,15 +24,17 @@ pub fn parse_cases(path: &Path, text: &str) -> Result<CaseSet, GroundingError> {
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case("json"));
     let set: CaseSet = if is_json {
-        serde_json::from_str(text).map_err(|e| GroundingError::Parse {
+        veredicto_formats::json::from_str(text).map_err(|e| GroundingError::Parse {
             path: path.to_path_buf(),
-            message: format!("line {} column {}: {e}", e.line(), e.column()),
+            message: format!(
+                "line {} column {}: {}",
+                e.line(),
+                e.column(),
+                veredicto_core::redact::message(&e.to_string())
+            ),
         })?
     } else {
-        serde_norway::from_str(text).map_err(|e| GroundingError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?
+        parse_yaml(path, text)?
     };
     let issues = validate(&set, text);
     if issues.is_empty() {
@@ -43,6 +45,119 @@ pub fn parse_cases(path: &Path, text: &str) -> Result<CaseSet, GroundingError> {
             issues,
         })
     }
+}
+
+/// How deeply YAML collections may nest (as serde_json allows for JSON).
+pub const MAX_NESTING: usize = 128;
+
+/// Parses YAML after checking its nesting ([`check_yaml_nesting`]); errors name the file
+/// and quote at most an excerpt of an offending value.
+pub(crate) fn parse_yaml<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+) -> Result<T, GroundingError> {
+    check_yaml_nesting(text).map_err(|line| GroundingError::Parse {
+        path: path.to_path_buf(),
+        message: format!("line {line}: collections nested more than {MAX_NESTING} levels deep"),
+    })?;
+    serde_norway::from_str(text).map_err(|e| GroundingError::Parse {
+        path: path.to_path_buf(),
+        message: veredicto_core::redact::message(&e.to_string()),
+    })
+}
+
+/// Refuses YAML whose collections nest deeper than [`MAX_NESTING`] before it reaches the
+/// parser (whose time grows with the square of the depth), returning the 1-based line where
+/// the limit is passed. The depth is counted from above: one level per indentation step,
+/// per `- ` / `? ` indicator on a line and per open `[` / `{`; quoted text, comments and
+/// the lines of block scalars (`|`, `>`) are skipped.
+pub(crate) fn check_yaml_nesting(text: &str) -> Result<(), usize> {
+    let mut indents: Vec<usize> = Vec::new();
+    let mut flow = 0usize;
+    let mut quote: Option<u8> = None;
+    let mut block_scalar: Option<usize> = None;
+    for (n, line) in text.lines().enumerate() {
+        let lineno = n + 1;
+        let b = line.as_bytes();
+        let indent = b.iter().take_while(|&&c| c == b' ').count();
+        let blank = b[indent..].iter().all(|c| c.is_ascii_whitespace());
+        if let Some(parent) = block_scalar {
+            if blank || indent > parent {
+                continue;
+            }
+            block_scalar = None;
+        }
+        if quote.is_none() && flow == 0 {
+            if blank || b[indent] == b'#' {
+                continue;
+            }
+            if line.starts_with("---") || line.starts_with("...") {
+                indents.clear();
+            }
+            while indents.last().is_some_and(|&i| i >= indent) {
+                indents.pop();
+            }
+            indents.push(indent);
+        }
+        let mut depth = indents.len();
+        let mut node_start = quote.is_none();
+        let mut i = indent;
+        let mut code_end = b.len();
+        while i < b.len() {
+            let c = b[i];
+            let next_blank = b.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
+            if let Some(q) = quote {
+                if c == b'\\' && q == b'"' {
+                    i += 2;
+                    continue;
+                }
+                if c == q {
+                    quote = None;
+                }
+                i += 1;
+                continue;
+            }
+            match c {
+                b'#' if i == 0 || b[i - 1].is_ascii_whitespace() => {
+                    code_end = i;
+                    break;
+                }
+                b'"' | b'\'' if node_start => {
+                    quote = Some(c);
+                    node_start = false;
+                }
+                b'[' | b'{' if node_start || flow > 0 => {
+                    flow += 1;
+                    node_start = true;
+                }
+                b']' | b'}' if flow > 0 => {
+                    flow -= 1;
+                    node_start = false;
+                }
+                b',' if flow > 0 => node_start = true,
+                b'-' | b'?' if node_start && flow == 0 && next_blank => depth += 1,
+                b':' if next_blank || flow > 0 => node_start = true,
+                b' ' | b'\t' => {}
+                _ => node_start = false,
+            }
+            if depth + flow > MAX_NESTING {
+                return Err(lineno);
+            }
+            i += 1;
+        }
+        if quote.is_none() && flow == 0 {
+            let code = line[..code_end].trim_end();
+            let indicator =
+                code.trim_end_matches(|c: char| c.is_ascii_digit() || c == '+' || c == '-');
+            if indicator.ends_with(['|', '>'])
+                && (indicator.len() == 1
+                    || indicator[..indicator.len() - 1].ends_with([' ', ':', '-']))
+            {
+                block_scalar = Some(indent);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `sha256:<hex>` of a passage text.

@@ -43,9 +43,13 @@ fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, Groun
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| GroundingError::Parse {
+            veredicto_formats::json::from_str(l).map_err(|e| GroundingError::Parse {
                 path: path.to_path_buf(),
-                message: format!("line {}: {e}", i + 1),
+                message: format!(
+                    "line {}: {}",
+                    i + 1,
+                    veredicto_core::redact::message(&e.to_string())
+                ),
             })
         })
         .collect()

@@ -269,9 +269,10 @@ pub fn to_json(rows: &[SheetRow]) -> String {
     serde_json::to_string_pretty(rows).unwrap_or_else(|_| "[]".into())
 }
 
-/// A GitHub-flavoured Markdown table.
+/// A GitHub-flavoured Markdown table. Cell text is made inert: HTML shows as text and
+/// Markdown links, images and emphasis from the data are escaped.
 pub fn to_markdown(rows: &[SheetRow]) -> String {
-    let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let esc = veredicto_core::redact::markdown_text;
     let mut out = format!(
         "| {} |\n|{}\n",
         HEADER.join(" | "),

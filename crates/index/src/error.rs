@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     /// A file or folder could not be read, written, synced or renamed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file or folder concerned.
         path: PathBuf,
-        /// The operating system's error.
-        #[source]
-        source: std::io::Error,
+        /// The operating system's error, shown in the message, not chained, so that it is
+        /// printed once.
+        error: std::io::Error,
     },
     /// A file of the index is not what the manifest says it should be (truncated, wrong
     /// size, unparsable line, ...).
@@ -160,7 +160,7 @@ impl IndexError {
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         IndexError::Io {
             path: path.to_path_buf(),
-            source,
+            error: source,
         }
     }
 

@@ -162,10 +162,16 @@ fn facet_equals(v: &Value, wanted: &str) -> bool {
 
 fn valid_at(date: &str, text: &str) -> Result<Filter> {
     match date_prefix(date) {
-        Some(d) if d.len() == date.len() => Ok(Filter::ValidAt(d.to_string())),
+        // A real calendar date: `2025-99-99` has the shape but no day.
+        Some(d) if d.len() == date.len() && veredicto_core::time::parse_date_days(d).is_some() => {
+            Ok(Filter::ValidAt(d.to_string()))
+        }
         _ => Err(IndexError::InvalidFilter {
-            text: text.to_string(),
-            message: format!("`valid_at` must be a date YYYY-MM-DD, got {date:?}"),
+            text: veredicto_core::redact::short(text),
+            message: format!(
+                "`valid_at` must be a calendar date YYYY-MM-DD, got \"{}\"",
+                veredicto_core::redact::short(date)
+            ),
         }),
     }
 }
@@ -222,5 +228,27 @@ impl fmt::Display for Filter {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--filter valid_at=2025-99-99` was accepted (only the shape was checked).
+    #[test]
+    fn valid_at_needs_a_real_calendar_date() {
+        for bad in [
+            "valid_at=2025-99-99",
+            "valid_at=2025-02-29",
+            "valid_at=2025-1-01",
+        ] {
+            let e = bad.parse::<Filter>().expect_err(bad).to_string();
+            assert!(e.contains("calendar date"), "{bad}: {e}");
+        }
+        assert_eq!(
+            "valid_at=2024-02-29".parse::<Filter>().unwrap(),
+            Filter::ValidAt("2024-02-29".into())
+        );
     }
 }

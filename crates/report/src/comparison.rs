@@ -5,6 +5,7 @@ use crate::fmt;
 use veredicto_core::compare::{
     Comparison, MetricTest, RankChange, RegressionReason, RunsDiagnosis,
 };
+use veredicto_core::redact::{escape_lines, markdown_text};
 
 fn signed(v: f64, digits: usize) -> String {
     if v > 0.0 {
@@ -153,7 +154,7 @@ pub fn human(c: &Comparison) -> String {
     for r in &c.regression_reasons {
         out.push_str(&format!("    - {}\n", regression_reason(r)));
     }
-    out
+    escape_lines(&out)
 }
 
 fn regression_reason(r: &RegressionReason) -> String {
@@ -193,16 +194,19 @@ pub fn markdown(c: &Comparison) -> String {
         }
     );
     for r in &c.regression_reasons {
-        out.push_str(&format!("- **regression**: {}\n", regression_reason(r)));
+        out.push_str(&format!(
+            "- **regression**: {}\n",
+            markdown_text(&regression_reason(r))
+        ));
     }
     for d in &c.compatibility.differences {
-        out.push_str(&format!("- differs: {d}\n"));
+        out.push_str(&format!("- differs: {}\n", markdown_text(&d.to_string())));
     }
     out.push_str(&format!(
         "- shared cases: {}\n- newly failing: {}\n- newly passing: {}\n\n",
         c.shared_cases,
-        list_or_none(&c.newly_failing),
-        list_or_none(&c.newly_passing)
+        markdown_text(&list_or_none(&c.newly_failing)),
+        markdown_text(&list_or_none(&c.newly_passing))
     ));
     out.push_str("| metric | base | new | Δ | 95% CI | p | Holm p | significant |\n");
     out.push_str("|---|---:|---:|---:|---|---:|---:|:-:|\n");
@@ -224,7 +228,7 @@ pub fn markdown(c: &Comparison) -> String {
     if !lines.is_empty() {
         out.push_str("\n<details><summary>Per-case changes</summary>\n\n");
         for l in lines {
-            out.push_str(&format!("- {}\n", l.trim_start()));
+            out.push_str(&format!("- {}\n", markdown_text(l.trim_start())));
         }
         out.push_str("\n</details>\n");
     }
@@ -272,5 +276,5 @@ pub fn diagnosis_human(d: &RunsDiagnosis) -> String {
     for note in &d.notes {
         out.push_str(&format!("  note: {note}\n"));
     }
-    out
+    escape_lines(&out)
 }

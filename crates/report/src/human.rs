@@ -3,6 +3,7 @@
 
 use crate::fmt;
 use veredicto_core::exam::{ExamReport, Verdict};
+use veredicto_core::redact::{escape_control, escape_lines};
 
 const HEADERS: [&str; 11] = [
     "case", "gold", "domain", "K", "recall", "QS", "P@K", "RR", "nDCG", "noise", "status",
@@ -57,6 +58,8 @@ pub fn render(r: &ExamReport, color: bool) -> String {
                     format!("FAIL {}", fmt::reasons(c))
                 },
             ]
+            // Control characters from the data (ESC…) must not drive the terminal.
+            .map(|cell| escape_control(&cell))
         })
         .collect();
     let mut widths = HEADERS.map(|h| h.chars().count());
@@ -93,14 +96,15 @@ pub fn render(r: &ExamReport, color: bool) -> String {
         out.push_str(&if c.passed { text } else { st.red(&text) });
         out.push('\n');
         if !c.passed {
-            out.push_str(&format!("    expected: {}\n", fmt::expected_ranks(c)));
+            let mut details = String::new();
+            details.push_str(&format!("    expected: {}\n", fmt::expected_ranks(c)));
             for f in &c.diagnosis {
                 let chunk = f
                     .chunk
                     .as_deref()
                     .map(|c| format!("{c}: "))
                     .unwrap_or_default();
-                out.push_str(&format!(
+                details.push_str(&format!(
                     "    diagnosis [{}] {chunk}{}\n",
                     serde_json::to_value(f.check)
                         .ok()
@@ -117,12 +121,13 @@ pub fn render(r: &ExamReport, color: bool) -> String {
                             None => format!("{}#{}", o.id, o.rank),
                         })
                         .collect();
-                    out.push_str(&format!("      outranked by: {}\n", list.join(", ")));
+                    details.push_str(&format!("      outranked by: {}\n", list.join(", ")));
                 }
             }
             if let Some(note) = &c.note {
-                out.push_str(&format!("    note: {note}\n"));
+                details.push_str(&format!("    note: {note}\n"));
             }
+            out.push_str(&escape_lines(&details));
         }
     }
     let s = &r.summary;
@@ -165,7 +170,7 @@ pub fn render(r: &ExamReport, color: bool) -> String {
     }
     out.push('\n');
     for reason in fmt::stop_reasons(r) {
-        out.push_str(&format!("  - {reason}\n"));
+        out.push_str(&format!("  - {}\n", escape_control(&reason)));
     }
     out
 }

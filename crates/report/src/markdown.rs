@@ -2,11 +2,7 @@
 
 use crate::fmt;
 use veredicto_core::exam::{ExamReport, Verdict};
-
-/// Escapes the characters that break a Markdown table cell.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
+use veredicto_core::redact::{markdown_code as code, markdown_text as cell};
 
 pub fn render(r: &ExamReport) -> String {
     let s = &r.summary;
@@ -42,13 +38,13 @@ pub fn render(r: &ExamReport) -> String {
         out.push_str("|---|:-:|---:|---:|---:|---|---|---|\n");
         for c in failing {
             out.push_str(&format!(
-                "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
-                cell(&c.id),
+                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                code(&c.id),
                 if c.gold { "yes" } else { "" },
                 fmt::pct(c.recall),
                 fmt::qs(c.quality),
                 fmt::noise(c),
-                fmt::reasons(c),
+                cell(&fmt::reasons(c)),
                 cell(&fmt::expected_ranks(c)),
                 cell(c.note.as_deref().unwrap_or("")),
             ));
@@ -59,13 +55,13 @@ pub fn render(r: &ExamReport) -> String {
             .flat_map(|c| {
                 c.diagnosis.iter().map(move |f| {
                     format!(
-                        "- `{}`{}: {}",
-                        c.id,
+                        "- {}{}: {}",
+                        code(&c.id),
                         f.chunk
                             .as_deref()
-                            .map(|x| format!(" / `{x}`"))
+                            .map(|x| format!(" / {}", code(x)))
                             .unwrap_or_default(),
-                        f.finding
+                        cell(&f.finding)
                     )
                 })
             })
@@ -80,10 +76,10 @@ pub fn render(r: &ExamReport) -> String {
         }
     }
     out.push_str(&format!(
-        "\n<sub>policy {} · golden {} · run `{}`</sub>\n",
-        short(&r.policy_fingerprint),
-        short(&r.golden_fingerprint),
-        cell(&r.run.name)
+        "\n<sub>policy {} · golden {} · run {}</sub>\n",
+        cell(short(&r.policy_fingerprint)),
+        cell(short(&r.golden_fingerprint)),
+        code(&r.run.name)
     ));
     out
 }

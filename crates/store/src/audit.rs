@@ -6,10 +6,11 @@
 //! store never parses them (`veredicto-grounding` owns their format) and never changes or
 //! removes one.
 
-use crate::{id, time, History, StoreError};
+use crate::{id, History, StoreError};
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use veredicto_core::time;
 
 /// What a recorded case file holds (for listings; the bytes are the truth).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,7 +126,7 @@ impl History {
             serde_json::to_string(&meta.counts).map_err(|source| StoreError::Unstorable {
                 path: self.path.clone(),
                 what: "audit counts",
-                source,
+                error: source,
             })?;
         let tx = self.begin(OP)?;
         let replay_of = match &meta.replay_of {

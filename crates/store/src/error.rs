@@ -8,12 +8,12 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum StoreError {
     /// The directory that should hold the database could not be created.
-    #[error("{path}: cannot create the history's directory: {source}")]
+    #[error("{path}: cannot create the history's directory: {error}")]
     CreateDir {
         /// The directory.
         path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error. Shown in the message, not chained, so that it is printed once.
+        error: std::io::Error,
     },
 
     /// [`History::open_existing`](crate::History::open_existing) found no database.
@@ -24,14 +24,14 @@ pub enum StoreError {
     },
 
     /// SQLite failed while doing `operation`.
-    #[error("{path}: {operation}: {source}")]
+    #[error("{path}: {operation}: {error}")]
     Sqlite {
         /// The database file.
         path: PathBuf,
         /// What the store was doing (`recording a run`, `listing runs`...).
         operation: &'static str,
-        /// SQLite's error.
-        source: rusqlite::Error,
+        /// SQLite's error. Shown in the message, not chained, so that it is printed once.
+        error: rusqlite::Error,
     },
 
     /// Another process held the write lock for longer than the busy timeout.
@@ -121,7 +121,10 @@ pub enum StoreError {
     },
 
     /// A time that is not RFC 3339 (or, for filters, a `YYYY-MM-DD` date).
-    #[error("{path}: {field}: `{value}` is not an RFC 3339 time or a YYYY-MM-DD date")]
+    #[error(
+        "{path}: {field}: `{}` is not an RFC 3339 time or a YYYY-MM-DD date",
+        veredicto_core::redact::short(value)
+    )]
     BadTime {
         /// The database file.
         path: PathBuf,
@@ -159,15 +162,15 @@ pub enum StoreError {
     /// Part of the run cannot be stored so that it reads back identically (for example a
     /// NaN, which JSON cannot hold). Nothing was written.
     #[error(
-        "{path}: cannot record the run: its {what} does not survive a JSON round trip: {source}"
+        "{path}: cannot record the run: its {what} does not survive a JSON round trip: {error}"
     )]
     Unstorable {
         /// The database file.
         path: PathBuf,
         /// `report`, `config` or `latency`.
         what: &'static str,
-        /// The serialisation error.
-        source: serde_json::Error,
+        /// The serialisation error. Shown in the message, not chained, so that it is printed once.
+        error: serde_json::Error,
     },
 
     /// A stored value could not be read back.

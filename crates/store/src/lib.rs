@@ -32,7 +32,7 @@ pub mod id;
 mod metric;
 mod schema;
 pub mod synthetic;
-mod time;
+use veredicto_core::time;
 
 pub use audit::{AuditCounts, AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary};
 pub use error::StoreError;
@@ -211,9 +211,9 @@ impl History {
     /// when absent. Refuses a file made by a newer veredicto or by another program.
     pub fn open(path: &Path) -> Result<History, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+            std::fs::create_dir_all(dir).map_err(|error| StoreError::CreateDir {
                 path: dir.to_owned(),
-                source,
+                error,
             })?;
         }
         Self::open_with(
@@ -238,12 +238,47 @@ impl History {
         )
     }
 
+    /// Opens an existing history for reading only (`runs list`, `compare`, `report`): works
+    /// in a read-only folder or on a read-only file, changes nothing (no journal switch, no
+    /// schema upgrade), and any write through it fails. [`StoreError::Missing`] when there is
+    /// no file or the file holds no history yet.
+    pub fn open_read_only(path: &Path) -> Result<History, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::Missing {
+                path: path.to_owned(),
+            });
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        match Self::open_with(path, flags) {
+            // A WAL database needs its `-shm` (and `-wal`) files; in a folder where they
+            // cannot be created, read the file as immutable: nobody can be writing to it
+            // through SQLite there, since a writer would need those files too.
+            Err(StoreError::Sqlite { error, .. })
+                if matches!(
+                    error.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
+                ) =>
+            {
+                Self::open_with(path, flags | OpenFlags::SQLITE_OPEN_URI)
+            }
+            other => other,
+        }
+    }
+
+    /// Opens `path` with `flags`; with `SQLITE_OPEN_URI` the file is opened as
+    /// `file:PATH?mode=ro&immutable=1`.
     fn open_with(path: &Path, flags: OpenFlags) -> Result<History, StoreError> {
+        let read_only = flags.contains(OpenFlags::SQLITE_OPEN_READ_ONLY);
         let sql = |operation| {
             let path = path.to_owned();
             move |source| sqlite_error(path, operation, source)
         };
-        let conn = Connection::open_with_flags(path, flags).map_err(sql("opening the database"))?;
+        let conn = if flags.contains(OpenFlags::SQLITE_OPEN_URI) {
+            Connection::open_with_flags(immutable_uri(path), flags)
+        } else {
+            Connection::open_with_flags(path, flags)
+        }
+        .map_err(sql("opening the database"))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(sql("setting the busy timeout"))?;
         // Refuse foreign files before changing anything in them.
@@ -255,6 +290,24 @@ impl History {
                 path: path.to_owned(),
                 application_id,
                 user_version,
+            });
+        }
+        if read_only {
+            if user_version == 0 {
+                return Err(StoreError::Missing {
+                    path: path.to_owned(),
+                });
+            }
+            let journal_mode: String = conn
+                .pragma_query_value(None, "journal_mode", |row| row.get(0))
+                .map_err(sql("reading the journal mode"))?;
+            conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA query_only = ON;")
+                .map_err(sql("configuring the connection"))?;
+            conn.set_prepared_statement_cache_capacity(32);
+            return Ok(History {
+                conn,
+                path: path.to_owned(),
+                journal_mode,
             });
         }
         // Switching a new file to WAL needs an exclusive lock; when another process is
@@ -420,7 +473,7 @@ impl History {
         })?;
         let unstorable = |what| {
             let path = self.path.clone();
-            move |source| StoreError::Unstorable { path, what, source }
+            move |error| StoreError::Unstorable { path, what, error }
         };
         // Each JSON value must read back as what was given: JSON has no NaN or infinity
         // (serde_json writes them as null), so a value holding one is refused here rather
@@ -438,7 +491,7 @@ impl History {
         let body = codec::encode(&json).map_err(|e| StoreError::Unstorable {
             path: self.path.clone(),
             what: "report",
-            source: serde_json::Error::io(e),
+            error: serde_json::Error::io(e),
         })?;
         let reasons = serde_json::to_string(&report.reasons).map_err(unstorable("reasons"))?;
         Ok(Prepared {
@@ -1038,6 +1091,22 @@ impl History {
     }
 }
 
+/// `file:PATH?mode=ro&immutable=1`, with the characters that end or escape a URI path
+/// (`%`, `?`, `#`) percent-encoded.
+fn immutable_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str("?mode=ro&immutable=1");
+    uri
+}
+
 fn sqlite_error(path: PathBuf, operation: &'static str, source: rusqlite::Error) -> StoreError {
     if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
         return StoreError::Locked {
@@ -1049,7 +1118,7 @@ fn sqlite_error(path: PathBuf, operation: &'static str, source: rusqlite::Error)
     StoreError::Sqlite {
         path,
         operation,
-        source,
+        error: source,
     }
 }
 

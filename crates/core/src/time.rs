@@ -1,11 +1,12 @@
-//! RFC 3339 times to Unix milliseconds, without a date library: the history stores the
-//! caller's `created_at` string verbatim and, beside it, its instant in UTC milliseconds for
-//! ordering and date filters.
+//! RFC 3339 times and calendar dates to Unix milliseconds, without a date library: the
+//! history stores the caller's `created_at` string verbatim and, beside it, its instant in
+//! UTC milliseconds for ordering and date filters; `ingest --time` and `valid_at` filters
+//! are checked with the same rules.
 
 /// Parses an RFC 3339 date-time (`2025-11-14T09:30:00Z`, `2025-11-14T10:30:00.123+01:00`;
 /// `t`, `z` and a space separator are accepted, as RFC 3339 allows) to Unix milliseconds.
 /// Fractions beyond milliseconds are truncated; a leap second (`:60`) counts as `:59.999`.
-pub(crate) fn parse_timestamp_ms(text: &str) -> Option<i64> {
+pub fn parse_timestamp_ms(text: &str) -> Option<i64> {
     let b = text.as_bytes();
     if b.len() < 20 {
         return None;
@@ -64,7 +65,7 @@ pub(crate) fn parse_timestamp_ms(text: &str) -> Option<i64> {
 /// A filter bound: an RFC 3339 time, or a `YYYY-MM-DD` date meaning the start of that day
 /// in UTC, or its last millisecond when `end_of_day` (so `until 2025-11-14` includes the
 /// whole day).
-pub(crate) fn parse_bound_ms(text: &str, end_of_day: bool) -> Option<i64> {
+pub fn parse_bound_ms(text: &str, end_of_day: bool) -> Option<i64> {
     let text = text.trim();
     if text.len() == 10 {
         let days = parse_date(text.as_bytes())?;
@@ -76,6 +77,17 @@ pub(crate) fn parse_bound_ms(text: &str, end_of_day: bool) -> Option<i64> {
         });
     }
     parse_timestamp_ms(text)
+}
+
+/// A calendar date `YYYY-MM-DD` (month 1–12, a day that exists in that month) to days
+/// since 1970-01-01; `None` for anything else (`2025-99-99`, `2025-02-29`, `2025-1-1`).
+pub fn parse_date_days(text: &str) -> Option<i64> {
+    parse_date(text.as_bytes())
+}
+
+/// True for an RFC 3339 date-time ([`parse_timestamp_ms`] reads it).
+pub fn is_rfc3339(text: &str) -> bool {
+    parse_timestamp_ms(text).is_some()
 }
 
 /// `YYYY-MM-DD` to days since 1970-01-01.
