@@ -104,6 +104,8 @@ pub struct Stats {
     pub panics: u64,
     pub unnamed: u64,
     pub slow: u64,
+    /// Inputs stopped by the watchdog (or a crash that ended the campaign's process).
+    pub hangs: u64,
     /// The slowest input: time, length in bytes, SHA-256 prefix.
     pub slowest: (Duration, usize, String),
     /// The largest input.
@@ -119,7 +121,7 @@ pub struct Stats {
 
 impl Stats {
     pub fn failures(&self) -> u64 {
-        self.panics + self.unnamed + self.slow
+        self.panics + self.unnamed + self.slow + self.hangs
     }
 }
 
@@ -586,19 +588,20 @@ pub fn minimize(input: &[u8], mut still_fails: impl FnMut(&[u8]) -> bool) -> Vec
 /// Markdown table of campaign figures (for `docs/reliability.md`).
 pub fn markdown_table(stats: &[Stats]) -> String {
     let mut s = String::from(
-        "| target | executions | exec/s | panics | errors without the file | slow (> 1 s CPU) | slowest input (CPU) | largest input | longest error |\n\
-         |---|---:|---:|---:|---:|---:|---|---:|---:|\n",
+        "| target | executions | exec/s | panics | errors without the file | slow (> 1 s CPU) | hangs (> 30 s) | slowest input (CPU) | largest input | longest error |\n\
+         |---|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
     );
     for st in stats {
         let rate = st.executions as f64 / st.elapsed.as_secs_f64().max(1e-9);
         s.push_str(&format!(
-            "| {} | {} | {:.0} | {} | {} | {} | {:.1} ms ({} bytes) | {} bytes | {} bytes |\n",
+            "| {} | {} | {:.0} | {} | {} | {} | {} | {:.1} ms ({} bytes) | {} bytes | {} bytes |\n",
             st.target,
             st.executions,
             rate,
             st.panics,
             st.unnamed,
             st.slow,
+            st.hangs,
             st.slowest.0.as_secs_f64() * 1e3,
             st.slowest.1,
             st.largest,
@@ -606,4 +609,52 @@ pub fn markdown_table(stats: &[Stats]) -> String {
         ));
     }
     s
+}
+
+impl Stats {
+    /// The figures (not the findings) as one JSON object, for a parent process.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "target": self.target,
+            "executions": self.executions,
+            "ok": self.ok,
+            "errors": self.errors,
+            "panics": self.panics,
+            "unnamed": self.unnamed,
+            "slow": self.slow,
+            "hangs": self.hangs,
+            "slowest_ns": self.slowest.0.as_nanos() as u64,
+            "slowest_bytes": self.slowest.1,
+            "slowest_sha256": self.slowest.2,
+            "largest": self.largest,
+            "longest_error": self.longest_error,
+            "error_kinds": self.error_kinds,
+            "elapsed_ns": self.elapsed.as_nanos() as u64,
+        })
+    }
+
+    /// Reads back [`Stats::to_json`] (findings are not carried).
+    pub fn from_json(v: &serde_json::Value) -> Option<Stats> {
+        let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+        Some(Stats {
+            target: v.get("target")?.as_str()?.to_string(),
+            executions: n("executions")?,
+            ok: n("ok")?,
+            errors: n("errors")?,
+            panics: n("panics")?,
+            unnamed: n("unnamed")?,
+            slow: n("slow")?,
+            hangs: n("hangs")?,
+            slowest: (
+                Duration::from_nanos(n("slowest_ns")?),
+                n("slowest_bytes")? as usize,
+                v.get("slowest_sha256")?.as_str()?.to_string(),
+            ),
+            largest: n("largest")? as usize,
+            longest_error: n("longest_error")? as usize,
+            error_kinds: n("error_kinds")? as usize,
+            elapsed: Duration::from_nanos(n("elapsed_ns")?),
+            findings: Vec::new(),
+        })
+    }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use veredicto_fuzz::{targets, Budget, Campaign, Limits, Verdict};
 
-/// Mutated inputs per target in CI (18 targets; about 40 s in a debug build on 2 cores).
+/// Mutated inputs per target in CI (18 targets; about 20 s of CPU in a debug build).
 const CI_EXECUTIONS: u64 = 250;
 const CI_SEED: u64 = 20_251_130;
 

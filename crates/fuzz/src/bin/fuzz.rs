@@ -29,6 +29,7 @@ struct Args {
     minimize: Option<PathBuf>,
     dump_seeds: Option<PathBuf>,
     list: bool,
+    child: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -43,6 +44,7 @@ fn parse_args() -> Result<Args> {
         minimize: None,
         dump_seeds: None,
         list: false,
+        child: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -75,6 +77,7 @@ fn parse_args() -> Result<Args> {
             "--minimize" => a.minimize = Some(PathBuf::from(value("--minimize")?)),
             "--dump-seeds" => a.dump_seeds = Some(PathBuf::from(value("--dump-seeds")?)),
             "--list" => a.list = true,
+            "--child" => a.child = true,
             "-h" | "--help" => {
                 println!(
                     "usage: fuzz [--target T]... [--seconds S | --executions N] [--seed N] \
@@ -213,7 +216,14 @@ fn run() -> Result<i32> {
         findings_dir: args.findings.clone(),
     };
     let mut all: Vec<Stats> = Vec::new();
-    for t in selected(&args.targets) {
+    if !args.child {
+        // One child process per target: a hang (the watchdog ends the process) or an
+        // allocation failure stops that target only, and the others still run.
+        for t in selected(&args.targets) {
+            all.push(run_child(t.name)?);
+        }
+    }
+    for t in selected(&args.targets).into_iter().filter(|_| args.child) {
         let st = veredicto_fuzz::run_campaign(t, &campaign);
         println!(
             "{:<17} {:>9} execs  {:>3} panics  {:>3} unnamed  {:>3} slow  slowest {:>8.1} ms ({} bytes, {})  longest error {} bytes",
@@ -230,13 +240,60 @@ fn run() -> Result<i32> {
         for f in &st.findings {
             println!("    {}: {} ({:?})", f.kind, f.detail, f.elapsed);
         }
-        all.push(st);
+        println!("{STATS}{}", st.to_json());
+    }
+    if args.child {
+        return Ok(0);
     }
     if let Some(doc) = &args.write_docs {
         write_docs(doc, &all, &campaign)?;
         eprintln!("fuzz: figures written to {}", doc.display());
     }
     Ok(i32::from(all.iter().any(|s| s.failures() > 0)))
+}
+
+const STATS: &str = "STATS ";
+
+/// Runs one target in a child process (this program with the same options and `--child`),
+/// relays its output and reads its figures; a child that ends without them counts one hang.
+fn run_child(target: &str) -> Result<Stats> {
+    let exe = std::env::current_exe().context("the path of this program")?;
+    let mut argv: Vec<String> = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--target" | "--write-docs" => {
+                it.next();
+            }
+            _ => argv.push(a),
+        }
+    }
+    let out = std::process::Command::new(exe)
+        .args(&argv)
+        .args(["--child", "--target", target])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("starting a child process")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut stats = None;
+    for line in text.lines() {
+        match line.strip_prefix(STATS) {
+            Some(json) => {
+                stats = serde_json::from_str(json)
+                    .ok()
+                    .and_then(|v| Stats::from_json(&v))
+            }
+            None => println!("{line}"),
+        }
+    }
+    Ok(stats.unwrap_or_else(|| {
+        println!("{target:<17} stopped before the end ({})", out.status);
+        Stats {
+            target: target.to_string(),
+            hangs: 1,
+            ..Stats::default()
+        }
+    }))
 }
 
 const BEGIN: &str = "<!-- fuzz-figures:begin -->";
