@@ -13,6 +13,7 @@
 //! | `run:FILE`, `run:-` | a run file (TREC or JSONL), `-` = standard input |
 //! | `http://…`, `https://…` | an HTTP search service (JSON contract in `docs/retrievers.md`) |
 //! | `cmd:PROGRAM ARGS…` | a subprocess speaking the same JSON, one line per request |
+//! | `postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL` | pgvector ([`pgvector`]) |
 //!
 //! Nothing here stores or prints a credential: [`Retriever::describe`] is the URI with its
 //! userinfo and secret query parameters removed ([`veredicto_core::redact::url`]).
@@ -30,6 +31,7 @@ pub mod exam;
 pub mod http;
 mod net;
 pub mod own_index;
+pub mod pgvector;
 pub mod run_file;
 mod uri;
 

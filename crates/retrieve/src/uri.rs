@@ -5,7 +5,7 @@ use crate::{Options, RetrieveError, Retriever};
 
 /// The schemes [`open`] knows, for the error on an unknown one.
 pub const SCHEMES: &str =
-    "index:DIR, run:FILE (run:- for standard input), http://…, https://…, cmd:PROGRAM ARGS…";
+    "index:DIR, run:FILE (run:- for standard input), http://…, https://…, cmd:PROGRAM ARGS…, postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL";
 
 /// Opens the retriever a URI names. Live retrievers do not connect yet: the first request
 /// (or [`Retriever::prepare`]) does.
@@ -31,6 +31,9 @@ pub fn open(uri: &str, options: &Options) -> Result<Box<dyn Retriever>, Retrieve
     }
     if lower.starts_with("http://") || lower.starts_with("https://") {
         return Ok(Box::new(crate::http::HttpRetriever::new(uri, options)?));
+    }
+    if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+        return Ok(Box::new(crate::pgvector::PgVector::new(uri, options)?));
     }
     if let Some(command) = uri.strip_prefix("cmd:") {
         return Ok(Box::new(crate::cmd::CommandRetriever::new(
