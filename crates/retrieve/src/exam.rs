@@ -553,12 +553,16 @@ fn exactness(
         if any_lost {
             lost_cases += 1;
         }
-        if !exact_result.passed {
+        let exact_misses = exact_result
+            .reasons
+            .iter()
+            .any(|r| matches!(r, exam::CaseReason::Recall | exam::CaseReason::NoResults));
+        if exact_misses {
             exact_too += 1;
             result.diagnosis.push(Finding {
                 check: Check::AnnIndex,
                 chunk: None,
-                finding: "fails under exact search too: not the ANN index (embedding, chunking or labels)".to_owned(),
+                finding: "misses expected chunks under exact search too: not the ANN index (embedding, chunking or labels)".to_owned(),
                 outranked_by: Vec::new(),
             });
         }

@@ -14,6 +14,8 @@
 //! | `http://…`, `https://…` | an HTTP search service (JSON contract in `docs/retrievers.md`) |
 //! | `cmd:PROGRAM ARGS…` | a subprocess speaking the same JSON, one line per request |
 //! | `postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL` | pgvector ([`pgvector`]) |
+//! | `opensearch+http(s)://…/INDEX?field=F`, `elasticsearch+…` | kNN `_search` ([`engines`]) |
+//! | `qdrant+http(s)://…/COLLECTION` | Qdrant points search ([`engines`]) |
 //!
 //! Nothing here stores or prints a credential: [`Retriever::describe`] is the URI with its
 //! userinfo and secret query parameters removed ([`veredicto_core::redact::url`]).
@@ -27,6 +29,7 @@ use veredicto_core::case::Corpus;
 use veredicto_core::run::Run;
 
 pub mod cmd;
+pub mod engines;
 pub mod exam;
 pub mod http;
 mod net;

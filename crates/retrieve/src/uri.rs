@@ -5,7 +5,7 @@ use crate::{Options, RetrieveError, Retriever};
 
 /// The schemes [`open`] knows, for the error on an unknown one.
 pub const SCHEMES: &str =
-    "index:DIR, run:FILE (run:- for standard input), http://…, https://…, cmd:PROGRAM ARGS…, postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL";
+    "index:DIR, run:FILE (run:- for standard input), http://…, https://…, cmd:PROGRAM ARGS…, postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL, opensearch+http(s)://HOST:9200/INDEX?field=F, elasticsearch+http(s)://HOST:9200/INDEX?field=F, qdrant+http(s)://HOST:6333/COLLECTION";
 
 /// Opens the retriever a URI names. Live retrievers do not connect yet: the first request
 /// (or [`Retriever::prepare`]) does.
@@ -34,6 +34,14 @@ pub fn open(uri: &str, options: &Options) -> Result<Box<dyn Retriever>, Retrieve
     }
     if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
         return Ok(Box::new(crate::pgvector::PgVector::new(uri, options)?));
+    }
+    if ["opensearch+", "elasticsearch+", "qdrant+"]
+        .iter()
+        .any(|p| lower.starts_with(p))
+    {
+        return Ok(Box::new(crate::engines::EngineRetriever::new(
+            uri, options,
+        )?));
     }
     if let Some(command) = uri.strip_prefix("cmd:") {
         return Ok(Box::new(crate::cmd::CommandRetriever::new(

@@ -77,7 +77,8 @@ pub struct Exactness {
     /// Failing cases in which the ANN index lost at least one expected chunk that the
     /// exact search ranks inside the top K.
     pub failing_lost_by_ann: usize,
-    /// Failing cases that fail under exact search too (embedding, chunking, labels).
+    /// Failing cases whose exact ranking also misses an expected chunk in the top K (recall
+    /// below the floor, or no results): embedding, chunking, labels, not the ANN index.
     pub failing_under_exact_too: usize,
     /// The expected chunks lost by the ANN index, in case order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
