@@ -157,8 +157,12 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         _ => anyhow::bail!("give --retriever URI, --index DIR or --run FILE"),
     };
     let retriever = veredicto_retrieve::open(&uri, &args.net.options()?)?;
-    let embedder =
-        crate::retriever_args::load_embedder(retriever.as_ref(), &args.embedder, &cases)?;
+    let embedder = crate::retriever_args::load_embedder(
+        retriever.as_ref(),
+        &args.embedder,
+        &args.net,
+        &cases,
+    )?;
     let reranker = match &args.rerank {
         Some(spec) => Some(crate::models::load_reranker(
             spec,

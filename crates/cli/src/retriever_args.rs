@@ -43,7 +43,7 @@ pub fn concurrency(s: &str) -> Result<usize, String> {
     }
 }
 
-fn positive_secs(s: &str) -> Result<f64, String> {
+pub fn positive_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
         _ => Err(format!(
@@ -54,6 +54,11 @@ fn positive_secs(s: &str) -> Result<f64, String> {
 }
 
 impl NetArgs {
+    /// (per-request timeout, retries) for an embeddings server.
+    pub fn embedder_net(&self) -> (Duration, u32) {
+        (Duration::from_secs_f64(self.timeout), self.retries)
+    }
+
     /// The library's options, with header values read from the environment.
     pub fn options(&self) -> anyhow::Result<Options> {
         let mut headers = Vec::new();
@@ -91,6 +96,7 @@ impl NetArgs {
 pub fn load_embedder(
     retriever: &dyn veredicto_retrieve::Retriever,
     args: &crate::models::EmbedderArgs,
+    net: &NetArgs,
     cases: &[veredicto_core::case::Case],
 ) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
     use veredicto_retrieve::Vectors;
@@ -105,7 +111,7 @@ pub fn load_embedder(
     if !load {
         return Ok(None);
     }
-    let e = args.load()?;
+    let e = args.load_with(Some(net.embedder_net()))?;
     retriever.check_model(&crate::models::index_fingerprint(e.as_ref()).hash)?;
     Ok(Some(e))
 }

@@ -44,7 +44,7 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
         (None, None) => anyhow::bail!("give --index DIR or --retriever URI"),
     };
     let index = Index::open(&dir)?;
-    let embedder = args.embedder.load()?;
+    let embedder = args.embedder.load_with(Some(args.net.embedder_net()))?;
     index.check_model(&index_fingerprint(embedder.as_ref()).hash)?;
     let filter = if args.filter.is_empty() {
         None
@@ -128,6 +128,7 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitCode> {
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
         &args.embedder,
+        &args.net,
         std::slice::from_ref(&case),
     )?;
     let vector = match &embedder {

@@ -214,3 +214,84 @@ fn search_accepts_a_retriever_uri() {
     assert_eq!(v["results"][0]["id"], "c3");
     assert_eq!(v["results"][1]["rank"], 2);
 }
+
+/// A server that accepts connections and never answers.
+fn silent_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming() {
+            held.push(s);
+        }
+    });
+    url
+}
+
+#[test]
+fn ingest_with_an_unresponsive_embeddings_server_fails_within_its_timeout() {
+    // Before `--timeout` an unresponsive server took 5 × 60 s to fail.
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus.jsonl");
+    std::fs::write(&corpus, "{\"id\": \"c1\", \"text\": \"uno\"}\n").unwrap();
+    let url = silent_server();
+    let t = std::time::Instant::now();
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "ingest",
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--index",
+            "idx",
+            "--embedder",
+            &format!("openai:{url}/v1"),
+            "--timeout",
+            "0.5",
+            "--retries",
+            "1",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(stderr.contains("127.0.0.1"), "{stderr}");
+    assert!(stderr.contains("2 attempt"), "{stderr}");
+}
+
+#[test]
+fn exam_timeout_applies_to_the_embeddings_server_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let golden = dir.path().join("golden.jsonl");
+    std::fs::write(&golden, GOLDEN).unwrap();
+    let url = silent_server();
+    let search = search_service();
+    let t = std::time::Instant::now();
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "exam",
+            "--golden",
+            golden.to_str().unwrap(),
+            "--retriever",
+            &search,
+            "--embedder",
+            &format!("openai:{url}"),
+            "--timeout",
+            "0.5",
+            "--retries",
+            "0",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        t.elapsed()
+    );
+}
