@@ -47,6 +47,7 @@ fn serve(corpus: Arc<Vec<(String, Vec<f32>)>>) -> String {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
+            let _ = stream.set_nodelay(true);
             let corpus = corpus.clone();
             std::thread::spawn(move || {
                 let mut writer = stream.try_clone().unwrap();
@@ -91,13 +92,13 @@ fn serve(corpus: Arc<Vec<(String, Vec<f32>)>>) -> String {
                         .map(|(s, id)| serde_json::json!({"id": id, "score": s}))
                         .collect();
                     let text = serde_json::json!({ "results": results }).to_string();
-                    if write!(
-                        writer,
+                    // One write: a response split over several small writes meets Nagle's
+                    // algorithm and the client's delayed ACK (40 ms per request).
+                    let response = format!(
                         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{text}",
                         text.len()
-                    )
-                    .is_err()
-                    {
+                    );
+                    if writer.write_all(response.as_bytes()).is_err() {
                         return;
                     }
                 }
@@ -209,8 +210,26 @@ fn main() {
             let ids = |r: &veredicto_core::run::Run| -> Vec<String> {
                 r.results(&c.id).iter().map(|x| x.id.clone()).collect()
             };
-            if ids(a) == ids(b) {
+            let (x, y) = (ids(a), ids(b));
+            if x == y {
                 same_lists += 1;
+            } else {
+                let p = x.iter().zip(&y).position(|(i, j)| i != j).unwrap_or(0);
+                let score = |r: &veredicto_core::run::Run, i: usize| {
+                    r.results(&c.id)
+                        .get(i)
+                        .and_then(|h| h.score)
+                        .unwrap_or(f64::NAN)
+                };
+                println!(
+                    "  query {}: lists differ from rank {} ({} {:.7} vs {} {:.7})",
+                    c.id,
+                    p + 1,
+                    x[p],
+                    score(a, p),
+                    y[p],
+                    score(b, p)
+                );
             }
         }
         println!(
