@@ -65,6 +65,8 @@ fetch() {
   mv "$tmp/x" "$CACHE.partial"
   mv "$CACHE.partial" "$CACHE"
   chmod a+rx "$CACHE" "$(dirname "$CACHE")"
+  rm -rf "$tmp"
+  trap - EXIT
 }
 
 free_port() {
@@ -88,6 +90,8 @@ start() {
   mkdir -p "$(dirname "$STATE")"
   local data port
   data=$(mktemp -d "${TMPDIR:-/tmp}/veredicto-pg.XXXXXX")
+  # A start that fails half-way leaves nothing behind (a started server is stopped).
+  trap 'if [ -f "$data/cluster/postmaster.pid" ]; then kill -TERM "$(head -n1 "$data/cluster/postmaster.pid")" 2>/dev/null; sleep 1; fi; rm -rf "$data"' EXIT
   chmod 700 "$data"
   [ "$(id -u)" = 0 ] && chown "$RUN_USER" "$data"
   port=$(free_port)
@@ -104,6 +108,7 @@ start() {
   local url="postgres://$DB_USER@127.0.0.1:$port/$DB_NAME"
   printf 'URL=%s\nPID=%s\nDATA=%s\nPSQL=%s\n' "$url" "$pid" "$data" "$BIN/psql" >"$STATE.tmp"
   mv "$STATE.tmp" "$STATE"
+  trap - EXIT
   echo "$url"
 }
 
