@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use veredicto_core::case::Corpus;
 use veredicto_core::compare::{self, CompareOptions, Comparison};
-use veredicto_core::exam::{self, ExamInput, ExamReport, Verdict};
+use veredicto_core::exam::{ExamReport, Verdict};
 use veredicto_core::history::{RecordedRun, RunConfig, RunMeta};
 use veredicto_core::policy::Policy;
 use veredicto_formats as formats;
@@ -23,28 +23,37 @@ pub enum FormatArg {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("source").required(true).multiple(false))]
 pub struct ExamArgs {
     /// Golden set: JSONL cases, or a BEIR folder (queries.jsonl + qrels/test.tsv).
     #[arg(long, value_name = "GOLDEN")]
     pub golden: PathBuf,
-    /// The retriever's results: TREC run (`qid Q0 docid rank score tag`) or JSONL.
-    #[arg(
-        long,
-        value_name = "RUN",
-        required_unless_present = "index",
-        conflicts_with = "index"
-    )]
-    pub run: Option<PathBuf>,
-    /// Run every case against veredicto's index instead of reading a run file.
-    #[arg(long, value_name = "DIR")]
+    /// The retriever's results: TREC run (`qid Q0 docid rank score tag`) or JSONL; `-` reads
+    /// standard input. Short for `--retriever run:FILE`.
+    #[arg(long, value_name = "RUN", group = "source")]
+    pub run: Option<String>,
+    /// Run every case against veredicto's index. Short for `--retriever index:DIR`.
+    #[arg(long, value_name = "DIR", group = "source")]
     pub index: Option<PathBuf>,
+    /// The retriever to examine, live: `index:DIR`, `run:FILE`, `http(s)://…`,
+    /// `cmd:PROGRAM ARGS…` (see docs/retrievers.md).
+    #[arg(long, value_name = "URI", group = "source")]
+    pub retriever: Option<String>,
     #[command(flatten)]
     pub embedder: crate::models::EmbedderArgs,
-    /// Results listed per case with --index (ranks of expected chunks are exact at any depth).
-    #[arg(long, value_name = "N", default_value_t = 100, requires = "index")]
+    /// Results asked per case (ranks of expected chunks beyond it are "not within depth").
+    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::exam::DEFAULT_DEPTH)]
     pub depth: usize,
+    /// Cases sent to the retriever at once (results are assembled in case order).
+    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::exam::DEFAULT_CONCURRENCY, value_parser = crate::retriever_args::concurrency)]
+    pub concurrency: usize,
+    /// Also ask the engine for its exact ranking and attribute misses to the ANN index.
+    #[arg(long)]
+    pub exactness_check: bool,
+    #[command(flatten)]
+    pub net: crate::retriever_args::NetArgs,
     /// Rerank stage: a cross-encoder model folder, or an HTTP `/rerank` URL.
-    #[arg(long, value_name = "MODEL_DIR|URL", requires = "index")]
+    #[arg(long, value_name = "MODEL_DIR|URL")]
     pub rerank: Option<String>,
     /// Stage-1 candidates handed to the reranker.
     #[arg(long, value_name = "N", default_value_t = 30, requires = "rerank")]
@@ -53,7 +62,7 @@ pub struct ExamArgs {
     #[arg(long, value_name = "M", default_value_t = 10, requires = "rerank")]
     pub keep: usize,
     /// Write the retrieved lists as a TREC run (any tool can re-score them).
-    #[arg(long, value_name = "FILE", requires = "index")]
+    #[arg(long, value_name = "FILE")]
     pub save_run: Option<PathBuf>,
     /// Include per-stage latency in the JSON (it differs on every run).
     #[arg(long)]
@@ -137,124 +146,93 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         None => Policy::default(),
     };
     let cases = formats::golden::read_golden(&args.golden)?;
-    let mut corpus = match &args.corpus {
+    let given_corpus = match &args.corpus {
         Some(p) => Some(Corpus::new(formats::corpus::read_corpus(p)?)),
         None => None,
     };
-    let mut latency = std::collections::BTreeMap::new();
-    let mut stage1 = None;
-    let mut index_fp = None;
-    let mut model_info: (Option<String>, Option<String>) = (None, None);
-    let run = match (&args.run, &args.index) {
-        (Some(path), _) => formats::run::read_run(path)?,
-        (None, Some(dir)) => {
-            let index = veredicto_index::Index::open(dir)?;
-            let needs_model = cases.iter().any(|c| c.query_vector.is_none());
-            let embedder = if needs_model {
-                let e = args.embedder.load()?;
-                index.check_model(&crate::models::index_fingerprint(e.as_ref()).hash)?;
-                Some(e)
-            } else {
-                None
-            };
-            let reranker = match &args.rerank {
-                Some(spec) => Some(crate::models::load_reranker(
-                    spec,
-                    &args.embedder.api_key_env,
-                )?),
-                None => None,
-            };
-            let k_of = |c: &veredicto_core::case::Case| {
-                c.top_k
-                    .unwrap_or(policy.thresholds(c.domain.as_deref()).top_k)
-                    as usize
-            };
-            let r = veredicto_index::retriever::retrieve(
-                &index,
-                embedder.as_deref(),
-                &cases,
-                k_of,
-                &veredicto_index::retriever::Settings {
-                    depth: args.depth,
-                    reranker: reranker.as_deref(),
-                    candidates: args.candidates,
-                    keep: args.keep,
-                },
-            )?;
-            if corpus.is_none() {
-                corpus = Some(veredicto_index::retriever::corpus_of(&index)?);
-            }
-            if let Some(path) = &args.save_run {
-                crate::retrieval::write_trec_run(path, &r.run, "veredicto")?;
-            }
-            latency = r.latency;
-            stage1 = r.stage1;
-            let m = index.manifest();
-            index_fp = Some(m.corpus_hash.clone());
-            model_info = (
-                m.model
-                    .get("name")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_owned),
-                Some(m.model_hash.clone()),
-            );
-            r.run
-        }
-        (None, None) => anyhow::bail!("give --run FILE or --index DIR"),
+    let uri = match (&args.run, &args.index, &args.retriever) {
+        (Some(run), _, _) => format!("run:{run}"),
+        (_, Some(dir), _) => format!("index:{}", dir.display()),
+        (_, _, Some(uri)) => uri.clone(),
+        _ => anyhow::bail!("give --retriever URI, --index DIR or --run FILE"),
     };
+    let retriever = veredicto_retrieve::open(&uri, &args.net.options()?)?;
+    let embedder = crate::retriever_args::load_embedder(
+        retriever.as_ref(),
+        &args.embedder,
+        &args.net,
+        &cases,
+    )?;
+    let reranker = match &args.rerank {
+        Some(spec) => Some(crate::models::load_reranker(
+            spec,
+            &args.embedder.api_key_env,
+        )?),
+        None => None,
+    };
+    let corpus = match given_corpus {
+        Some(c) => Some(c),
+        None => retriever.corpus()?,
+    };
+    if reranker.is_some() && corpus.is_none() {
+        anyhow::bail!(
+            "--rerank needs the chunks' texts: give --corpus FILE (the own index keeps them)"
+        );
+    }
     let notes = match &args.notes {
         Some(p) => formats::notes::read_notes(p)?,
         None => BTreeMap::new(),
     };
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
-    let mut report = exam::evaluate(ExamInput {
-        cases: &cases,
-        run: &run,
-        corpus: corpus.as_ref(),
-        policy: &policy,
-        notes: &notes,
-        as_of: Some(&as_of),
-    });
-    if let Some(s1) = &stage1 {
-        // Stage 1 at N candidates: the ceiling of the reranker.
-        let at_n: Vec<_> = cases
-            .iter()
-            .map(|c| veredicto_core::case::Case {
-                top_k: Some(args.candidates as u32),
-                ..c.clone()
-            })
-            .collect();
-        let r1 = exam::evaluate(ExamInput {
-            cases: &at_n,
-            run: s1,
+    let settings = veredicto_retrieve::exam::Settings {
+        depth: args.depth,
+        concurrency: args.concurrency,
+        reranker: reranker.as_deref(),
+        candidates: args.candidates,
+        keep: args.keep,
+        exactness_check: args.exactness_check,
+    };
+    let examined = veredicto_retrieve::exam::examine(
+        retriever.as_ref(),
+        embedder.as_deref(),
+        &veredicto_retrieve::exam::Inputs {
+            cases: &cases,
             corpus: corpus.as_ref(),
             policy: &policy,
             notes: &notes,
             as_of: Some(&as_of),
-        });
-        report.stages = vec![
-            stage_summary("retrieval", args.candidates as u32, &r1),
-            stage_summary("rerank", policy.top_k, &report),
-        ];
+        },
+        &settings,
+    )?;
+    let mut report = examined.report;
+    let retrieval = examined.retrieval;
+    if !retrieval.failures.is_empty() {
+        let ids: Vec<&str> = retrieval.failures.keys().map(String::as_str).collect();
+        let what = if retriever.preloaded().is_some() {
+            "not in the run"
+        } else {
+            "failed in the retriever"
+        };
+        eprintln!(
+            "veredicto: {} golden case(s) {what} (they fail with no_results): {}",
+            ids.len(),
+            veredicto_core::redact::short(&ids.join(", "))
+        );
     }
+    if let Some(path) = &args.save_run {
+        crate::retrieval::write_trec_run(path, &retrieval.run, "veredicto")?;
+    }
+    let latency = retrieval.latency;
     if args.timings {
         report.latency = latency.clone();
     }
+    let (embedding_model, model_hash) = retriever.model();
     let config = RunConfig {
-        retriever: if args.index.is_some() {
-            "index"
-        } else {
-            "run-file"
-        }
-        .to_owned(),
-        source: args
-            .run
-            .as_ref()
-            .or(args.index.as_ref())
-            .map(|p| p.display().to_string()),
-        embedding_model: model_info.0,
-        model_hash: model_info.1,
-        rerank: args.rerank.clone(),
+        retriever: retriever.kind().to_owned(),
+        source: Some(retriever.describe()),
+        embedding_model,
+        model_hash,
+        rerank: args.rerank.as_deref().map(veredicto_core::redact::url),
         field: Some(
             serde_json::to_value(policy.field)
                 .ok()
@@ -264,9 +242,9 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         top_k: policy.top_k,
         ..RunConfig::default()
     };
-    let corpus_fingerprint = match (&args.corpus, index_fp) {
-        (Some(p), _) => Some(file_fingerprint(p)?),
-        (None, fp) => fp,
+    let corpus_fingerprint = match &args.corpus {
+        Some(p) => Some(file_fingerprint(p)?),
+        None => retriever.fingerprint(),
     };
     let output = Output {
         format: args.format,
@@ -284,17 +262,6 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         &args.record,
         &output,
     )
-}
-
-fn stage_summary(stage: &str, k: u32, r: &ExamReport) -> veredicto_core::exam::StageSummary {
-    veredicto_core::exam::StageSummary {
-        stage: stage.to_owned(),
-        k,
-        mean_recall: r.summary.mean_recall,
-        mrr: r.summary.mrr,
-        mean_ndcg: r.summary.mean_ndcg,
-        full_recall_cases: r.cases.iter().filter(|c| c.recall >= 1.0).count(),
-    }
 }
 
 /// `sha256:` of a file's bytes.

@@ -30,6 +30,12 @@ pub struct IngestArgs {
     pub index: PathBuf,
     #[command(flatten)]
     pub embedder: EmbedderArgs,
+    /// Per-request timeout of an embeddings server (`--embedder`), in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = crate::retriever_args::positive_secs)]
+    pub timeout: f64,
+    /// Retries after a 429, a 5xx, a timeout or a connection error of the embeddings server.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub retries: u32,
     /// Which field is embedded.
     #[arg(long, value_enum, default_value = "representation")]
     pub field: FieldArg,
@@ -175,7 +181,10 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
 
     let embedder = match precomputed {
         Some(_) => None,
-        None => Some(args.embedder.load()?),
+        None => Some(args.embedder.load_with(Some((
+            std::time::Duration::from_secs_f64(args.timeout),
+            args.retries,
+        )))?),
     };
     let (model, dimension) = match (&embedder, &precomputed) {
         (Some(e), _) => (index_fingerprint(e.as_ref()), e.dim()),

@@ -16,6 +16,7 @@ mod models;
 mod output;
 mod report_cmd;
 mod retrieval;
+mod retriever_args;
 mod runs_cmd;
 mod search_cmd;
 mod trec_cmd;

@@ -29,8 +29,12 @@ pub struct EmbedderArgs {
 }
 
 impl EmbedderArgs {
-    /// Loads the embedder the arguments name.
-    pub fn load(&self) -> anyhow::Result<Box<dyn Embedder>> {
+    /// Loads the embedder the arguments name; `net` = (per-request timeout, retries) for an embeddings server
+    /// (`--timeout`, `--retries`).
+    pub fn load_with(
+        &self,
+        net: Option<(std::time::Duration, u32)>,
+    ) -> anyhow::Result<Box<dyn Embedder>> {
         match &self.embedder {
             Some(spec) => {
                 let url = spec.strip_prefix("openai:").with_context(|| {
@@ -43,6 +47,10 @@ impl EmbedderArgs {
                 cfg.api_key = std::env::var(&self.api_key_env)
                     .ok()
                     .filter(|k| !k.is_empty());
+                if let Some((timeout, retries)) = net {
+                    cfg.timeout = timeout;
+                    cfg.retries = retries;
+                }
                 let e = OpenAiEmbedder::new(cfg);
                 e.probe()
                     .with_context(|| format!("probing the embeddings server at {}", e.url()))?;

@@ -7,10 +7,17 @@ use veredicto_embed::TextKind;
 use veredicto_index::{Filter, Index};
 
 #[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("source").required(true).multiple(false))]
 pub struct SearchArgs {
     /// The index folder.
-    #[arg(long, value_name = "DIR")]
-    pub index: PathBuf,
+    #[arg(long, value_name = "DIR", group = "source")]
+    pub index: Option<PathBuf>,
+    /// A live retriever instead: `http(s)://…`, `cmd:…`, `postgres://…`,
+    /// `opensearch+…`, `elasticsearch+…`, `qdrant+…` (see docs/retrievers.md).
+    #[arg(long, value_name = "URI", group = "source")]
+    pub retriever: Option<String>,
+    #[command(flatten)]
+    pub net: crate::retriever_args::NetArgs,
     /// The query text.
     pub query: String,
     /// How many results.
@@ -28,14 +35,22 @@ pub struct SearchArgs {
 }
 
 pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
+    let dir = match (&args.index, &args.retriever) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(uri)) => match uri.strip_prefix("index:") {
+            Some(dir) => PathBuf::from(dir),
+            None => return run_live(&args, uri),
+        },
+        (None, None) => anyhow::bail!("give --index DIR or --retriever URI"),
+    };
     // The arguments first: a bad filter is reported before a model is loaded.
     let filter = if args.filter.is_empty() {
         None
     } else {
         Some(Filter::parse_all(args.filter.iter().map(String::as_str))?)
     };
-    let index = Index::open(&args.index)?;
-    let embedder = args.embedder.load()?;
+    let index = Index::open(&dir)?;
+    let embedder = args.embedder.load_with(Some(args.net.embedder_net()))?;
     index.check_model(&index_fingerprint(embedder.as_ref()).hash)?;
     let vector = embedder
         .embed(&[args.query.as_str()], TextKind::Query)?
@@ -87,6 +102,80 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
             ));
         }
         if rows.is_empty() {
+            s.push_str("(no results)\n");
+        }
+        s
+    };
+    crate::output::print_stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `search --retriever URI`: one query against a live retriever.
+fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitCode> {
+    if !args.filter.is_empty() {
+        anyhow::bail!("--filter applies to veredicto's index only; put the condition in the retriever (e.g. `where=` for pgvector)");
+    }
+    let retriever = veredicto_retrieve::open(uri, &args.net.options()?)?;
+    let case = veredicto_core::case::Case {
+        id: "search".into(),
+        query: args.query.clone(),
+        expected: Vec::new(),
+        top_k: None,
+        domain: None,
+        tags: Vec::new(),
+        gold: false,
+        query_vector: None,
+    };
+    let embedder = crate::retriever_args::load_embedder(
+        retriever.as_ref(),
+        &args.embedder,
+        &args.net,
+        std::slice::from_ref(&case),
+    )?;
+    let vector = match &embedder {
+        Some(e) => Some(
+            e.embed(&[args.query.as_str()], TextKind::Query)?
+                .pop()
+                .unwrap_or_default(),
+        ),
+        None => None,
+    };
+    retriever.prepare(embedder.as_ref().map(|e| e.dim()))?;
+    let ranking = retriever.search(&veredicto_retrieve::Request {
+        case_id: "search",
+        query: &args.query,
+        vector: vector.as_deref(),
+        depth: args.k,
+        expected: &[],
+        exact: false,
+    })?;
+    let out = if args.json {
+        let rows: Vec<serde_json::Value> = ranking
+            .hits
+            .iter()
+            .enumerate()
+            .map(|(i, h)| serde_json::json!({"rank": i + 1, "id": h.id, "score": h.score}))
+            .collect();
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "query": args.query,
+                "k": args.k,
+                "retriever": retriever.describe(),
+                "results": rows,
+            }))?
+        )
+    } else {
+        let mut s = String::new();
+        for (i, h) in ranking.hits.iter().enumerate() {
+            let score = h.score.map_or("-".to_owned(), |v| format!("{v:.4}"));
+            s.push_str(&format!(
+                "{:>3}  {score:>7}  {}\n",
+                i + 1,
+                veredicto_core::redact::escape_control(&h.id)
+            ));
+        }
+        if ranking.hits.is_empty() {
             s.push_str("(no results)\n");
         }
         s

@@ -27,6 +27,12 @@ pub enum Check {
     Labelling,
     Embedding,
     Noise,
+    /// About the retriever itself: it failed for the case, or it ranks without embeddings
+    /// (a run file, an HTTP service) so that a buried chunk is the retriever's ranking.
+    Retriever,
+    /// The exactness check: the approximate (ANN) index lost a chunk that the exact search
+    /// of the same engine ranks inside the top K.
+    AnnIndex,
 }
 
 /// A result that outranks a buried expected chunk.

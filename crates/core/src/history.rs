@@ -9,9 +9,10 @@ use std::collections::BTreeMap;
 /// The retrieval configuration that produced a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
-    /// `run-file` (a precomputed run), or `index` (veredicto's embedded index).
+    /// The backend: `run-file` (a precomputed run), `index` (veredicto's embedded index), or a
+    /// live retriever (`http`, `cmd`, `pgvector`, `opensearch`, `elasticsearch`, `qdrant`).
     pub retriever: String,
-    /// Path or name of the run file / index, as given.
+    /// Path of the run file / index, or the retriever's URI without credentials.
     pub source: Option<String>,
     pub embedding_model: Option<String>,
     /// Model fingerprint hash (`sha256:…`).

@@ -90,3 +90,15 @@ pub fn failing_first(r: &ExamReport) -> Vec<&CaseResult> {
     out.extend(r.cases.iter().filter(|c| c.passed));
     out
 }
+
+/// The exactness check in one line, when the report has one.
+pub fn exactness(r: &ExamReport) -> Option<String> {
+    let x = r.exactness.as_ref()?;
+    Some(format!(
+        "exactness check: ANN recall@K against exact search {} over {} cases · {} failing cases lost expected chunks to the ANN index · {} fail under exact search too",
+        f3(x.ann_recall_at_k),
+        x.cases,
+        x.failing_lost_by_ann,
+        x.failing_under_exact_too
+    ))
+}

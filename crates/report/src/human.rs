@@ -157,6 +157,10 @@ pub fn render(r: &ExamReport, color: bool) -> String {
     for (name, v) in &s.measures {
         out.push_str(&format!("mean {name} {}\n", fmt::f3(*v)));
     }
+    if let Some(line) = fmt::exactness(r) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     if r.run.ignored_queries > 0 {
         out.push_str(&format!(
             "{} run queries are not in the golden set and were ignored\n",

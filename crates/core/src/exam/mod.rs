@@ -59,7 +59,41 @@ pub struct ExamReport {
     /// the rest of the report is byte-identical for the same inputs.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub latency: BTreeMap<String, crate::history::StageLatency>,
+    /// The exactness check (`--exactness-check`): how the served (approximate) ranking
+    /// compares with the exact ranking of the same engine. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exactness: Option<Exactness>,
     pub cases: Vec<CaseResult>,
+}
+
+/// The exactness check over the suite: the served ranking against the engine's exact one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exactness {
+    /// Cases compared (those for which the exact search answered).
+    pub cases: usize,
+    /// Mean over the cases of |served top K ∩ exact top K| / |exact top K| (each case's K):
+    /// the ANN index's recall at K against exact search.
+    pub ann_recall_at_k: f64,
+    /// Failing cases in which the ANN index lost at least one expected chunk that the
+    /// exact search ranks inside the top K.
+    pub failing_lost_by_ann: usize,
+    /// Failing cases whose exact ranking also misses an expected chunk in the top K (recall
+    /// below the floor, or no results): embedding, chunking, labels, not the ANN index.
+    pub failing_under_exact_too: usize,
+    /// The expected chunks lost by the ANN index, in case order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<AnnLoss>,
+}
+
+/// One expected chunk that the ANN index lost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnnLoss {
+    pub case: String,
+    pub chunk: String,
+    /// Its rank under exact search (inside the top K).
+    pub exact_rank: usize,
+    /// Its rank in the served results, `None` when not served within the depth.
+    pub served_rank: Option<usize>,
 }
 
 /// One retrieval stage's quality at its own cut-off.
@@ -256,6 +290,7 @@ pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
         },
         stages: Vec::new(),
         latency: BTreeMap::new(),
+        exactness: None,
         cases,
     }
 }

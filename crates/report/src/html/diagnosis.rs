@@ -17,6 +17,8 @@ fn check_label(c: Check) -> &'static str {
         Check::Labelling => "4 · labelling",
         Check::Embedding => "5 · embedding",
         Check::Noise => "noise",
+        Check::Retriever => "retriever",
+        Check::AnnIndex => "ANN index",
     }
 }
 

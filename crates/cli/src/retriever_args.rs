@@ -1,0 +1,117 @@
+//! Choosing the retriever from the command line: `--retriever URI` (or its short forms
+//! `--index DIR` and `--run FILE`) and the network options of live retrievers.
+
+use anyhow::Context;
+use std::time::Duration;
+use veredicto_retrieve::Options;
+
+/// Network options shared by `exam` and `search`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct NetArgs {
+    /// Per-request timeout of a live retriever, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = positive_secs)]
+    pub timeout: f64,
+    /// Total deadline for all requests of a live retriever, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0, value_parser = positive_secs)]
+    pub deadline: f64,
+    /// Retries after a 5xx answer or a timeout (never after a 4xx or a refused connection).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub retries: u32,
+    /// A request header whose value is read from an environment variable, e.g.
+    /// `Authorization=SEARCH_AUTH` (repeatable). Never stored or printed.
+    #[arg(long = "header-env", value_name = "NAME=ENVVAR")]
+    pub header_env: Vec<String>,
+    /// JSON pointer to the result list in an HTTP / command answer.
+    #[arg(long, value_name = "POINTER", default_value = "/results")]
+    pub results_pointer: String,
+    /// JSON pointer to the chunk ID inside one result.
+    #[arg(long, value_name = "POINTER", default_value = "/id")]
+    pub id_pointer: String,
+    /// JSON pointer to the score inside one result (absent = no score).
+    #[arg(long, value_name = "POINTER", default_value = "/score")]
+    pub score_pointer: String,
+}
+
+/// `--concurrency`: 1 to 256.
+pub fn concurrency(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=256).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a number of cases between 1 and 256, got `{}`",
+            veredicto_core::redact::short(s)
+        )),
+    }
+}
+
+pub fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "expected a number of seconds between 0 and 86400, got `{}`",
+            veredicto_core::redact::short(s)
+        )),
+    }
+}
+
+impl NetArgs {
+    /// (per-request timeout, retries) for an embeddings server.
+    pub fn embedder_net(&self) -> (Duration, u32) {
+        (Duration::from_secs_f64(self.timeout), self.retries)
+    }
+
+    /// The library's options, with header values read from the environment.
+    pub fn options(&self) -> anyhow::Result<Options> {
+        let mut headers = Vec::new();
+        for spec in &self.header_env {
+            let (name, var) = spec
+                .split_once('=')
+                .filter(|(n, v)| !n.trim().is_empty() && !v.trim().is_empty())
+                .with_context(|| {
+                    format!(
+                        "--header-env expects NAME=ENVVAR, got `{}`",
+                        veredicto_core::redact::short(spec)
+                    )
+                })?;
+            let value = std::env::var(var.trim()).with_context(|| {
+                format!("--header-env {name}: environment variable `{var}` is not set")
+            })?;
+            headers.push((name.trim().to_owned(), value));
+        }
+        Ok(Options {
+            timeout: Duration::from_secs_f64(self.timeout),
+            deadline: Duration::from_secs_f64(self.deadline),
+            retries: self.retries,
+            headers,
+            results_pointer: self.results_pointer.clone(),
+            id_pointer: self.id_pointer.clone(),
+            score_pointer: self.score_pointer.clone(),
+            ..Options::default()
+        })
+    }
+}
+
+/// The embedder the retriever needs: for one that requires vectors, the model when a case
+/// has no `query_vector` (checked against the collection's model when it records one); for
+/// one that accepts vectors, only when `--embedder` or `--model` is given explicitly.
+pub fn load_embedder(
+    retriever: &dyn veredicto_retrieve::Retriever,
+    args: &crate::models::EmbedderArgs,
+    net: &NetArgs,
+    cases: &[veredicto_core::case::Case],
+) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
+    use veredicto_retrieve::Vectors;
+    let missing = cases.iter().any(|c| c.query_vector.is_none());
+    let explicit =
+        args.embedder.is_some() || args.model != std::path::Path::new(crate::models::DEFAULT_MODEL);
+    let load = match retriever.vectors() {
+        Vectors::Never => false,
+        Vectors::Optional => explicit,
+        Vectors::Required => missing,
+    };
+    if !load {
+        return Ok(None);
+    }
+    let e = args.load_with(Some(net.embedder_net()))?;
+    retriever.check_model(&crate::models::index_fingerprint(e.as_ref()).hash)?;
+    Ok(Some(e))
+}

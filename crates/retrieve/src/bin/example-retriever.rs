@@ -1,0 +1,49 @@
+//! A tiny `cmd:` retriever, for the tests and as a model to copy: it reads a JSON object
+//! `{"QUERY TEXT": ["chunk-1", "chunk-2", ...], ...}` from the file given as its argument,
+//! then answers each request line (`{"query": ..., "k": N, ...}`) with
+//! `{"results": [{"id": ..., "score": ...}, ...]}`, at most `k` results, scores descending.
+//! A query it does not know gets an empty list.
+
+use std::io::{BufRead, Write};
+
+fn main() {
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: example-retriever ANSWERS.json");
+        std::process::exit(2);
+    };
+    let answers: serde_json::Value = match std::fs::read_to_string(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+    {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("example-retriever: {path}: {e}");
+            std::process::exit(2);
+        }
+    };
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let request: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        let query = request["query"].as_str().unwrap_or("");
+        let k = request["k"].as_u64().unwrap_or(10) as usize;
+        let ids: Vec<&str> = answers[query]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+            .unwrap_or_default();
+        let results: Vec<serde_json::Value> = ids
+            .iter()
+            .take(k)
+            .enumerate()
+            .map(|(i, id)| serde_json::json!({"id": id, "score": 1.0 - i as f64 / 100.0}))
+            .collect();
+        let answer = serde_json::json!({ "results": results });
+        if writeln!(out, "{answer}")
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! Search engines with a vector API: OpenSearch and Elasticsearch (`_search` with kNN) and
+//! Qdrant (points search). Each can also rank exactly, for `--exactness-check`.
+//!
+//! - `opensearch+http(s)://HOST:9200/INDEX?field=F[&space=cosinesimil|l2|innerproduct]`:
+//!   `{"size": N, "query": {"knn": {F: {"vector": [...], "k": N}}}}`; exact: a
+//!   `script_score` query with the k-NN plugin's `knn_score` script.
+//! - `elasticsearch+http(s)://HOST:9200/INDEX?field=F[&num_candidates=C][&similarity=cosine|dot_product|l2_norm]`:
+//!   `{"knn": {"field": F, "query_vector": [...], "k": N, "num_candidates": C}, "size": N}`;
+//!   exact: `script_score` with `cosineSimilarity` / `dotProduct` / `l2norm`.
+//! - `qdrant+http(s)://HOST:6333/COLLECTION[?vector=NAME][&id_payload=FIELD][&hnsw_ef=N]`:
+//!   `POST /collections/COLLECTION/points/search` with `{"vector": ..., "limit": N}`; exact:
+//!   `"params": {"exact": true}`. The chunk ID is the point ID, or the payload field
+//!   `id_payload`.
+//!
+//! OpenSearch / Elasticsearch: the chunk ID is the document's `_id`, or `_source.F` with
+//! `id_field=F`. Credentials go in headers (`--header-env Authorization=VAR`,
+//! `--header-env api-key=VAR` for Qdrant), never in the URI.
+//!
+//! No such server can be installed where veredicto is built: these adapters are tested
+//! against local fakes that answer as the documented APIs do.
+
+use serde_json::{json, Value};
+use veredicto_core::redact;
+
+use crate::net::Net;
+use crate::{Hit, Options, Ranking, Request, RetrieveError, Retriever, Vectors};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    OpenSearch,
+    Elasticsearch,
+    Qdrant,
+}
+
+/// An OpenSearch / Elasticsearch index or a Qdrant collection.
+pub struct EngineRetriever {
+    engine: Engine,
+    endpoint: String,
+    shown: String,
+    name: String,
+    field: Option<String>,
+    id_field: Option<String>,
+    space: String,
+    num_candidates: Option<u64>,
+    hnsw_ef: Option<u64>,
+    net: Net,
+}
+
+fn plain(what: &str, v: &str) -> Result<String, String> {
+    if !v.is_empty()
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        Ok(v.to_owned())
+    } else {
+        Err(format!(
+            "`{what}` `{}` must be letters, digits, `_`, `-` or `.`",
+            redact::short(v)
+        ))
+    }
+}
+
+impl EngineRetriever {
+    /// Parses `opensearch+…`, `elasticsearch+…` or `qdrant+…`.
+    pub fn new(uri: &str, options: &Options) -> Result<EngineRetriever, RetrieveError> {
+        let shown = redact::url(uri);
+        let bad = |reason: String| RetrieveError::Uri {
+            uri: shown.clone(),
+            reason,
+        };
+        let (prefix, url) = uri
+            .split_once('+')
+            .ok_or_else(|| bad("expected ENGINE+http(s)://…".into()))?;
+        let engine = match prefix.to_ascii_lowercase().as_str() {
+            "opensearch" => Engine::OpenSearch,
+            "elasticsearch" => Engine::Elasticsearch,
+            "qdrant" => Engine::Qdrant,
+            other => return Err(bad(format!("unknown engine `{}`", redact::short(other)))),
+        };
+        let lower = url.to_ascii_lowercase();
+        if !lower.starts_with("http://") && !lower.starts_with("https://") {
+            return Err(bad(
+                "expected http:// or https:// after the engine name".into()
+            ));
+        }
+        let scheme_end = url.find("://").map_or(0, |i| i + 3);
+        let (before_query, query) = url.split_once('?').unwrap_or((url, ""));
+        let path_start = before_query[scheme_end..]
+            .find('/')
+            .map(|i| i + scheme_end)
+            .ok_or_else(|| bad("no index or collection in the path".into()))?;
+        let base = &before_query[..path_start];
+        let name = plain(
+            "index or collection",
+            before_query[path_start + 1..].trim_end_matches('/'),
+        )
+        .map_err(bad)?;
+        let (mut field, mut id_field, mut space) = (None, None, None);
+        let (mut num_candidates, mut hnsw_ef) = (None, None);
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let number = |v: &str| {
+                v.parse::<u64>()
+                    .map_err(|_| bad(format!("`{k}={}` is not a whole number", redact::short(v))))
+            };
+            match (engine, k) {
+                (Engine::Qdrant, "vector")
+                | (Engine::OpenSearch | Engine::Elasticsearch, "field") => {
+                    field = Some(plain(k, v).map_err(bad)?)
+                }
+                (Engine::Qdrant, "id_payload")
+                | (Engine::OpenSearch | Engine::Elasticsearch, "id_field") => {
+                    id_field = Some(plain(k, v).map_err(bad)?)
+                }
+                (Engine::OpenSearch, "space") => match v {
+                    "cosinesimil" | "l2" | "innerproduct" => space = Some(v.to_owned()),
+                    _ => return Err(bad("`space` must be cosinesimil, l2 or innerproduct".into())),
+                },
+                (Engine::Elasticsearch, "similarity") => match v {
+                    "cosine" | "dot_product" | "l2_norm" => space = Some(v.to_owned()),
+                    _ => {
+                        return Err(bad(
+                            "`similarity` must be cosine, dot_product or l2_norm".into()
+                        ))
+                    }
+                },
+                (Engine::Elasticsearch, "num_candidates") => num_candidates = Some(number(v)?),
+                (Engine::Qdrant, "hnsw_ef") => hnsw_ef = Some(number(v)?),
+                _ => return Err(bad(format!("unknown parameter `{}`", redact::short(k)))),
+            }
+        }
+        if engine != Engine::Qdrant && field.is_none() {
+            return Err(bad(
+                "missing `field=` (the knn_vector / dense_vector field)".into(),
+            ));
+        }
+        let endpoint = match engine {
+            Engine::Qdrant => format!("{base}/collections/{name}/points/search"),
+            _ => format!("{base}/{name}/_search"),
+        };
+        let space = space.unwrap_or_else(|| {
+            match engine {
+                Engine::OpenSearch => "cosinesimil",
+                _ => "cosine",
+            }
+            .to_owned()
+        });
+        Ok(EngineRetriever {
+            engine,
+            shown: redact::url(uri),
+            endpoint,
+            name,
+            field,
+            id_field,
+            space,
+            num_candidates,
+            hnsw_ef,
+            net: Net::new(options),
+        })
+    }
+
+    /// The request body for one case.
+    fn body(&self, vector: &[f32], k: usize, exact: bool) -> Value {
+        let field = self.field.clone().unwrap_or_default();
+        match self.engine {
+            Engine::Qdrant => {
+                let v = match &self.field {
+                    Some(name) => json!({"name": name, "vector": vector}),
+                    None => json!(vector),
+                };
+                let mut body = json!({"vector": v, "limit": k});
+                body["with_payload"] = match &self.id_field {
+                    Some(f) => json!([f]),
+                    None => json!(false),
+                };
+                let mut params = serde_json::Map::new();
+                if exact {
+                    params.insert("exact".into(), json!(true));
+                } else if let Some(ef) = self.hnsw_ef {
+                    params.insert("hnsw_ef".into(), json!(ef));
+                }
+                if !params.is_empty() {
+                    body["params"] = Value::Object(params);
+                }
+                body
+            }
+            Engine::OpenSearch if exact => json!({
+                "size": k,
+                "query": {"script_score": {
+                    "query": {"match_all": {}},
+                    "script": {"source": "knn_score", "lang": "knn", "params": {
+                        "field": field, "query_value": vector, "space_type": self.space
+                    }}
+                }}
+            }),
+            Engine::OpenSearch => json!({
+                "size": k,
+                "query": {"knn": {field: {"vector": vector, "k": k}}}
+            }),
+            Engine::Elasticsearch if exact => {
+                // `field` is checked to be a plain name: it cannot break out of the quotes.
+                let source = match self.space.as_str() {
+                    "dot_product" => {
+                        format!("dotProduct(params.query_vector, '{field}') + 1000000.0")
+                    }
+                    "l2_norm" => format!("1 / (1 + l2norm(params.query_vector, '{field}'))"),
+                    _ => format!("cosineSimilarity(params.query_vector, '{field}') + 1.0"),
+                };
+                json!({
+                    "size": k,
+                    "query": {"script_score": {
+                        "query": {"match_all": {}},
+                        "script": {"source": source, "params": {"query_vector": vector}}
+                    }}
+                })
+            }
+            Engine::Elasticsearch => json!({
+                "size": k,
+                "knn": {
+                    "field": field, "query_vector": vector, "k": k,
+                    "num_candidates": self.num_candidates.unwrap_or(k.max(100) as u64).max(k as u64)
+                }
+            }),
+        }
+        .and_source(self.engine, self.id_field.as_deref())
+    }
+
+    fn read(&self, answer: &Value) -> Result<Vec<Hit>, String> {
+        let (list, id_at, score_at): (&str, String, &str) = match self.engine {
+            Engine::Qdrant => (
+                "/result",
+                self.id_field
+                    .as_ref()
+                    .map_or("/id".to_owned(), |f| format!("/payload/{f}")),
+                "/score",
+            ),
+            _ => (
+                "/hits/hits",
+                self.id_field
+                    .as_ref()
+                    .map_or("/_id".to_owned(), |f| format!("/_source/{f}")),
+                "/_score",
+            ),
+        };
+        let items = answer
+            .pointer(list)
+            .and_then(Value::as_array)
+            .ok_or_else(|| {
+                format!(
+                    "the answer has no `{list}` list: {}",
+                    redact::short(&redact::secrets_in_text(&answer.to_string()))
+                )
+            })?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let id = match item.pointer(&id_at) {
+                    Some(Value::String(s)) => s.clone(),
+                    // Qdrant point IDs may be unsigned integers.
+                    Some(Value::Number(n)) if self.engine == Engine::Qdrant => n.to_string(),
+                    other => {
+                        return Err(format!(
+                            "result {}: `{id_at}` is not a string: {}",
+                            i + 1,
+                            other.map_or("absent".to_owned(), |v| redact::short(&v.to_string()))
+                        ))
+                    }
+                };
+                Ok(Hit {
+                    id,
+                    score: item.pointer(score_at).and_then(Value::as_f64),
+                })
+            })
+            .collect()
+    }
+}
+
+trait AndSource {
+    fn and_source(self, engine: Engine, id_field: Option<&str>) -> Value;
+}
+
+impl AndSource for Value {
+    /// OpenSearch / Elasticsearch: fetch only the ID field from `_source`, or nothing.
+    fn and_source(mut self, engine: Engine, id_field: Option<&str>) -> Value {
+        if engine != Engine::Qdrant {
+            self["_source"] = match id_field {
+                Some(f) => json!([f]),
+                None => json!(false),
+            };
+        }
+        self
+    }
+}
+
+impl Retriever for EngineRetriever {
+    fn describe(&self) -> String {
+        self.shown.clone()
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.engine {
+            Engine::OpenSearch => "opensearch",
+            Engine::Elasticsearch => "elasticsearch",
+            Engine::Qdrant => "qdrant",
+        }
+    }
+
+    fn vectors(&self) -> Vectors {
+        Vectors::Required
+    }
+
+    fn exact_search(&self) -> bool {
+        true
+    }
+
+    fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError> {
+        let vector = request.vector.ok_or_else(|| RetrieveError::NoVector {
+            case: request.case_id.to_owned(),
+        })?;
+        let body = self.body(vector, request.depth, request.exact);
+        let answer = self.net.post(&self.endpoint, &self.shown, &body)?;
+        let mut hits = self.read(&answer).map_err(|reason| RetrieveError::Setup {
+            uri: self.shown.clone(),
+            reason: format!(
+                "{} `{}`, case `{}`: {reason}",
+                self.kind(),
+                self.name,
+                request.case_id
+            ),
+        })?;
+        hits.truncate(request.depth);
+        Ok(Ranking {
+            hits,
+            known: Default::default(),
+        })
+    }
+}

@@ -1,0 +1,592 @@
+//! The exam pipeline over any [`Retriever`]: query embedding (when the retriever reads
+//! vectors), retrieval with bounded concurrency, the optional rerank stage, the optional
+//! exactness check, per-stage latency, the exam itself and the stage summaries.
+//!
+//! Output is deterministic: cases run on up to `concurrency` threads but their results are
+//! assembled in the golden set's order, so the report does not depend on the thread count
+//! (latency figures aside, which are only reported when asked for).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use veredicto_core::case::{Case, Corpus};
+use veredicto_core::diagnosis::{Check, Finding};
+use veredicto_core::exam::{self, AnnLoss, Exactness, ExamInput, ExamReport, StageSummary};
+use veredicto_core::history::StageLatency;
+use veredicto_core::policy::Policy;
+use veredicto_core::run::{Retrieved, Run};
+use veredicto_embed::{Embedder, Reranker, TextKind};
+
+use crate::{Hit, Ranking, Request, RetrieveError, Retriever, Vectors};
+
+/// Default number of cases in flight at once.
+pub const DEFAULT_CONCURRENCY: usize = 4;
+/// Default number of results asked per case.
+pub const DEFAULT_DEPTH: usize = 100;
+
+/// How the pipeline retrieves.
+pub struct Settings<'a> {
+    /// Results asked per case (at least each case's K, and the rerank candidates).
+    pub depth: usize,
+    /// Cases in flight at once (at least 1).
+    pub concurrency: usize,
+    /// The rerank stage, when there is one.
+    pub reranker: Option<&'a dyn Reranker>,
+    /// Stage-1 candidates handed to the reranker.
+    pub candidates: usize,
+    /// Results kept after reranking (at least each case's K).
+    pub keep: usize,
+    /// Also ask the engine for its exact ranking ([`Retriever::exact_search`]).
+    pub exactness_check: bool,
+}
+
+impl Default for Settings<'_> {
+    fn default() -> Self {
+        Settings {
+            depth: DEFAULT_DEPTH,
+            concurrency: DEFAULT_CONCURRENCY,
+            reranker: None,
+            candidates: 30,
+            keep: 10,
+            exactness_check: false,
+        }
+    }
+}
+
+/// What one pass over the golden set produced.
+#[derive(Debug, Default)]
+pub struct Retrieval {
+    /// The final ranking per case (reranked when a reranker is given).
+    pub run: Run,
+    /// Stage 1 alone, `candidates` deep, when a reranker is given.
+    pub stage1: Option<Run>,
+    /// The engine's exact ranking, with the exactness check.
+    pub exact: Option<Run>,
+    /// Per stage (`query_embedding`, `search`, `rerank`, `exact_search`): latency over the
+    /// cases.
+    pub latency: BTreeMap<String, StageLatency>,
+    /// Cases the retriever failed for, with its error, in case order.
+    pub failures: BTreeMap<String, String>,
+}
+
+struct CaseOut {
+    final_hits: Vec<Hit>,
+    known: BTreeMap<String, (usize, Option<f64>)>,
+    stage1: Option<Ranking>,
+    exact: Option<Vec<Hit>>,
+    embed_ms: Option<f64>,
+    search_ms: f64,
+    rerank_ms: Option<f64>,
+    exact_ms: Option<f64>,
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// The text a reranker reads for a chunk: its text (BEIR: title + text), else its
+/// representation, else its ID.
+fn passage(corpus: Option<&Corpus>, id: &str) -> String {
+    let chunk = corpus.and_then(|c| c.get(id));
+    chunk
+        .and_then(|c| c.text.clone().filter(|t| !t.is_empty()))
+        .or_else(|| chunk.and_then(|c| c.representation.clone()))
+        .unwrap_or_else(|| id.to_owned())
+}
+
+fn to_run_list(hits: &[Hit]) -> Vec<Retrieved> {
+    hits.iter()
+        .map(|h| Retrieved {
+            id: h.id.clone(),
+            score: h.score,
+        })
+        .collect()
+}
+
+/// The K of a case under a policy: its own, else its domain's, else the policy's.
+pub fn k_of(policy: &Policy, case: &Case) -> usize {
+    case.top_k
+        .unwrap_or(policy.thresholds(case.domain.as_deref()).top_k) as usize
+}
+
+struct Ctx<'a> {
+    retriever: &'a dyn Retriever,
+    embedder: Option<&'a dyn Embedder>,
+    corpus: Option<&'a Corpus>,
+    settings: &'a Settings<'a>,
+}
+
+fn run_case(ctx: &Ctx<'_>, case: &Case, k: usize) -> Result<CaseOut, RetrieveError> {
+    let wants = ctx.retriever.vectors();
+    let mut embed_ms = None;
+    let embedded;
+    let vector: Option<&[f32]> = match (&case.query_vector, ctx.embedder, wants) {
+        (_, _, Vectors::Never) => None,
+        (Some(v), _, _) => Some(v.as_slice()),
+        (None, Some(e), _) => {
+            let t = Instant::now();
+            let mut out = e
+                .embed(&[case.query.as_str()], TextKind::Query)
+                .map_err(|source| RetrieveError::Embed {
+                    case: case.id.clone(),
+                    source,
+                })?;
+            embed_ms = Some(ms(t));
+            embedded = out.pop().unwrap_or_default();
+            Some(embedded.as_slice())
+        }
+        (None, None, Vectors::Optional) => None,
+        (None, None, Vectors::Required) => {
+            return Err(RetrieveError::NoVector {
+                case: case.id.clone(),
+            })
+        }
+    };
+    let s = ctx.settings;
+    let depth = s
+        .depth
+        .max(k)
+        .max(if s.reranker.is_some() {
+            s.candidates
+        } else {
+            0
+        })
+        .max(1);
+    let mut request = Request {
+        case_id: &case.id,
+        query: &case.query,
+        vector,
+        depth,
+        expected: &case.expected,
+        exact: false,
+    };
+    let t = Instant::now();
+    let Ranking { hits, known } = ctx.retriever.search(&request)?;
+    let search_ms = ms(t);
+    let (mut exact, mut exact_ms) = (None, None);
+    if s.exactness_check {
+        request.exact = true;
+        let t = Instant::now();
+        exact = Some(ctx.retriever.search(&request)?.hits);
+        exact_ms = Some(ms(t));
+    }
+    let Some(reranker) = s.reranker else {
+        return Ok(CaseOut {
+            final_hits: hits,
+            known,
+            stage1: None,
+            exact,
+            embed_ms,
+            search_ms,
+            rerank_ms: None,
+            exact_ms,
+        });
+    };
+    let n = s.candidates.min(hits.len());
+    let texts: Vec<String> = hits[..n]
+        .iter()
+        .map(|h| passage(ctx.corpus, &h.id))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let t = Instant::now();
+    let scores = reranker
+        .score(&case.query, &refs)
+        .map_err(|source| RetrieveError::Rerank {
+            case: case.id.clone(),
+            source,
+        })?;
+    let rerank_ms = Some(ms(t));
+    if scores.len() != n {
+        return Err(RetrieveError::RerankCount {
+            case: case.id.clone(),
+            got: scores.len(),
+            want: n,
+        });
+    }
+    // Reranked candidates (ties keep stage-1 order), then the stage-1 rest.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    let reranked: Vec<Hit> = order
+        .iter()
+        .map(|&i| Hit {
+            id: hits[i].id.clone(),
+            score: Some(f64::from(scores[i])),
+        })
+        .collect();
+    let mut known_final = BTreeMap::new();
+    for id in &case.expected {
+        let full = reranked.iter().chain(&hits[n..]);
+        if let Some((p, h)) = full.enumerate().find(|(_, h)| &h.id == id) {
+            known_final.insert(id.clone(), (p + 1, h.score));
+        } else if let Some(&(r, sc)) = known.get(id) {
+            known_final.insert(id.clone(), (r, sc));
+        }
+    }
+    let keep = s.keep.max(k).min(reranked.len());
+    let mut final_hits = reranked;
+    final_hits.truncate(keep);
+    let stage1_hits = hits[..n].to_vec();
+    Ok(CaseOut {
+        final_hits,
+        known: known_final,
+        stage1: Some(Ranking {
+            hits: stage1_hits,
+            known,
+        }),
+        exact,
+        embed_ms,
+        search_ms,
+        rerank_ms,
+        exact_ms,
+    })
+}
+
+/// Runs every case through the retriever, `settings.concurrency` at a time. A failure
+/// that concerns one case ([`RetrieveError::is_case_only`]) is recorded in
+/// [`Retrieval::failures`] and the case gets no results; any other failure stops the pass.
+pub fn retrieve(
+    retriever: &dyn Retriever,
+    embedder: Option<&dyn Embedder>,
+    corpus: Option<&Corpus>,
+    cases: &[Case],
+    k_of: &(dyn Fn(&Case) -> usize + Sync),
+    settings: &Settings<'_>,
+) -> Result<Retrieval, RetrieveError> {
+    if retriever.vectors() != Vectors::Never {
+        retriever.prepare(embedder.map(|e| e.dim()))?;
+    }
+    if settings.exactness_check && !retriever.exact_search() {
+        return Err(RetrieveError::Setup {
+            uri: retriever.describe(),
+            reason: format!(
+                "--exactness-check needs a retriever that can also search exactly (pgvector, OpenSearch / Elasticsearch, Qdrant); `{}` cannot",
+                retriever.kind()
+            ),
+        });
+    }
+    let ctx = Ctx {
+        retriever,
+        embedder,
+        corpus,
+        settings,
+    };
+    let n = cases.len();
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let slots: Vec<Mutex<Option<Result<CaseOut, RetrieveError>>>> =
+        (0..n).map(|_| Mutex::new(None)).collect();
+    let workers = settings.concurrency.max(1).min(n.max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let out = run_case(&ctx, &cases[i], k_of(&cases[i]));
+                if out.as_ref().is_err_and(|e| !e.is_case_only()) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(out);
+                }
+            });
+        }
+    });
+
+    let mut run = retriever.preloaded().cloned().unwrap_or_else(|| Run {
+        name: retriever.describe(),
+        ..Run::default()
+    });
+    let mut stage1 = settings.reranker.map(|_| Run {
+        name: format!("{} (stage 1)", retriever.describe()),
+        ..Run::default()
+    });
+    let mut exact_run = settings.exactness_check.then(|| Run {
+        name: format!("{} (exact)", retriever.describe()),
+        ..Run::default()
+    });
+    let (mut embed_ms, mut search_ms, mut rerank_ms, mut exact_ms) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut failures = BTreeMap::new();
+    let mut outs = Vec::with_capacity(n);
+    for slot in slots {
+        outs.push(slot.into_inner().ok().flatten());
+    }
+    // The first failure in case order that stops the pass, so that the error does not
+    // depend on the thread schedule more than it must.
+    if let Some(p) = outs
+        .iter()
+        .position(|o| matches!(o, Some(Err(e)) if !e.is_case_only()))
+    {
+        if let Some(Err(e)) = outs[p].take() {
+            return Err(e);
+        }
+    }
+    for (case, out) in cases.iter().zip(outs) {
+        match out {
+            Some(Ok(o)) => {
+                embed_ms.extend(o.embed_ms);
+                search_ms.push(o.search_ms);
+                rerank_ms.extend(o.rerank_ms);
+                exact_ms.extend(o.exact_ms);
+                run.queries
+                    .insert(case.id.clone(), to_run_list(&o.final_hits));
+                run.known_ranks.insert(case.id.clone(), o.known);
+                if let (Some(s1), Some(r1)) = (stage1.as_mut(), o.stage1) {
+                    s1.queries.insert(case.id.clone(), to_run_list(&r1.hits));
+                    s1.known_ranks.insert(case.id.clone(), r1.known);
+                }
+                if let (Some(x), Some(hits)) = (exact_run.as_mut(), o.exact) {
+                    x.queries.insert(case.id.clone(), to_run_list(&hits));
+                }
+            }
+            Some(Err(e)) => {
+                run.queries.remove(&case.id);
+                run.known_ranks.remove(&case.id);
+                failures.insert(case.id.clone(), e.to_string());
+            }
+            None => {}
+        }
+    }
+    let mut latency = BTreeMap::new();
+    for (name, samples) in [
+        ("query_embedding", &embed_ms),
+        ("search", &search_ms),
+        ("rerank", &rerank_ms),
+        ("exact_search", &exact_ms),
+    ] {
+        if !samples.is_empty() {
+            latency.insert(name.to_owned(), StageLatency::from_samples(samples));
+        }
+    }
+    Ok(Retrieval {
+        run,
+        stage1,
+        exact: exact_run,
+        latency,
+        failures,
+    })
+}
+
+/// Everything the exam reads besides the retriever.
+pub struct Inputs<'a> {
+    /// The golden cases.
+    pub cases: &'a [Case],
+    /// Chunks for the diagnosis (from `--corpus`, or the retriever's own).
+    pub corpus: Option<&'a Corpus>,
+    /// The policy.
+    pub policy: &'a Policy,
+    /// Diagnosis notes per case ID.
+    pub notes: &'a BTreeMap<String, String>,
+    /// The exam date for validity windows.
+    pub as_of: Option<&'a str>,
+}
+
+/// The exam over a retriever: the report (latency not filled in), the retrieval behind it.
+pub struct Examined {
+    /// The report, ready to render.
+    pub report: ExamReport,
+    /// What was retrieved (for `--save-run`, latency, failures).
+    pub retrieval: Retrieval,
+}
+
+/// Retrieves every case and runs the exam on the result: stage summaries with a rerank
+/// stage, the retriever's failures in the failing cases' diagnosis, the exactness check.
+pub fn examine(
+    retriever: &dyn Retriever,
+    embedder: Option<&dyn Embedder>,
+    inputs: &Inputs<'_>,
+    settings: &Settings<'_>,
+) -> Result<Examined, RetrieveError> {
+    let policy = inputs.policy;
+    let k_of = |c: &Case| k_of(policy, c);
+    let retrieval = retrieve(
+        retriever,
+        embedder,
+        inputs.corpus,
+        inputs.cases,
+        &k_of,
+        settings,
+    )?;
+    let evaluate = |cases: &[Case], run: &Run| {
+        exam::evaluate(ExamInput {
+            cases,
+            run,
+            corpus: inputs.corpus,
+            policy,
+            notes: inputs.notes,
+            as_of: inputs.as_of,
+        })
+    };
+    let mut report = evaluate(inputs.cases, &retrieval.run);
+    if let Some(s1) = &retrieval.stage1 {
+        // Stage 1 at N candidates: the ceiling of the reranker.
+        let at_n: Vec<Case> = inputs
+            .cases
+            .iter()
+            .map(|c| Case {
+                top_k: Some(settings.candidates as u32),
+                ..c.clone()
+            })
+            .collect();
+        let r1 = evaluate(&at_n, s1);
+        report.stages = vec![
+            stage_summary("retrieval", settings.candidates as u32, &r1),
+            stage_summary("rerank", policy.top_k, &report),
+        ];
+    }
+    let depth_applies = retriever.preloaded().is_none();
+    let embedding_based = retriever.embedding_based();
+    for case in &mut report.cases {
+        let failure = retrieval.failures.get(&case.id);
+        if failure.is_some() {
+            case.diagnosis
+                .retain(|f| !matches!(f.check, Check::Embedding | Check::Retriever));
+        }
+        for f in &mut case.diagnosis {
+            if f.check == Check::Embedding && !embedding_based {
+                f.check = Check::Retriever;
+            }
+            if f.finding.starts_with("not retrieved at all") {
+                f.finding = if depth_applies {
+                    format!(
+                        "not within depth {} ({} results for this case)",
+                        settings.depth.max(case.top_k as usize),
+                        case.retrieved
+                    )
+                } else {
+                    format!("not in the run ({} results for this case)", case.retrieved)
+                };
+            }
+        }
+        if let Some(error) = failure {
+            case.diagnosis.insert(
+                0,
+                Finding {
+                    check: Check::Retriever,
+                    chunk: None,
+                    finding: format!("the retriever failed for this case: {error}"),
+                    outranked_by: Vec::new(),
+                },
+            );
+        }
+    }
+    if let Some(exact) = &retrieval.exact {
+        let exact_report = evaluate(inputs.cases, exact);
+        report.exactness = Some(exactness(
+            &mut report,
+            &exact_report,
+            inputs.cases,
+            exact,
+            &retrieval.run,
+            policy,
+        ));
+    }
+    Ok(Examined { report, retrieval })
+}
+
+fn exactness(
+    report: &mut ExamReport,
+    exact_report: &ExamReport,
+    cases: &[Case],
+    exact: &Run,
+    served: &Run,
+    policy: &Policy,
+) -> Exactness {
+    let mut recall_sum = 0.0;
+    let mut compared = 0usize;
+    let mut lost = Vec::new();
+    let (mut lost_cases, mut exact_too) = (0, 0);
+    for ((case, result), exact_result) in
+        cases.iter().zip(&mut report.cases).zip(&exact_report.cases)
+    {
+        let Some(x) = exact.queries.get(&case.id) else {
+            continue;
+        };
+        let k = k_of(policy, case);
+        let served_list = served.results(&case.id);
+        let x_top: Vec<&str> = x.iter().take(k).map(|r| r.id.as_str()).collect();
+        if !x_top.is_empty() {
+            let s_top: Vec<&str> = served_list.iter().take(k).map(|r| r.id.as_str()).collect();
+            let both = x_top.iter().filter(|id| s_top.contains(id)).count();
+            recall_sum += both as f64 / x_top.len() as f64;
+            compared += 1;
+        }
+        if result.passed {
+            continue;
+        }
+        let mut any_lost = false;
+        for e in &result.expected {
+            if e.in_top_k {
+                continue;
+            }
+            if let Some(p) = x_top.iter().position(|id| *id == e.id) {
+                any_lost = true;
+                let served_rank = served_list.iter().position(|r| r.id == e.id).map(|p| p + 1);
+                lost.push(AnnLoss {
+                    case: case.id.clone(),
+                    chunk: e.id.clone(),
+                    exact_rank: p + 1,
+                    served_rank,
+                });
+                result.diagnosis.insert(
+                    0,
+                    Finding {
+                        check: Check::AnnIndex,
+                        chunk: Some(e.id.clone()),
+                        finding: format!(
+                            "lost by the ANN index: exact rank {}, served rank {}",
+                            p + 1,
+                            served_rank.map_or("—".to_owned(), |r| r.to_string())
+                        ),
+                        outranked_by: Vec::new(),
+                    },
+                );
+            }
+        }
+        if any_lost {
+            lost_cases += 1;
+        }
+        let exact_misses = exact_result
+            .reasons
+            .iter()
+            .any(|r| matches!(r, exam::CaseReason::Recall | exam::CaseReason::NoResults));
+        if exact_misses {
+            exact_too += 1;
+            result.diagnosis.push(Finding {
+                check: Check::AnnIndex,
+                chunk: None,
+                finding: "misses expected chunks under exact search too: not the ANN index (embedding, chunking or labels)".to_owned(),
+                outranked_by: Vec::new(),
+            });
+        }
+    }
+    Exactness {
+        cases: compared,
+        ann_recall_at_k: if compared == 0 {
+            0.0
+        } else {
+            recall_sum / compared as f64
+        },
+        failing_lost_by_ann: lost_cases,
+        failing_under_exact_too: exact_too,
+        lost,
+    }
+}
+
+fn stage_summary(stage: &str, k: u32, r: &ExamReport) -> StageSummary {
+    StageSummary {
+        stage: stage.to_owned(),
+        k,
+        mean_recall: r.summary.mean_recall,
+        mrr: r.summary.mrr,
+        mean_ndcg: r.summary.mean_ndcg,
+        full_recall_cases: r.cases.iter().filter(|c| c.recall >= 1.0).count(),
+    }
+}

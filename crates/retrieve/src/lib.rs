@@ -1,0 +1,277 @@
+//! The retriever seam of veredicto: one small trait, [`Retriever`], implemented by
+//! veredicto's own index, by run files and by every live retriever a team may deploy
+//! (an HTTP search service, a command, pgvector, OpenSearch / Elasticsearch, Qdrant), and
+//! the exam pipeline over it ([`exam`]): embedding the queries when the retriever needs
+//! vectors, running the cases with bounded concurrency, per-stage latency, the optional
+//! rerank stage and the exactness check (is it the embedding or the ANN index?).
+//!
+//! A retriever is chosen by a URI ([`open`]); the scheme names the backend:
+//!
+//! | URI | backend |
+//! |---|---|
+//! | `index:DIR` | veredicto's own exact index |
+//! | `run:FILE`, `run:-` | a run file (TREC or JSONL), `-` = standard input |
+//! | `http://…`, `https://…` | an HTTP search service (JSON contract in `docs/retrievers.md`) |
+//! | `cmd:PROGRAM ARGS…` | a subprocess speaking the same JSON, one line per request |
+//! | `postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL` | pgvector ([`pgvector`]) |
+//! | `opensearch+http(s)://…/INDEX?field=F`, `elasticsearch+…` | kNN `_search` ([`engines`]) |
+//! | `qdrant+http(s)://…/COLLECTION` | Qdrant points search ([`engines`]) |
+//!
+//! Nothing here stores or prints a credential: [`Retriever::describe`] is the URI with its
+//! userinfo and secret query parameters removed ([`veredicto_core::redact::url`]).
+
+#![warn(missing_docs)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use veredicto_core::case::Corpus;
+use veredicto_core::run::Run;
+
+pub mod cmd;
+pub mod engines;
+pub mod exam;
+pub mod http;
+mod net;
+pub mod own_index;
+pub mod pgvector;
+pub mod run_file;
+mod uri;
+
+pub use uri::open;
+
+/// What the pipeline asks a retriever for one case.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The golden case's ID (for messages; never sent to live retrievers).
+    pub case_id: &'a str,
+    /// The query text.
+    pub query: &'a str,
+    /// The query vector: the case's `query_vector`, or the embedder's vector of the query
+    /// when the retriever wants vectors and an embedder is given.
+    pub vector: Option<&'a [f32]>,
+    /// How many results to return (the exam's `--depth`, at least each case's K).
+    pub depth: usize,
+    /// The chunks the case expects: a retriever that can rank the whole collection (the own
+    /// index) reports their exact rank even beyond `depth`.
+    pub expected: &'a [String],
+    /// Ask for the exact (brute-force) ranking instead of the approximate index's
+    /// ([`Retriever::exact_search`]).
+    pub exact: bool,
+}
+
+/// One result, in rank order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// The chunk ID.
+    pub id: String,
+    /// The retriever's score, higher is better, when it gives one.
+    pub score: Option<f64>,
+}
+
+/// A retriever's answer for one case.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ranking {
+    /// The results, best first, at most `depth` of them.
+    pub hits: Vec<Hit>,
+    /// Ranks known beyond `hits`: chunk ID → (1-based rank, score).
+    pub known: BTreeMap<String, (usize, Option<f64>)>,
+}
+
+/// Whether a retriever reads query vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vectors {
+    /// It ranks from the text alone (a run file).
+    Never,
+    /// It accepts a vector when given one (HTTP, command).
+    Optional,
+    /// It cannot search without one (own index, pgvector, OpenSearch kNN, Qdrant).
+    Required,
+}
+
+/// A retriever under examination.
+pub trait Retriever: Send + Sync {
+    /// The URI it was opened from, without credentials: what the history records.
+    fn describe(&self) -> String;
+    /// Short backend name recorded with the run: `index`, `run-file`, `http`, `cmd`, …
+    fn kind(&self) -> &'static str;
+    /// Whether it reads query vectors.
+    fn vectors(&self) -> Vectors;
+    /// Whether it can also answer with the exact (brute-force) ranking, for the
+    /// exactness check.
+    fn exact_search(&self) -> bool {
+        false
+    }
+    /// Whether its ranking comes from embeddings (then the diagnosis may blame the
+    /// embedding; otherwise it speaks of "the retriever").
+    fn embedding_based(&self) -> bool {
+        self.vectors() == Vectors::Required
+    }
+    /// Checks, before any case runs, what can be checked once (a table and its columns, a
+    /// vector dimension). `dimension` is the embedder's, when one is loaded.
+    fn prepare(&self, dimension: Option<usize>) -> Result<(), RetrieveError> {
+        let _ = dimension;
+        Ok(())
+    }
+    /// The results for one case.
+    fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError>;
+    /// A whole run known in advance (a run file): queries that are not golden cases are
+    /// then counted as ignored, as with a run file read directly.
+    fn preloaded(&self) -> Option<&Run> {
+        None
+    }
+    /// The collection's chunks for the diagnosis, when the retriever holds them (the own
+    /// index keeps each chunk's record).
+    fn corpus(&self) -> Result<Option<Corpus>, RetrieveError> {
+        Ok(None)
+    }
+    /// The identity of the collection (`sha256:…`), when known.
+    fn fingerprint(&self) -> Option<String> {
+        None
+    }
+    /// The embedding model recorded with the collection: (name, fingerprint hash).
+    fn model(&self) -> (Option<String>, Option<String>) {
+        (None, None)
+    }
+    /// Refuses an embedder whose fingerprint differs from the collection's, when the
+    /// collection records one.
+    fn check_model(&self, model_hash: &str) -> Result<(), RetrieveError> {
+        let _ = model_hash;
+        Ok(())
+    }
+}
+
+/// Network settings of live retrievers. Defaults: 10 s per request, 5 min in total,
+/// 2 retries (waiting 250 ms, then 500 ms) on 5xx answers and timeouts only.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Total deadline for all requests of one exam or search.
+    pub deadline: Duration,
+    /// Retries after a 5xx answer or a timeout (never after a 4xx or a refused connection).
+    pub retries: u32,
+    /// First wait between attempts; doubled after each retry.
+    pub backoff: Duration,
+    /// Extra request headers (name, value). Values come from the environment
+    /// (`--header-env NAME=ENVVAR`) and are never stored or printed.
+    pub headers: Vec<(String, String)>,
+    /// JSON pointer to the result list in an HTTP / command response (default `/results`).
+    pub results_pointer: String,
+    /// JSON pointer to the ID inside one result (default `/id`).
+    pub id_pointer: String,
+    /// JSON pointer to the score inside one result (default `/score`; absent = no score).
+    pub score_pointer: String,
+}
+
+/// Default per-request timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default total deadline.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            timeout: DEFAULT_TIMEOUT,
+            deadline: DEFAULT_DEADLINE,
+            retries: 2,
+            backoff: Duration::from_millis(250),
+            headers: Vec::new(),
+            results_pointer: "/results".to_owned(),
+            id_pointer: "/id".to_owned(),
+            score_pointer: "/score".to_owned(),
+        }
+    }
+}
+
+/// Why retrieving failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RetrieveError {
+    /// A retriever URI that names no known backend or is malformed.
+    #[error("retriever `{uri}`: {reason}")]
+    Uri {
+        /// The URI, without credentials.
+        uri: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The retriever cannot be used at all (a missing table, a dimension mismatch, a
+    /// server that never answers, an answer that breaks the contract). The exam stops
+    /// with an error.
+    #[error("{uri}: {reason}")]
+    Setup {
+        /// The retriever, without credentials.
+        uri: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The retriever failed for this case only (a 5xx after retries, a timeout after an
+    /// earlier success). The case fails with `no_results` and this message.
+    #[error("{uri}: {reason}")]
+    Case {
+        /// The retriever, without credentials.
+        uri: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A precomputed `query_vector` or an embedder whose dimension the retriever refuses.
+    #[error("case `{case}`: field `query_vector` has dimension {got}, the retriever has {want}")]
+    QueryDimension {
+        /// The case ID.
+        case: String,
+        /// The vector's dimension.
+        got: usize,
+        /// The retriever's dimension.
+        want: usize,
+    },
+    /// The retriever needs vectors and the case has none and no embedder is loaded.
+    #[error("case `{case}` has no `query_vector` and no embedder is loaded")]
+    NoVector {
+        /// The case ID.
+        case: String,
+    },
+    /// The embedder failed on a query.
+    #[error("embedding the query of case `{case}`")]
+    Embed {
+        /// The case ID.
+        case: String,
+        /// What the embedder said.
+        #[source]
+        source: veredicto_embed::EmbedError,
+    },
+    /// The reranker failed.
+    #[error("reranking case `{case}`")]
+    Rerank {
+        /// The case ID.
+        case: String,
+        /// What the reranker said.
+        #[source]
+        source: veredicto_embed::EmbedError,
+    },
+    /// A reranker that answered with the wrong number of scores.
+    #[error("reranking case `{case}`: {got} scores for {want} passages")]
+    RerankCount {
+        /// The case ID.
+        case: String,
+        /// Scores returned.
+        got: usize,
+        /// Passages sent.
+        want: usize,
+    },
+    /// The own index failed.
+    #[error(transparent)]
+    Index(#[from] veredicto_index::IndexError),
+    /// A run file or a stored record that does not parse.
+    #[error(transparent)]
+    Format(#[from] veredicto_formats::FormatError),
+    /// Reading standard input.
+    #[error("reading the run from standard input: {0}")]
+    Stdin(#[source] std::io::Error),
+}
+
+impl RetrieveError {
+    /// Whether the error concerns one case only (the exam goes on; the case fails).
+    pub fn is_case_only(&self) -> bool {
+        matches!(self, RetrieveError::Case { .. })
+    }
+}

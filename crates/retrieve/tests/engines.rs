@@ -1,0 +1,268 @@
+//! OpenSearch, Elasticsearch and Qdrant adapters against local fakes. No such server can be
+//! installed here: each fake answers as the engine's documented API does (response shapes
+//! from the documentation's examples), and the tests assert the request bodies veredicto
+//! sends. The fakes rank a small collection by cosine similarity; their "approximate" answer
+//! drops the best match of every third query, as a weak ANN index would.
+
+#![allow(clippy::result_large_err)]
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use veredicto_core::case::Case;
+use veredicto_core::policy::Policy;
+use veredicto_retrieve::exam::{examine, Examined, Inputs, Settings};
+use veredicto_retrieve::{open, Options, RetrieveError};
+
+fn collection() -> Vec<(String, Vec<f32>)> {
+    (0..30)
+        .map(|i| {
+            let a = i as f32 * 0.2;
+            (format!("doc-{i}"), vec![a.cos(), a.sin(), 0.1 * i as f32])
+        })
+        .collect()
+}
+
+fn ranked(query: &[f64], drop_best: bool) -> Vec<(String, f64)> {
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let mut all: Vec<(String, f64)> = collection()
+        .into_iter()
+        .map(|(id, v)| {
+            let v: Vec<f64> = v.iter().map(|x| f64::from(*x)).collect();
+            let dot: f64 = v.iter().zip(query).map(|(a, b)| a * b).sum();
+            (id, dot / (norm(&v) * norm(query)))
+        })
+        .collect();
+    all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    if drop_best {
+        all.remove(0);
+    }
+    all
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+fn cases() -> Vec<Case> {
+    (0..9)
+        .map(|i| {
+            let a = i as f32 * 0.6 + 0.05;
+            let q = vec![a.cos(), a.sin(), 0.3 * i as f32];
+            let qf: Vec<f64> = q.iter().map(|x| f64::from(*x)).collect();
+            let best = ranked(&qf, false)[0].0.clone();
+            case(&format!("c{i}"), &format!("q{i}"), &[&best], Some(q))
+        })
+        .collect()
+}
+
+/// Whether the fake's approximate search drops this query's best match.
+fn weak(query: &[f64]) -> bool {
+    ((query[2] / 0.3).round() as i64) % 3 == 0
+}
+
+fn exam(uri: &str, exact: bool) -> Result<Examined, RetrieveError> {
+    let retriever = open(uri, &Options::default())?;
+    // The fakes' scores spread widely: leave the noise rule out of these tests.
+    let policy = Policy {
+        noise_ceiling: 1.0,
+        ..Policy::default()
+    };
+    let notes = BTreeMap::new();
+    let cases = cases();
+    examine(
+        retriever.as_ref(),
+        None,
+        &Inputs {
+            cases: &cases,
+            corpus: None,
+            policy: &policy,
+            notes: &notes,
+            as_of: None,
+        },
+        &Settings {
+            depth: 5,
+            exactness_check: exact,
+            ..Settings::default()
+        },
+    )
+}
+
+fn opensearch_fake() -> Server {
+    serve(Arc::new(|seen: &Seen| {
+        assert_eq!(seen.path, "/chunks/_search");
+        let b = &seen.body;
+        let size = b["size"].as_u64().unwrap() as usize;
+        assert_eq!(b["_source"], json!(false));
+        let (query, exact) = if let Some(knn) = b.pointer("/query/knn/embedding") {
+            assert_eq!(knn["k"], b["size"]);
+            (floats(&knn["vector"]), false)
+        } else {
+            let s = &b["query"]["script_score"];
+            assert_eq!(s["query"], json!({"match_all": {}}));
+            assert_eq!(s["script"]["source"], "knn_score");
+            assert_eq!(s["script"]["lang"], "knn");
+            assert_eq!(s["script"]["params"]["field"], "embedding");
+            assert_eq!(s["script"]["params"]["space_type"], "cosinesimil");
+            (floats(&s["script"]["params"]["query_value"]), true)
+        };
+        let hits: Vec<Value> = ranked(&query, !exact && weak(&query))
+            .into_iter()
+            .take(size)
+            .map(|(id, s)| json!({"_index": "chunks", "_id": id, "_score": (1.0 + s) / 2.0}))
+            .collect();
+        Some((
+            200,
+            json!({
+                "took": 3, "timed_out": false,
+                "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+                "hits": {"total": {"value": hits.len(), "relation": "eq"},
+                         "max_score": hits.first().map(|h| h["_score"].clone()), "hits": hits}
+            })
+            .to_string(),
+        ))
+    }))
+}
+
+#[test]
+fn opensearch_knn_and_exact_script_score() {
+    let server = opensearch_fake();
+    let uri = format!("opensearch+{}/chunks?field=embedding", server.url);
+    let e = exam(&uri, true).unwrap();
+    let x = e.report.exactness.as_ref().unwrap();
+    // Cases 0, 3 and 6 lose their best match in the approximate search.
+    assert_eq!(x.failing_lost_by_ann, 3, "{x:?}");
+    assert_eq!(x.failing_under_exact_too, 0);
+    assert_eq!(x.lost[0].case, "c0");
+    assert_eq!(x.lost[0].exact_rank, 1);
+    assert_eq!(x.lost[0].served_rank, None);
+    let c0 = &e.report.cases[0];
+    assert_eq!(
+        c0.diagnosis[0].finding,
+        "lost by the ANN index: exact rank 1, served rank —"
+    );
+    assert!(e.report.cases[1].passed);
+    assert_eq!(e.report.run.name, uri);
+}
+
+#[test]
+fn elasticsearch_knn_and_exact_script_score() {
+    let server = serve(Arc::new(|seen: &Seen| {
+        assert_eq!(seen.path, "/chunks/_search");
+        let b = &seen.body;
+        let size = b["size"].as_u64().unwrap() as usize;
+        let (query, exact) = match b.get("knn") {
+            Some(knn) => {
+                assert_eq!(knn["field"], "emb");
+                assert_eq!(knn["k"], b["size"]);
+                assert_eq!(knn["num_candidates"], 50);
+                (floats(&knn["query_vector"]), false)
+            }
+            None => {
+                let script = &b["query"]["script_score"]["script"];
+                assert_eq!(
+                    script["source"],
+                    "cosineSimilarity(params.query_vector, 'emb') + 1.0"
+                );
+                (floats(&script["params"]["query_vector"]), true)
+            }
+        };
+        let hits: Vec<Value> = ranked(&query, !exact && weak(&query))
+            .into_iter()
+            .take(size)
+            .map(|(id, s)| json!({"_index": "chunks", "_id": id, "_score": (1.0 + s) / 2.0}))
+            .collect();
+        Some((
+            200,
+            json!({"took": 1, "timed_out": false, "hits": {"hits": hits}}).to_string(),
+        ))
+    }));
+    let uri = format!(
+        "elasticsearch+{}/chunks?field=emb&num_candidates=50",
+        server.url
+    );
+    let e = exam(&uri, true).unwrap();
+    assert_eq!(e.report.exactness.unwrap().failing_lost_by_ann, 3);
+}
+
+#[test]
+fn qdrant_points_search_exact_and_payload_ids() {
+    let server = serve(Arc::new(|seen: &Seen| {
+        assert_eq!(seen.path, "/collections/kb/points/search");
+        let b = &seen.body;
+        let limit = b["limit"].as_u64().unwrap() as usize;
+        assert_eq!(b["vector"]["name"], "dense");
+        assert_eq!(b["with_payload"], json!(["chunk_id"]));
+        let exact = b.pointer("/params/exact") == Some(&json!(true));
+        if !exact {
+            assert_eq!(b["params"]["hnsw_ef"], 32);
+        }
+        let query = floats(&b["vector"]["vector"]);
+        let result: Vec<Value> = ranked(&query, !exact && weak(&query))
+            .into_iter()
+            .take(limit)
+            .map(|(id, s)| {
+                let n: u64 = id.trim_start_matches("doc-").parse().unwrap();
+                json!({"id": n, "version": 0, "score": s, "payload": {"chunk_id": id}})
+            })
+            .collect();
+        Some((
+            200,
+            json!({"result": result, "status": "ok", "time": 0.0002}).to_string(),
+        ))
+    }));
+    let uri = format!(
+        "qdrant+{}/kb?vector=dense&id_payload=chunk_id&hnsw_ef=32",
+        server.url
+    );
+    let e = exam(&uri, true).unwrap();
+    let x = e.report.exactness.unwrap();
+    assert_eq!((x.failing_lost_by_ann, x.failing_under_exact_too), (3, 0));
+    assert!(x.ann_recall_at_k < 1.0);
+}
+
+#[test]
+fn qdrant_numeric_point_ids_and_bad_answers() {
+    let server = serve(Arc::new(|seen: &Seen| {
+        assert_eq!(seen.body["with_payload"], json!(false));
+        assert!(seen.body.get("params").is_none());
+        Some((
+            200,
+            json!({"result": [{"id": 7, "version": 1, "score": 0.5}], "status": "ok"}).to_string(),
+        ))
+    }));
+    let r = open(&format!("qdrant+{}/kb", server.url), &Options::default()).unwrap();
+    let ranking = r
+        .search(&veredicto_retrieve::Request {
+            case_id: "c",
+            query: "q",
+            vector: Some(&[1.0, 0.0]),
+            depth: 3,
+            expected: &[],
+            exact: false,
+        })
+        .unwrap();
+    assert_eq!(ranking.hits[0].id, "7");
+    let bad = serve(Arc::new(|_: &Seen| {
+        Some((200, r#"{"status": "ok"}"#.into()))
+    }));
+    let e = exam(&format!("qdrant+{}/kb", bad.url), false)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("no `/result` list"), "{e}");
+    let e = open("opensearch+http://h:9200/idx", &Options::default())
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("missing `field=`"), "{e}");
+    let e = open("qdrant+http://h:6333/kb?vector=a'b", &Options::default())
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("must be letters"), "{e}");
+}

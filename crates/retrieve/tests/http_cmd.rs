@@ -1,0 +1,337 @@
+//! HTTP and `cmd:` retrievers against real servers and a real program.
+
+#![allow(clippy::result_large_err)]
+
+mod common;
+
+use common::*;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use veredicto_core::case::Case;
+use veredicto_core::policy::Policy;
+use veredicto_retrieve::exam::{examine, Examined, Inputs, Settings};
+use veredicto_retrieve::{open, Options, RetrieveError};
+
+fn run_exam(
+    uri: &str,
+    options: &Options,
+    cases: &[Case],
+    settings: &Settings<'_>,
+) -> Result<Examined, RetrieveError> {
+    let retriever = open(uri, options)?;
+    let policy = Policy::default();
+    let notes = BTreeMap::new();
+    examine(
+        retriever.as_ref(),
+        None,
+        &Inputs {
+            cases,
+            corpus: None,
+            policy: &policy,
+            notes: &notes,
+            as_of: None,
+        },
+        settings,
+    )
+}
+
+fn answers() -> Arc<Handler> {
+    Arc::new(|seen: &Seen| {
+        let q = seen.body["query"].as_str().unwrap_or("");
+        let ids: Vec<String> = (0..10).map(|i| format!("{q}-{i}")).collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let k = seen.body["k"].as_u64().unwrap() as usize;
+        Some((200, results(&refs[..k.min(10)])))
+    })
+}
+
+fn golden(n: usize) -> Vec<Case> {
+    (0..n)
+        .map(|i| {
+            let q = format!("q{i}");
+            // Expected: rank 1 for even cases, rank 5 (beyond K = 3) for odd ones.
+            let rank = if i % 2 == 0 { 0 } else { 4 };
+            case(&format!("c{i}"), &q, &[&format!("{q}-{rank}")], None)
+        })
+        .collect()
+}
+
+#[test]
+fn http_contract_ranks_and_deterministic_output_at_any_concurrency() {
+    let server = serve(answers());
+    let cases = golden(12);
+    let json = |concurrency| {
+        let settings = Settings {
+            depth: 8,
+            concurrency,
+            ..Settings::default()
+        };
+        let e = run_exam(&server.url, &Options::default(), &cases, &settings).unwrap();
+        serde_json::to_string(&e.report).unwrap()
+    };
+    let one = json(1);
+    assert_eq!(one, json(4), "same report at concurrency 1 and 4");
+    let report: serde_json::Value = serde_json::from_str(&one).unwrap();
+    assert_eq!(report["cases"][0]["expected"][0]["rank"], 1);
+    assert_eq!(report["cases"][1]["expected"][0]["rank"], 5);
+    assert_eq!(report["cases"][1]["retrieved"], 8);
+    // The diagnosis speaks of the retriever, not the embedding.
+    assert_eq!(report["cases"][1]["diagnosis"][0]["check"], "retriever");
+    // The request body is the documented contract, names exactly.
+    let seen = server.seen.lock().unwrap();
+    let body = &seen[0].body;
+    let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["query", "k"], "{body}");
+    assert_eq!(body["k"], 8);
+}
+
+#[test]
+fn http_sends_query_vectors_and_headers_from_the_environment_and_never_describes_credentials() {
+    let server = serve(answers());
+    let port_url = server.url.replace("http://", "http://user:s3cret@") + "/search?api_key=k3y&x=1";
+    let mut cases = golden(1);
+    cases[0].query_vector = Some(vec![0.5, 0.25]);
+    let options = Options {
+        headers: vec![("X-Api-Key".into(), "from-env".into())],
+        ..Options::default()
+    };
+    let retriever = open(&port_url, &options).unwrap();
+    let shown = retriever.describe();
+    assert!(
+        !shown.contains("s3cret") && !shown.contains("k3y"),
+        "{shown}"
+    );
+    assert!(shown.contains("x=1"), "{shown}");
+    let e = run_exam(&port_url, &options, &cases, &Settings::default()).unwrap();
+    assert_eq!(e.report.run.name, shown);
+    let seen = server.seen.lock().unwrap();
+    assert_eq!(seen[0].body["query_vector"], serde_json::json!([0.5, 0.25]));
+    assert_eq!(seen[0].headers["x-api-key"], "from-env");
+    assert_eq!(seen[0].path, "/search?api_key=k3y&x=1");
+}
+
+#[test]
+fn http_other_response_shapes_through_json_pointers() {
+    let server = serve(Arc::new(|_: &Seen| {
+        Some((
+            200,
+            r#"{"hits": {"hits": [{"_id": "a", "fields": {"s": 2.5}}, {"_id": "b"}]}}"#.into(),
+        ))
+    }));
+    let options = Options {
+        results_pointer: "/hits/hits".into(),
+        id_pointer: "/_id".into(),
+        score_pointer: "/fields/s".into(),
+        ..Options::default()
+    };
+    let cases = vec![case("c", "q", &["b"], None)];
+    let e = run_exam(&server.url, &options, &cases, &Settings::default()).unwrap();
+    let run = &e.retrieval.run.queries["c"];
+    assert_eq!(run[0].id, "a");
+    assert_eq!(run[0].score, Some(2.5));
+    assert_eq!(run[1].score, None);
+    assert_eq!(e.report.cases[0].expected[0].rank, Some(2));
+}
+
+#[test]
+fn http_contract_violations_are_clear_errors() {
+    for (body, want) in [
+        (r#"{"hits": []}"#, "no result list at `/results`"),
+        (
+            r#"{"results": [{"id": 42}]}"#,
+            "result 1: `/id` is not a string: 42",
+        ),
+        (
+            r#"{"results": [{"id": "a", "score": "high"}]}"#,
+            "`/score` is not a number",
+        ),
+        ("not json", "the answer is not JSON"),
+    ] {
+        let server = serve(Arc::new(move |_: &Seen| Some((200, body.to_owned()))));
+        let err = run_exam(
+            &server.url,
+            &Options::default(),
+            &golden(2),
+            &Settings::default(),
+        )
+        .err()
+        .expect("an error");
+        let text = err.to_string();
+        assert!(matches!(err, RetrieveError::Setup { .. }), "{text}");
+        assert!(text.contains(want), "{text}");
+        assert!(text.contains(&server.url), "names the URL: {text}");
+    }
+}
+
+#[test]
+fn http_retries_5xx_then_succeeds() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let server = serve(Arc::new(move |_: &Seen| {
+        if c.fetch_add(1, Ordering::SeqCst) < 2 {
+            Some((503, "busy".into()))
+        } else {
+            Some((200, results(&["x"])))
+        }
+    }));
+    let options = Options {
+        backoff: Duration::from_millis(10),
+        ..Options::default()
+    };
+    let e = run_exam(
+        &server.url,
+        &options,
+        &[case("c", "q", &["x"], None)],
+        &Settings::default(),
+    )
+    .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert!(e.report.cases[0].passed);
+}
+
+#[test]
+fn an_unresponsive_server_fails_fast_naming_url_and_time() {
+    let server = serve(Arc::new(|_: &Seen| None));
+    let options = Options {
+        timeout: Duration::from_millis(300),
+        backoff: Duration::from_millis(10),
+        ..Options::default()
+    };
+    let t = Instant::now();
+    let err = run_exam(&server.url, &options, &golden(40), &Settings::default())
+        .err()
+        .expect("an error");
+    let took = t.elapsed();
+    let text = err.to_string();
+    assert!(took < Duration::from_secs(5), "took {took:?}: {text}");
+    assert!(text.contains(&server.url), "{text}");
+    assert!(text.contains("never answered"), "{text}");
+    assert!(text.contains("3 attempts"), "{text}");
+}
+
+#[test]
+fn the_total_deadline_bounds_the_exam() {
+    let server = serve(Arc::new(|_: &Seen| {
+        std::thread::sleep(Duration::from_millis(150));
+        Some((200, results(&["x"])))
+    }));
+    let options = Options {
+        deadline: Duration::from_millis(400),
+        ..Options::default()
+    };
+    let settings = Settings {
+        concurrency: 1,
+        ..Settings::default()
+    };
+    let err = run_exam(&server.url, &options, &golden(20), &settings)
+        .err()
+        .expect("an error");
+    assert!(err.to_string().contains("total deadline"), "{err}");
+}
+
+#[test]
+fn one_failing_case_is_a_no_results_case_with_the_error_in_its_diagnosis() {
+    let server = serve(Arc::new(|seen: &Seen| {
+        if seen.body["query"] == "q1" {
+            Some((500, "index shard down".into()))
+        } else {
+            Some((200, results(&["q0-0", "q2-0"])))
+        }
+    }));
+    let options = Options {
+        backoff: Duration::from_millis(5),
+        ..Options::default()
+    };
+    let settings = Settings {
+        concurrency: 1,
+        ..Settings::default()
+    };
+    let e = run_exam(&server.url, &options, &golden(3), &settings).unwrap();
+    let c1 = &e.report.cases[1];
+    assert!(!c1.passed);
+    assert_eq!(c1.reasons[0].as_str(), "no_results");
+    assert_eq!(
+        c1.diagnosis[0].check,
+        veredicto_core::diagnosis::Check::Retriever
+    );
+    assert!(
+        c1.diagnosis[0]
+            .finding
+            .contains("HTTP 500: index shard down"),
+        "{:?}",
+        c1.diagnosis
+    );
+    assert!(e.retrieval.failures.contains_key("c1"));
+    assert_eq!(e.report.cases[0].expected[0].rank, Some(1));
+}
+
+#[test]
+fn an_expected_chunk_beyond_depth_is_not_within_depth_never_rank_zero() {
+    let server = serve(answers());
+    let cases = vec![case("c", "q", &["q-9"], None)];
+    let settings = Settings {
+        depth: 5,
+        ..Settings::default()
+    };
+    let e = run_exam(&server.url, &Options::default(), &cases, &settings).unwrap();
+    let c = &e.report.cases[0];
+    assert_eq!(c.expected[0].rank, None);
+    assert!(
+        c.diagnosis
+            .iter()
+            .any(|f| f.finding.starts_with("not within depth 5")),
+        "{:?}",
+        c.diagnosis
+    );
+}
+
+#[test]
+fn unknown_scheme_is_a_clear_error() {
+    let err = open("ftp://user:pw@host/x", &Options::default())
+        .err()
+        .unwrap();
+    let text = err.to_string();
+    assert!(text.contains("unknown scheme `ftp`"), "{text}");
+    assert!(!text.contains("pw"), "{text}");
+}
+
+#[test]
+fn a_command_retriever_answers_one_line_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let answers = dir.path().join("answers.json");
+    std::fs::write(
+        &answers,
+        r#"{"q0": ["a", "b", "c"], "q1": ["d", "e", "f", "g"]}"#,
+    )
+    .unwrap();
+    let uri = format!(
+        "cmd:{} {}",
+        env!("CARGO_BIN_EXE_example-retriever"),
+        answers.display()
+    );
+    let cases = vec![
+        case("c0", "q0", &["b"], None),
+        case("c1", "q1", &["g"], None),
+        case("c2", "unknown", &["z"], None),
+    ];
+    let e = run_exam(&uri, &Options::default(), &cases, &Settings::default()).unwrap();
+    assert_eq!(e.report.cases[0].expected[0].rank, Some(2));
+    assert_eq!(e.report.cases[1].expected[0].rank, Some(4));
+    assert!(!e.report.cases[2].passed);
+    assert_eq!(e.report.cases[2].reasons[0].as_str(), "no_results");
+}
+
+#[test]
+fn a_command_that_dies_is_a_clear_error() {
+    let e = run_exam(
+        "cmd:false",
+        &Options::default(),
+        &golden(2),
+        &Settings::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("cmd:false"), "{e}");
+}
