@@ -19,13 +19,14 @@ if [ -f scripts/fetch-e5.sh ]; then
     bash scripts/fetch-e5.sh
 fi
 
-PG_STATE="$(mktemp -d "${TMPDIR:-/tmp}/veredicto-test-pg.XXXXXX")"
+export VEREDICTO_PG_STATE
+VEREDICTO_PG_STATE="$(mktemp -d "${TMPDIR:-/tmp}/veredicto-test-pg.XXXXXX")/state"
 stop_pg() {
-    bash scripts/postgres.sh stop "$PG_STATE" || true
-    rm -rf "$PG_STATE"
+    bash scripts/postgres.sh stop || true
+    rm -rf "$(dirname "$VEREDICTO_PG_STATE")"
 }
 trap stop_pg EXIT
-VEREDICTO_TEST_POSTGRES="$(bash scripts/postgres.sh start "$PG_STATE")"
+VEREDICTO_TEST_POSTGRES="$(bash scripts/postgres.sh start)"
 export VEREDICTO_TEST_POSTGRES
 echo "test.sh: PostgreSQL for the tests at $VEREDICTO_TEST_POSTGRES"
 
