@@ -30,6 +30,7 @@ mod codec;
 mod error;
 pub mod id;
 mod metric;
+mod migrate;
 mod pg;
 mod schema;
 mod store;
@@ -39,6 +40,7 @@ mod time;
 pub use audit::{AuditCounts, AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary};
 pub use error::StoreError;
 pub use metric::{Metric, UnknownMetric};
+pub use migrate::{migrate, MigrateReport};
 pub use pg::PgHistory;
 pub use store::{is_postgres_url, History, RunStore};
 

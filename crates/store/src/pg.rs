@@ -5,8 +5,8 @@
 //!   to roll it back, so a run is there whole or not at all.
 //! - **Append-only**: triggers refuse UPDATE, DELETE and TRUNCATE on every table and rows
 //!   added to a recorded run; a role may also be granted only SELECT and INSERT.
-//! - **Ordered**: writers take `SHARE ROW EXCLUSIVE` on `runs` (or `audit_runs`), which
-//!   queues writers and never blocks readers; the ID is chosen under that lock, after the
+//! - **Ordered**: writers take a transaction-scoped advisory lock, which queues writers
+//!   and never blocks readers; the ID is chosen under that lock, after the
 //!   newest, so IDs sort in recording order as in the file.
 //! - **Versioned**: `veredicto_schema` holds the schema version; an older schema is upgraded
 //!   in place, in one transaction, under an advisory lock; a newer one is refused.
@@ -40,6 +40,12 @@ const CONNECT_DEADLINE: Duration = Duration::from_secs(20);
 
 /// Key of the advisory lock under which the schema is created or upgraded ("VRDC").
 const SCHEMA_LOCK: i64 = 0x5652_4443;
+/// Key of the advisory lock writers of exam runs queue on (held to the end of the
+/// transaction; readers never take it). An advisory lock needs no privilege, so a role
+/// granted only SELECT and INSERT can record.
+const RUNS_LOCK: i64 = SCHEMA_LOCK + 1;
+/// The same for audit runs.
+const AUDIT_RUNS_LOCK: i64 = SCHEMA_LOCK + 2;
 
 /// The schema, one step per version: step `n` takes a version-`n` database to `n + 1`.
 const STEPS: [&str; 2] = [SCHEMA_V1, SCHEMA_V2_AUDIT];
@@ -505,7 +511,7 @@ impl PgHistory {
         let (meta, report) = (p.meta, p.report);
         let s = &report.summary;
         // Writers queue here; readers are not blocked.
-        tx.batch_execute("LOCK TABLE runs IN SHARE ROW EXCLUSIVE MODE")
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&RUNS_LOCK])
             .map_err(&e)?;
         let row = tx
             .query_one("SELECT coalesce(max(seq), 0) + 1, max(id) FROM runs", &[])
@@ -1104,7 +1110,7 @@ impl PgHistory {
         };
         let mut client = self.client.borrow_mut();
         let mut tx = client.transaction().map_err(self.pg(OP))?;
-        tx.batch_execute("LOCK TABLE audit_runs IN SHARE ROW EXCLUSIVE MODE")
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&AUDIT_RUNS_LOCK])
             .map_err(self.pg(OP))?;
         let row = tx
             .query_one(
