@@ -63,14 +63,19 @@ BEGIN
         TG_TABLE_NAME, lower(TG_OP) || 'd';
 END $$;
 
+-- Checked once per statement over the rows it added (a run's cases arrive in one
+-- statement), after them: an error still undoes the statement.
 CREATE FUNCTION veredicto_recording_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.run IS DISTINCT FROM (SELECT max(seq) FROM runs)
-       OR EXISTS (SELECT 1 FROM sealed WHERE run = NEW.run) THEN
+    -- (A second seal of a run is refused by the primary key of `sealed`.)
+    IF EXISTS (SELECT 1 FROM added a
+               WHERE a.run IS DISTINCT FROM (SELECT max(seq) FROM runs)
+                  OR (TG_TABLE_NAME <> 'sealed'
+                      AND EXISTS (SELECT 1 FROM sealed s WHERE s.run = a.run))) THEN
         RAISE EXCEPTION 'veredicto history is append-only: % rows cannot be added to a recorded run',
             TG_TABLE_NAME;
     END IF;
-    RETURN NEW;
+    RETURN NULL;
 END $$;
 
 CREATE FUNCTION veredicto_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -248,8 +253,9 @@ fn guards(tables: &[&str]) -> String {
         ));
         if OF_A_RUN.contains(t) {
             sql.push_str(&format!(
-                "CREATE TRIGGER veredicto_{t}_recording_only BEFORE INSERT ON {t}
-                     FOR EACH ROW EXECUTE FUNCTION veredicto_recording_only();\n"
+                "CREATE TRIGGER veredicto_{t}_recording_only AFTER INSERT ON {t}
+                     REFERENCING NEW TABLE AS added
+                     FOR EACH STATEMENT EXECUTE FUNCTION veredicto_recording_only();\n"
             ));
         }
     }
@@ -297,6 +303,14 @@ impl PgHistory {
                 path: location.clone(),
                 message: veredicto_core::redact::secrets_in_text(&e.to_string()),
             })?;
+        if config.get_ssl_mode() == postgres::config::SslMode::Require {
+            return Err(StoreError::BadUrl {
+                path: location,
+                message: "sslmode=require: this veredicto connects without TLS; reach a remote \
+                          server through an SSH tunnel or a local TLS proxy"
+                    .to_owned(),
+            });
+        }
         if config.get_user().is_none() {
             if let Some(user) = std::env::var("PGUSER")
                 .ok()

@@ -335,6 +335,8 @@ fn connection_failures_name_host_and_database_without_the_password() {
 
     let err = History::open_spec("postgres://127.0.0.1:99999999/x").expect_err("bad port");
     assert!(matches!(err, StoreError::BadUrl { .. }), "{err}");
+    let err = History::open_spec("postgres://127.0.0.1:5432/x?sslmode=require").expect_err("TLS");
+    assert!(err.to_string().contains("without TLS"), "{err}");
 }
 
 /// A role granted only SELECT and INSERT records and reads, and cannot change anything even
