@@ -372,3 +372,32 @@ fn an_insert_only_role_records_and_reads() {
     drop(fx);
     admin(&format!("DROP ROLE IF EXISTS {role}"));
 }
+
+/// What foreign keys would refuse, the statement-level guard refuses: a measure of a case
+/// that was never recorded, even in the run being recorded.
+#[test]
+fn rows_must_belong_to_a_recorded_case() {
+    let fx = Fixture::new(Backend::Postgres);
+    let h = fx.open();
+    let report = exam(5, 1, 1.0, 1);
+    h.record(&meta(&report, "2025-11-14T09:30:00Z", None), &report)
+        .expect("records");
+    let mut raw = fx.raw();
+    let err = raw
+        .exec(
+            "BEGIN;
+             INSERT INTO runs SELECT 2, '7ZZZZZZZZZZZZZZZZZZZZZZZZZ', created_at, created_ms,
+                 label, golden_fingerprint, policy_fingerprint, corpus_fingerprint, retriever,
+                 top_k, embedding_model, model_hash, config, tool_version, git_revision,
+                 verdict, reasons, cases, gold_cases, failing, failing_gold, mean_quality,
+                 mean_recall, mrr, mean_precision, mean_ndcg, mean_average_precision,
+                 hit_rate, over_noise, latency FROM runs WHERE seq = 1;
+             INSERT INTO case_measures VALUES (2, 99, 'P@3', 0.5);
+             COMMIT;",
+        )
+        .expect_err("no such case");
+    assert!(err.contains("must belong to a recorded case"), "{err}");
+    raw.exec("ROLLBACK").ok();
+    assert_eq!(h.count().expect("counts"), 1);
+    assert!(h.check().expect("checks").is_ok());
+}
