@@ -1,5 +1,7 @@
 //! veredicto's run history (SPEC §5): every exam, kept append-only in an embedded SQLite
-//! database, with per-case rows to aggregate from (STYLE item 7).
+//! database, with per-case rows to aggregate from (STYLE item 7) — or, for a team, in a
+//! PostgreSQL database with the same tables and guarantees ([`PgHistory`]; both behind
+//! [`RunStore`], opened from a path or URL by [`History::open_spec`]).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), veredicto_store::StoreError> {
