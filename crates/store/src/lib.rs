@@ -161,7 +161,7 @@ pub struct TrendPoint {
     pub mean: Option<f64>,
 }
 
-/// What [`History::check`] found.
+/// What [`RunStore::check`] found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntegrityReport {
     /// Runs in the history.
