@@ -1,6 +1,6 @@
 //! Where the run history lives, and what a new run records about its provenance.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use veredicto_core::history::RunMeta;
 use veredicto_store::History;
@@ -8,27 +8,81 @@ use veredicto_store::History;
 /// The default history file, relative to the working directory.
 pub const DEFAULT_HISTORY: &str = ".veredicto/history.db";
 
+/// The environment variable that names the history when `--history` is not given.
+pub const HISTORY_ENV: &str = "VEREDICTO_HISTORY";
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct HistoryArgs {
-    /// Run history database (SQLite).
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_HISTORY, global = true)]
-    pub history: PathBuf,
+    /// Run history: an SQLite file, or a PostgreSQL database
+    /// (postgres://user@host:port/db; the password from PGPASSWORD or ~/.pgpass, never in
+    /// the URL of a shared command line). Default: $VEREDICTO_HISTORY, else
+    /// .veredicto/history.db.
+    #[arg(
+        long,
+        value_name = "PATH|URL",
+        default_value = "",
+        hide_default_value = true,
+        global = true
+    )]
+    pub history: HistorySpec,
+}
+
+/// Where the history is: a file path or a `postgres://` URL, resolved from `--history`,
+/// then `VEREDICTO_HISTORY`, then the default file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistorySpec(String);
+
+impl std::str::FromStr for HistorySpec {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if !s.is_empty() {
+            return Ok(HistorySpec(s.to_owned()));
+        }
+        Ok(HistorySpec(
+            std::env::var(HISTORY_ENV)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or_else(|| DEFAULT_HISTORY.to_owned()),
+        ))
+    }
+}
+
+impl HistorySpec {
+    /// The path or URL as given (with any password: never print it; see [`Self::display`]).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether a history may be there to read: the file exists, or it is a database (whose
+    /// absence the connection reports).
+    pub fn is_file(&self) -> bool {
+        veredicto_store::is_postgres_url(&self.0) || Path::new(&self.0).is_file()
+    }
+
+    /// For messages: the path, or the URL without credentials.
+    pub fn display(&self) -> String {
+        if veredicto_store::is_postgres_url(&self.0) {
+            veredicto_core::redact::url(&self.0)
+        } else {
+            self.0.clone()
+        }
+    }
 }
 
 impl HistoryArgs {
     /// Opens (creating) the history for recording.
     pub fn open(&self) -> anyhow::Result<History> {
-        Ok(History::open(&self.history)?)
+        Ok(History::open_spec(self.history.as_str())?)
     }
 
     /// Opens an existing history for reading.
     pub fn open_existing(&self) -> anyhow::Result<History> {
-        Ok(History::open_existing(&self.history)?)
+        Ok(History::open_spec_existing(self.history.as_str())?)
     }
 
     /// Opens an existing history for commands that only read (works in a read-only folder).
     pub fn open_read_only(&self) -> anyhow::Result<History> {
-        Ok(History::open_read_only(&self.history)?)
+        Ok(History::open_spec_existing(self.history.as_str())?)
     }
 }
 

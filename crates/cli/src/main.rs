@@ -10,6 +10,7 @@ mod clock;
 mod compare_cmd;
 mod exam_cmd;
 mod history_args;
+mod history_cmd;
 mod index_cmd;
 mod ingest_cmd;
 mod models;
@@ -52,6 +53,8 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Grounding audit (SPEC §7): check, sheet, review, package, verify.
     Audit(audit_cmd::AuditArgs),
+    /// The history itself: migrate between a file and PostgreSQL, check integrity.
+    History(history_cmd::HistoryCmdArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Audit(args) => audit_cmd::run(args),
+        Command::History(args) => history_cmd::run(args),
     };
     match result {
         Ok(code) => code,

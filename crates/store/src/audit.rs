@@ -6,11 +6,11 @@
 //! store never parses them (`veredicto-grounding` owns their format) and never changes or
 //! removes one.
 
-use crate::{id, History, StoreError};
+use crate::{id, time, SqliteHistory, StoreError};
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use veredicto_core::time;
+use std::path::Path;
 
 /// What a recorded case file holds (for listings; the bytes are the truth).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,7 +72,7 @@ pub enum AuditRecordKind {
 }
 
 impl AuditRecordKind {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             AuditRecordKind::Review => "review",
             AuditRecordKind::Suggestion => "suggestion",
@@ -80,7 +80,7 @@ impl AuditRecordKind {
     }
 }
 
-fn sha256(bytes: &[u8]) -> String {
+pub(crate) fn sha256(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     let mut s = String::with_capacity(71);
     s.push_str("sha256:");
@@ -90,10 +90,35 @@ fn sha256(bytes: &[u8]) -> String {
     s
 }
 
-const META_COLUMNS: &str = "seq, id, created_at, label, replay_of, cases_name, cases_sha256, \
+pub(crate) const META_COLUMNS: &str =
+    "seq, id, created_at, label, replay_of, cases_name, cases_sha256, \
                             counts, tool_version, git_revision";
 
-impl History {
+/// What recording an audit run checks and serialises before its transaction, for either
+/// backend: `(created_ms, random bits, counts JSON)`.
+pub(crate) fn prepare_audit(
+    location: &Path,
+    meta: &AuditRunMeta,
+) -> Result<(i64, [u8; 10], String), StoreError> {
+    let created_ms =
+        time::parse_timestamp_ms(&meta.created_at).ok_or_else(|| StoreError::BadTime {
+            path: location.to_owned(),
+            field: "created_at",
+            value: meta.created_at.clone(),
+        })?;
+    let random = id::random_bits().map_err(|e| StoreError::NoRandomness {
+        path: location.to_owned(),
+        message: e.to_string(),
+    })?;
+    let counts = serde_json::to_string(&meta.counts).map_err(|error| StoreError::Unstorable {
+        path: location.to_owned(),
+        what: "audit counts",
+        error,
+    })?;
+    Ok((created_ms, random, counts))
+}
+
+impl SqliteHistory {
     /// Records an audit run in one transaction — the case file, its notes and the records
     /// already made for it (reviews and suggestions kept beside the file before it was
     /// recorded) — and returns its new ID. `meta.id` must be empty and `meta.replay_of`,
@@ -105,29 +130,42 @@ impl History {
         notes: Option<&[u8]>,
         records: &[(AuditRecordKind, String)],
     ) -> Result<String, StoreError> {
-        const OP: &str = "recording an audit run";
         if !meta.id.is_empty() {
             return Err(StoreError::IdGiven {
                 path: self.path.clone(),
                 id: meta.id.clone(),
             });
         }
-        let created_ms =
-            time::parse_timestamp_ms(&meta.created_at).ok_or_else(|| StoreError::BadTime {
-                path: self.path.clone(),
-                field: "created_at",
-                value: meta.created_at.clone(),
-            })?;
-        let random = id::random_bits().map_err(|e| StoreError::NoRandomness {
-            path: self.path.clone(),
-            message: e.to_string(),
-        })?;
-        let counts =
-            serde_json::to_string(&meta.counts).map_err(|source| StoreError::Unstorable {
-                path: self.path.clone(),
-                what: "audit counts",
-                error: source,
-            })?;
+        self.insert_audit_run(meta, None, cases, notes, records)
+    }
+
+    /// Records an audit run copied from another history under its own ID (`meta.id`), with
+    /// its records, in one transaction.
+    pub fn import_audit_run(
+        &self,
+        run: &AuditRun,
+        records: &[(AuditRecordKind, String)],
+    ) -> Result<(), StoreError> {
+        self.insert_audit_run(
+            &run.meta,
+            Some(&run.meta.id),
+            &run.cases,
+            run.notes.as_deref(),
+            records,
+        )
+        .map(drop)
+    }
+
+    fn insert_audit_run(
+        &self,
+        meta: &AuditRunMeta,
+        fixed_id: Option<&str>,
+        cases: &[u8],
+        notes: Option<&[u8]>,
+        records: &[(AuditRecordKind, String)],
+    ) -> Result<String, StoreError> {
+        const OP: &str = "recording an audit run";
+        let (created_ms, random, counts) = prepare_audit(&self.path, meta)?;
         let tx = self.begin(OP)?;
         let replay_of = match &meta.replay_of {
             Some(r) => Some(self.resolve_in("audit_runs", r)?),
@@ -138,13 +176,10 @@ impl History {
             .prepare_cached("SELECT max(id) FROM audit_runs")
             .and_then(|mut st| st.query_row([], |r| r.get(0)))
             .map_err(e)?;
-        let mut value = id::compose(created_ms, random);
-        if let Some(last) = newest.as_deref().and_then(id::decode) {
-            if value <= last {
-                value = last.wrapping_add(1);
-            }
-        }
-        let run_id = id::encode(value);
+        let run_id = match fixed_id {
+            Some(kept) => kept.to_owned(),
+            None => id::next(created_ms, random, newest.as_deref()),
+        };
         tx.prepare_cached(
             "INSERT INTO audit_runs (id, created_at, created_ms, label, replay_of, cases_name,
                  cases_sha256, cases_body, notes, counts, tool_version, git_revision)
@@ -401,7 +436,7 @@ mod tests {
     #[test]
     fn records_reads_appends_and_refuses_changes() {
         let dir = tempfile::tempdir().unwrap();
-        let h = History::open(&dir.path().join("h.db")).unwrap();
+        let h = SqliteHistory::open(&dir.path().join("h.db")).unwrap();
         let first = h
             .record_audit_run(
                 &meta("q.yaml"),
@@ -485,7 +520,7 @@ mod tests {
             ))
             .unwrap();
         }
-        let h = History::open_existing(&path).unwrap();
+        let h = SqliteHistory::open_existing(&path).unwrap();
         let v: i64 = h
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
@@ -496,7 +531,7 @@ mod tests {
         assert!(h.check().unwrap().is_ok());
         drop(h);
         // Opening again changes nothing (the upgrade does not run twice).
-        let h = History::open_existing(&path).unwrap();
+        let h = SqliteHistory::open_existing(&path).unwrap();
         assert_eq!(h.audit_runs(None).unwrap().len(), 1);
     }
 }

@@ -34,6 +34,55 @@ pub enum StoreError {
         error: rusqlite::Error,
     },
 
+    /// PostgreSQL failed while doing `operation`.
+    #[error("{path}: {operation}: {}", postgres_message(source))]
+    Postgres {
+        /// The database URL, without credentials.
+        path: PathBuf,
+        /// What the store was doing.
+        operation: &'static str,
+        /// The client's error.
+        source: postgres::Error,
+    },
+
+    /// The PostgreSQL server could not be reached or refused the connection.
+    #[error(
+        "{path}: cannot connect to PostgreSQL at {host}, database {database} \
+         ({attempts} attempt{}): {message}",
+        if *attempts == 1 { "" } else { "s" }
+    )]
+    Connect {
+        /// The database URL, without credentials.
+        path: PathBuf,
+        /// Host and port.
+        host: String,
+        /// Database name.
+        database: String,
+        /// How many times it tried.
+        attempts: u32,
+        /// The last error, without credentials.
+        message: String,
+    },
+
+    /// A history URL that cannot be parsed.
+    #[error("{path}: not a usable PostgreSQL URL: {message}")]
+    BadUrl {
+        /// The URL, without credentials.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// `history migrate` cannot copy a run without breaking the target's order, or the copy
+    /// does not match its source.
+    #[error("{path}: {message}")]
+    Migrate {
+        /// The target history.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+
     /// Another process held the write lock for longer than the busy timeout.
     #[error(
         "{path}: {operation}: the history is locked by another process \
@@ -194,4 +243,28 @@ pub enum StoreError {
         /// The OS error.
         message: String,
     },
+}
+
+/// A PostgreSQL error with the server's message, detail and hint when there are some, on
+/// one line and without credentials.
+fn postgres_message(e: &postgres::Error) -> String {
+    let text = match e.as_db_error() {
+        Some(db) => {
+            let mut t = format!(
+                "{}: {} (SQLSTATE {})",
+                db.severity(),
+                db.message(),
+                db.code().code()
+            );
+            if let Some(d) = db.detail() {
+                t.push_str(&format!("; {d}"));
+            }
+            if let Some(h) = db.hint() {
+                t.push_str(&format!("; hint: {h}"));
+            }
+            t
+        }
+        None => e.to_string(),
+    };
+    veredicto_core::redact::escape_control(&veredicto_core::redact::secrets_in_text(&text))
 }

@@ -30,6 +30,18 @@ pub(crate) fn compose(unix_ms: i64, random: [u8; 10]) -> u128 {
 }
 
 /// 80 bits from the OS random source.
+/// The ID of a new run created at `unix_ms`: from the time and `random`, or, when that would
+/// not sort after `newest` (the newest recorded ID), the one right after `newest`.
+pub(crate) fn next(unix_ms: i64, random: [u8; 10], newest: Option<&str>) -> String {
+    let mut value = compose(unix_ms, random);
+    if let Some(last) = newest.and_then(decode) {
+        if value <= last {
+            value = last.wrapping_add(1);
+        }
+    }
+    encode(value)
+}
+
 pub(crate) fn random_bits() -> Result<[u8; 10], getrandom::Error> {
     let mut buf = [0u8; 10];
     getrandom::fill(&mut buf)?;

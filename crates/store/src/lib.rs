@@ -1,5 +1,7 @@
 //! veredicto's run history (SPEC §5): every exam, kept append-only in an embedded SQLite
-//! database, with per-case rows to aggregate from (STYLE item 7).
+//! database, with per-case rows to aggregate from (STYLE item 7) — or, for a team, in a
+//! PostgreSQL database with the same tables and guarantees ([`PgHistory`]; both behind
+//! [`RunStore`], opened from a path or URL by [`History::open_spec`]).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), veredicto_store::StoreError> {
@@ -30,13 +32,19 @@ mod codec;
 mod error;
 pub mod id;
 mod metric;
+mod migrate;
+mod pg;
 mod schema;
+mod store;
 pub mod synthetic;
 use veredicto_core::time;
 
 pub use audit::{AuditCounts, AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary};
 pub use error::StoreError;
 pub use metric::{Metric, UnknownMetric};
+pub use migrate::{migrate, MigrateReport};
+pub use pg::PgHistory;
+pub use store::{is_postgres_url, History, RunStore};
 
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -49,10 +57,10 @@ use veredicto_core::history::{RecordedRun, RunMeta};
 /// How long a writer waits for another process's write transaction before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A run history database: one SQLite connection (`Send`, not `Sync`). Threads and
-/// processes that record at the same time each open their own `History`.
+/// The SQLite backend of a run history: one SQLite connection (`Send`, not `Sync`). Threads
+/// and processes that record at the same time each open their own.
 #[derive(Debug)]
-pub struct History {
+pub struct SqliteHistory {
     conn: Connection,
     path: PathBuf,
     journal_mode: String,
@@ -153,7 +161,7 @@ pub struct TrendPoint {
     pub mean: Option<f64>,
 }
 
-/// What [`History::check`] found.
+/// What [`RunStore::check`] found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntegrityReport {
     /// Runs in the history.
@@ -190,26 +198,29 @@ pub fn short_fingerprint(fingerprint: &str) -> &str {
 }
 
 /// Columns of `runs` that make a [`RunSummary`], after `seq`.
-const SUMMARY_COLUMNS: &str = "seq, id, created_at, label, verdict, reasons, cases, gold_cases, \
+pub(crate) const SUMMARY_COLUMNS: &str =
+    "seq, id, created_at, label, verdict, reasons, cases, gold_cases, \
      failing, failing_gold, mean_quality, mean_recall, mrr, mean_ndcg, golden_fingerprint, \
      policy_fingerprint, corpus_fingerprint, top_k, tool_version, git_revision";
 
 /// A run's fields that are serialised before the write transaction starts.
-struct Prepared<'a> {
-    meta: &'a RunMeta,
-    report: &'a ExamReport,
-    created_ms: i64,
-    random: [u8; 10],
-    config: String,
-    latency: String,
-    reasons: String,
-    body: Vec<u8>,
+pub(crate) struct Prepared<'a> {
+    pub(crate) meta: &'a RunMeta,
+    pub(crate) report: &'a ExamReport,
+    pub(crate) created_ms: i64,
+    pub(crate) random: [u8; 10],
+    pub(crate) config: String,
+    pub(crate) latency: String,
+    pub(crate) reasons: String,
+    pub(crate) body: Vec<u8>,
+    /// The ID to keep (a migrated run); `None`: assign one.
+    pub(crate) fixed_id: Option<String>,
 }
 
-impl History {
+impl SqliteHistory {
     /// Opens the history at `path`, creating the file, its parent directories and the schema
     /// when absent. Refuses a file made by a newer veredicto or by another program.
-    pub fn open(path: &Path) -> Result<History, StoreError> {
+    pub fn open(path: &Path) -> Result<SqliteHistory, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|error| StoreError::CreateDir {
                 path: dir.to_owned(),
@@ -226,7 +237,7 @@ impl History {
 
     /// Opens an existing history; [`StoreError::Missing`] when there is no file (for
     /// commands that only read, so that a mistyped path is not silently created).
-    pub fn open_existing(path: &Path) -> Result<History, StoreError> {
+    pub fn open_existing(path: &Path) -> Result<SqliteHistory, StoreError> {
         if !path.is_file() {
             return Err(StoreError::Missing {
                 path: path.to_owned(),
@@ -242,7 +253,7 @@ impl History {
     /// in a read-only folder or on a read-only file, changes nothing (no journal switch, no
     /// schema upgrade), and any write through it fails. [`StoreError::Missing`] when there is
     /// no file or the file holds no history yet.
-    pub fn open_read_only(path: &Path) -> Result<History, StoreError> {
+    pub fn open_read_only(path: &Path) -> Result<SqliteHistory, StoreError> {
         if !path.is_file() {
             return Err(StoreError::Missing {
                 path: path.to_owned(),
@@ -267,7 +278,7 @@ impl History {
 
     /// Opens `path` with `flags`; with `SQLITE_OPEN_URI` the file is opened as
     /// `file:PATH?mode=ro&immutable=1`.
-    fn open_with(path: &Path, flags: OpenFlags) -> Result<History, StoreError> {
+    fn open_with(path: &Path, flags: OpenFlags) -> Result<SqliteHistory, StoreError> {
         let read_only = flags.contains(OpenFlags::SQLITE_OPEN_READ_ONLY);
         let sql = |operation| {
             let path = path.to_owned();
@@ -304,7 +315,7 @@ impl History {
             conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA query_only = ON;")
                 .map_err(sql("configuring the connection"))?;
             conn.set_prepared_statement_cache_capacity(32);
-            return Ok(History {
+            return Ok(SqliteHistory {
                 conn,
                 path: path.to_owned(),
                 journal_mode,
@@ -332,7 +343,7 @@ impl History {
         )
         .map_err(sql("configuring the connection"))?;
         conn.set_prepared_statement_cache_capacity(32);
-        let history = History {
+        let history = SqliteHistory {
             conn,
             path: path.to_owned(),
             journal_mode,
@@ -428,84 +439,110 @@ impl History {
         Ok(ids)
     }
 
-    /// Validates and serialises a run (outside the write lock).
     fn prepare<'a>(
         &self,
         meta: &'a RunMeta,
         report: &'a ExamReport,
     ) -> Result<Prepared<'a>, StoreError> {
-        if !meta.id.is_empty() {
-            return Err(StoreError::IdGiven {
-                path: self.path.clone(),
-                id: meta.id.clone(),
+        prepare(&self.path, meta, report)
+    }
+
+    /// Records a run copied from another history under its own ID, in one transaction. The
+    /// ID must sort after every run recorded here.
+    pub fn import(&self, run: &RecordedRun) -> Result<(), StoreError> {
+        const OP: &str = "recording a run";
+        let meta = RunMeta {
+            id: String::new(),
+            ..run.meta.clone()
+        };
+        let mut prepared = self.prepare(&meta, &run.report)?;
+        prepared.fixed_id = Some(run.meta.id.clone());
+        let tx = self.begin(OP)?;
+        self.insert(&tx, &prepared)?;
+        tx.commit().map_err(|e| self.sql(OP, e))
+    }
+}
+
+/// Validates and serialises a run (outside the write lock), for either backend.
+pub(crate) fn prepare<'a>(
+    location: &Path,
+    meta: &'a RunMeta,
+    report: &'a ExamReport,
+) -> Result<Prepared<'a>, StoreError> {
+    if !meta.id.is_empty() {
+        return Err(StoreError::IdGiven {
+            path: location.to_owned(),
+            id: meta.id.clone(),
+        });
+    }
+    for (field, m, r) in [
+        (
+            "golden_fingerprint",
+            &meta.golden_fingerprint,
+            &report.golden_fingerprint,
+        ),
+        (
+            "policy_fingerprint",
+            &meta.policy_fingerprint,
+            &report.policy_fingerprint,
+        ),
+    ] {
+        if m != r {
+            return Err(StoreError::Inconsistent {
+                path: location.to_owned(),
+                field,
+                meta: m.clone(),
+                report: r.clone(),
             });
         }
-        for (field, m, r) in [
-            (
-                "golden_fingerprint",
-                &meta.golden_fingerprint,
-                &report.golden_fingerprint,
-            ),
-            (
-                "policy_fingerprint",
-                &meta.policy_fingerprint,
-                &report.policy_fingerprint,
-            ),
-        ] {
-            if m != r {
-                return Err(StoreError::Inconsistent {
-                    path: self.path.clone(),
-                    field,
-                    meta: m.clone(),
-                    report: r.clone(),
-                });
-            }
-        }
-        let created_ms =
-            time::parse_timestamp_ms(&meta.created_at).ok_or_else(|| StoreError::BadTime {
-                path: self.path.clone(),
-                field: "created_at",
-                value: meta.created_at.clone(),
-            })?;
-        let random = id::random_bits().map_err(|e| StoreError::NoRandomness {
-            path: self.path.clone(),
-            message: e.to_string(),
+    }
+    let created_ms =
+        time::parse_timestamp_ms(&meta.created_at).ok_or_else(|| StoreError::BadTime {
+            path: location.to_owned(),
+            field: "created_at",
+            value: meta.created_at.clone(),
         })?;
-        let unstorable = |what| {
-            let path = self.path.clone();
-            move |error| StoreError::Unstorable { path, what, error }
-        };
-        // Each JSON value must read back as what was given: JSON has no NaN or infinity
-        // (serde_json writes them as null), so a value holding one is refused here rather
-        // than stored unreadable.
-        let config = serde_json::to_string(&meta.config).map_err(unstorable("config"))?;
-        serde_json::from_str::<veredicto_core::history::RunConfig>(&config)
-            .map_err(unstorable("config"))?;
-        let latency = serde_json::to_string(&meta.latency).map_err(unstorable("latency"))?;
-        serde_json::from_str::<
+    let random = id::random_bits().map_err(|e| StoreError::NoRandomness {
+        path: location.to_owned(),
+        message: e.to_string(),
+    })?;
+    let unstorable = |what| {
+        let path = location.to_owned();
+        move |error| StoreError::Unstorable { path, what, error }
+    };
+    // Each JSON value must read back as what was given: JSON has no NaN or infinity
+    // (serde_json writes them as null), so a value holding one is refused here rather
+    // than stored unreadable.
+    let config = serde_json::to_string(&meta.config).map_err(unstorable("config"))?;
+    serde_json::from_str::<veredicto_core::history::RunConfig>(&config)
+        .map_err(unstorable("config"))?;
+    let latency = serde_json::to_string(&meta.latency).map_err(unstorable("latency"))?;
+    serde_json::from_str::<
             std::collections::BTreeMap<String, veredicto_core::history::StageLatency>,
         >(&latency)
         .map_err(unstorable("latency"))?;
-        let json = serde_json::to_vec(report).map_err(unstorable("report"))?;
-        codec::parse(&json).map_err(unstorable("report"))?;
-        let body = codec::encode(&json).map_err(|e| StoreError::Unstorable {
-            path: self.path.clone(),
-            what: "report",
-            error: serde_json::Error::io(e),
-        })?;
-        let reasons = serde_json::to_string(&report.reasons).map_err(unstorable("reasons"))?;
-        Ok(Prepared {
-            meta,
-            report,
-            created_ms,
-            random,
-            config,
-            latency,
-            reasons,
-            body,
-        })
-    }
+    let json = serde_json::to_vec(report).map_err(unstorable("report"))?;
+    codec::parse(&json).map_err(unstorable("report"))?;
+    let body = codec::encode(&json).map_err(|e| StoreError::Unstorable {
+        path: location.to_owned(),
+        what: "report",
+        error: serde_json::Error::io(e),
+    })?;
+    let reasons = serde_json::to_string(&report.reasons).map_err(unstorable("reasons"))?;
+    Ok(Prepared {
+        meta,
+        report,
+        created_ms,
+        random,
+        config,
+        latency,
+        reasons,
+        body,
+        fixed_id: None,
+    })
+}
 
+impl SqliteHistory {
     /// Writes a prepared run inside the open transaction `tx`.
     fn insert(&self, tx: &Connection, p: &Prepared<'_>) -> Result<String, StoreError> {
         const OP: &str = "recording a run";
@@ -518,13 +555,10 @@ impl History {
             .prepare_cached("SELECT max(id) FROM runs")
             .and_then(|mut st| st.query_row([], |r| r.get(0)))
             .map_err(e)?;
-        let mut value = id::compose(p.created_ms, p.random);
-        if let Some(last) = newest.as_deref().and_then(id::decode) {
-            if value <= last {
-                value = last.wrapping_add(1);
-            }
-        }
-        let run_id = id::encode(value);
+        let run_id = match &p.fixed_id {
+            Some(kept) => kept.clone(),
+            None => id::next(p.created_ms, p.random, newest.as_deref()),
+        };
 
         tx.prepare_cached(
             "INSERT INTO runs (id, created_at, created_ms, label, golden_fingerprint,
@@ -782,56 +816,17 @@ impl History {
             })
     }
 
-    /// Runs matching `filter`, newest first.
-    pub fn list(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+    /// Runs matching `filter` and recorded before the raw ID `before_id`, newest first.
+    pub fn select_runs(
+        &self,
+        filter: &RunFilter,
+        before_id: Option<&str>,
+    ) -> Result<Vec<RunSummary>, StoreError> {
         Ok(self
-            .select(filter, None)?
+            .select(filter, before_id)?
             .into_iter()
             .map(|(_, s)| s)
             .collect())
-    }
-
-    /// The newest run matching `filter`.
-    pub fn latest(&self, filter: &RunFilter) -> Result<Option<RunSummary>, StoreError> {
-        let filter = RunFilter {
-            limit: Some(1),
-            ..filter.clone()
-        };
-        Ok(self.list(&filter)?.into_iter().next())
-    }
-
-    /// The newest run recorded before `run` with the same golden set and policy (so the same
-    /// cases, thresholds and K): the default baseline of `veredicto compare`. `run.id` need
-    /// not be in this history; an empty `run.id` (a run not recorded) considers every run.
-    pub fn previous_compatible(&self, run: &RunMeta) -> Result<Option<RunSummary>, StoreError> {
-        let filter = RunFilter {
-            golden_fingerprint: Some(run.golden_fingerprint.clone()),
-            policy_fingerprint: Some(run.policy_fingerprint.clone()),
-            limit: Some(1),
-            ..RunFilter::default()
-        };
-        let before = (!run.id.is_empty()).then_some(run.id.as_str());
-        Ok(self
-            .select(&filter, before)?
-            .into_iter()
-            .next()
-            .map(|(_, s)| s))
-    }
-
-    /// The newest accepted run recorded before `before` (a run ID, unique prefix or
-    /// `latest`; `None`: any), of this golden set when given (whole fingerprint or prefix):
-    /// `--baseline last-accepted`.
-    pub fn last_accepted(
-        &self,
-        before: Option<&str>,
-        golden_fingerprint: Option<&str>,
-    ) -> Result<Option<RunSummary>, StoreError> {
-        self.latest(&RunFilter {
-            golden_fingerprint: golden_fingerprint.map(str::to_owned),
-            verdict: Some(Verdict::Accept),
-            before: before.map(str::to_owned),
-            ..RunFilter::default()
-        })
     }
 
     /// The mean of a metric over each selected run's cases (optionally one domain or one
@@ -943,66 +938,7 @@ impl History {
         filter: &RunFilter,
         before_id: Option<&str>,
     ) -> Result<Vec<(i64, RunSummary)>, StoreError> {
-        // Conditions use bare `?` placeholders, bound in order from `params`.
-        let mut conds: Vec<String> = Vec::new();
-        let mut params: Vec<Value> = Vec::new();
-        for (col, value) in [
-            ("golden_fingerprint", &filter.golden_fingerprint),
-            ("policy_fingerprint", &filter.policy_fingerprint),
-        ] {
-            if let Some(v) = value {
-                let v = if v.contains(':') {
-                    v.clone()
-                } else {
-                    format!("sha256:{v}")
-                };
-                if v.starts_with("sha256:") && v.len() == 71 {
-                    conds.push(format!("{col} = ?"));
-                    params.push(Value::Text(v));
-                } else {
-                    // A prefix: a range, so the index still serves it.
-                    let upper = format!("{v}\u{10FFFF}");
-                    conds.push(format!("{col} >= ? AND {col} < ?"));
-                    params.extend([Value::Text(v), Value::Text(upper)]);
-                }
-            }
-        }
-        if let Some(label) = &filter.label {
-            conds.push("label = ?".to_owned());
-            params.push(Value::Text(label.clone()));
-        }
-        for (field, value, end_of_day, op) in [
-            ("since", &filter.since, false, ">="),
-            ("until", &filter.until, true, "<="),
-        ] {
-            if let Some(v) = value {
-                let ms =
-                    time::parse_bound_ms(v, end_of_day).ok_or_else(|| StoreError::BadTime {
-                        path: self.path.clone(),
-                        field,
-                        value: v.clone(),
-                    })?;
-                conds.push(format!("created_ms {op} ?"));
-                params.push(Value::Integer(ms));
-            }
-        }
-        if let Some(v) = filter.verdict {
-            // A literal, so that the partial index of accepted runs can serve it.
-            conds.push(format!("verdict = '{}'", verdict_str(v)));
-        }
-        if let Some(before) = &filter.before {
-            conds.push("id < ?".to_owned());
-            params.push(Value::Text(self.resolve(before)?));
-        }
-        if let Some(id) = before_id {
-            conds.push("id < ?".to_owned());
-            params.push(Value::Text(id.to_owned()));
-        }
-        let where_sql = if conds.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", conds.join(" AND "))
-        };
+        let (where_sql, params) = filter_sql(&self.path, filter, before_id, |r| self.resolve(r))?;
         let limit = filter
             .limit
             .map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
@@ -1107,6 +1043,77 @@ fn immutable_uri(path: &Path) -> String {
     uri
 }
 
+/// The `WHERE` clause (with bare `?` placeholders, bound in order from the values) that
+/// selects runs by `filter` and strictly before the raw ID `before_id`, for either backend.
+/// `resolve` turns `filter.before` into a run ID.
+pub(crate) fn filter_sql(
+    location: &Path,
+    filter: &RunFilter,
+    before_id: Option<&str>,
+    resolve: impl Fn(&str) -> Result<String, StoreError>,
+) -> Result<(String, Vec<Value>), StoreError> {
+    // Conditions use bare `?` placeholders, bound in order from `params`.
+    let mut conds: Vec<String> = Vec::new();
+    let mut params: Vec<Value> = Vec::new();
+    for (col, value) in [
+        ("golden_fingerprint", &filter.golden_fingerprint),
+        ("policy_fingerprint", &filter.policy_fingerprint),
+    ] {
+        if let Some(v) = value {
+            let v = if v.contains(':') {
+                v.clone()
+            } else {
+                format!("sha256:{v}")
+            };
+            if v.starts_with("sha256:") && v.len() == 71 {
+                conds.push(format!("{col} = ?"));
+                params.push(Value::Text(v));
+            } else {
+                // A prefix: a range, so the index still serves it.
+                let upper = format!("{v}\u{10FFFF}");
+                conds.push(format!("{col} >= ? AND {col} < ?"));
+                params.extend([Value::Text(v), Value::Text(upper)]);
+            }
+        }
+    }
+    if let Some(label) = &filter.label {
+        conds.push("label = ?".to_owned());
+        params.push(Value::Text(label.clone()));
+    }
+    for (field, value, end_of_day, op) in [
+        ("since", &filter.since, false, ">="),
+        ("until", &filter.until, true, "<="),
+    ] {
+        if let Some(v) = value {
+            let ms = time::parse_bound_ms(v, end_of_day).ok_or_else(|| StoreError::BadTime {
+                path: location.to_owned(),
+                field,
+                value: v.clone(),
+            })?;
+            conds.push(format!("created_ms {op} ?"));
+            params.push(Value::Integer(ms));
+        }
+    }
+    if let Some(v) = filter.verdict {
+        // A literal, so that the partial index of accepted runs can serve it.
+        conds.push(format!("verdict = '{}'", verdict_str(v)));
+    }
+    if let Some(before) = &filter.before {
+        conds.push("id < ?".to_owned());
+        params.push(Value::Text(resolve(before)?));
+    }
+    if let Some(id) = before_id {
+        conds.push("id < ?".to_owned());
+        params.push(Value::Text(id.to_owned()));
+    }
+    let where_sql = if conds.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", conds.join(" AND "))
+    };
+    Ok((where_sql, params))
+}
+
 fn sqlite_error(path: PathBuf, operation: &'static str, source: rusqlite::Error) -> StoreError {
     if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
         return StoreError::Locked {
@@ -1152,7 +1159,7 @@ fn check_header(path: &Path, application_id: i64, user_version: i64) -> Result<(
     }
 }
 
-fn verdict_str(v: Verdict) -> &'static str {
+pub(crate) fn verdict_str(v: Verdict) -> &'static str {
     match v {
         Verdict::Accept => "accept",
         Verdict::Stop => "stop",
@@ -1164,7 +1171,7 @@ fn opt_text(v: Option<&str>) -> Value {
 }
 
 /// A JSON array of strings (tags and reason names need no escaping beyond what serde does).
-fn json_strings<'a>(items: impl Iterator<Item = &'a str>) -> String {
+pub(crate) fn json_strings<'a>(items: impl Iterator<Item = &'a str>) -> String {
     serde_json::to_string(&items.collect::<Vec<_>>()).unwrap_or_else(|_| "[]".to_owned())
 }
 

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use veredicto_core::measure::Measure;
 
 /// A per-case value stored in the history, averaged over a run's cases by
-/// [`History::trend`](crate::History::trend).
+/// [`History::trend`](crate::RunStore::trend).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Metric {
     /// Recall at the case's K (`recall`).

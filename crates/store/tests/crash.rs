@@ -1,14 +1,16 @@
-//! The issue's bar for the history, with real processes (`store-stress`, this crate's test
+//! The issue's bar for the history, on both backends, with real processes (`store-stress`, this crate's test
 //! helper binary):
 //! - killed with SIGKILL at random moments while recording 200-case runs, 50 times, the
-//!   history never holds a partial run and passes `PRAGMA integrity_check`; every run the
+//!   history never holds a partial run and passes the backend's integrity check; every run the
 //!   process reported as recorded is there;
 //! - two processes started at the same moment against one (new) history both record, with
 //!   distinct IDs.
 
+mod common;
+
+use common::{Backend, Fixture};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use veredicto_store::synthetic::SplitMix64;
@@ -16,7 +18,7 @@ use veredicto_store::{History, RunFilter};
 
 const STRESS: &str = env!("CARGO_BIN_EXE_store-stress");
 
-fn spawn(db: &Path, extra: &[&str]) -> Child {
+fn spawn(db: &str, extra: &[&str]) -> Child {
     Command::new(STRESS)
         .arg(db)
         .args(extra)
@@ -26,11 +28,11 @@ fn spawn(db: &Path, extra: &[&str]) -> Child {
         .expect("spawns store-stress")
 }
 
-/// Checks the whole history: SQLite's integrity check, foreign keys, and that every run has
+/// Checks the whole history: the backend's integrity check, foreign keys, and that every run has
 /// exactly its rows; and that the reports of runs not in `seen` read back with as many cases
 /// as their summaries say.
-fn assert_whole(db: &Path, seen: &BTreeSet<String>) -> BTreeSet<String> {
-    let h = History::open(db).expect("opens after the kill");
+fn assert_whole(db: &str, seen: &BTreeSet<String>) -> BTreeSet<String> {
+    let h = History::open_spec(db).expect("opens after the kill");
     let check = h.check().expect("checks");
     assert_eq!(check.integrity, ["ok"]);
     assert!(check.is_ok(), "{check:?}");
@@ -44,11 +46,10 @@ fn assert_whole(db: &Path, seen: &BTreeSet<String>) -> BTreeSet<String> {
     runs.into_iter().map(|s| s.id).collect()
 }
 
-#[test]
-fn sigkill_never_leaves_a_partial_run() {
+fn sigkill_never_leaves_a_partial_run(b: Backend) {
     const TRIALS: usize = 50;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("history.db");
+    let fx = Fixture::new(b);
+    let db = fx.spec.as_str();
     let mut rng = SplitMix64::new(0x5eed_0050);
     let mut recorded: BTreeSet<String> = BTreeSet::new();
     let mut verified: BTreeSet<String> = BTreeSet::new();
@@ -56,7 +57,7 @@ fn sigkill_never_leaves_a_partial_run() {
     let started = Instant::now();
 
     for trial in 0..TRIALS {
-        let mut child = spawn(&db, &["--seed", &trial.to_string()]);
+        let mut child = spawn(db, &["--seed", &trial.to_string()]);
         // Trial 0 starts from no file (a kill while the schema is created); the delays
         // then spread over startup, report generation and several recordings.
         let delay = Duration::from_millis(5 + rng.below(600));
@@ -88,10 +89,10 @@ fn sigkill_never_leaves_a_partial_run() {
         }
         recorded.extend(done.iter().map(|s| (*s).to_owned()));
 
-        if !db.exists() {
+        if b == Backend::Sqlite && !std::path::Path::new(db).exists() {
             continue;
         }
-        let present = assert_whole(&db, &verified);
+        let present = assert_whole(db, &verified);
         // Nothing acknowledged was lost; nothing appeared that was not being recorded.
         assert!(
             recorded.is_subset(&present),
@@ -101,7 +102,7 @@ fn sigkill_never_leaves_a_partial_run() {
         verified = present;
     }
     eprintln!(
-        "{TRIALS} kills in {:.1} s: {} runs in the history, {killed_while_recording} kills \
+        "{b:?}: {TRIALS} kills in {:.1} s: {} runs in the history, {killed_while_recording} kills \
          landed inside `record`",
         started.elapsed().as_secs_f64(),
         recorded.len(),
@@ -112,19 +113,13 @@ fn sigkill_never_leaves_a_partial_run() {
     );
 }
 
-#[test]
-fn two_processes_started_together_both_record() {
+fn two_processes_started_together_both_record(b: Backend) {
     const RUNS: usize = 5;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("new/history.db");
+    let fx = Fixture::new(b);
+    let db = fx.spec.as_str();
     // Both start before the history exists and use the same created_at, to the millisecond.
     let children: Vec<Child> = (0..2)
-        .map(|i| {
-            spawn(
-                &db,
-                &["--runs", &RUNS.to_string(), "--seed", &i.to_string()],
-            )
-        })
+        .map(|i| spawn(db, &["--runs", &RUNS.to_string(), "--seed", &i.to_string()]))
         .collect();
     let mut ids = BTreeSet::new();
     for mut child in children {
@@ -147,5 +142,10 @@ fn two_processes_started_together_both_record() {
         ids.extend(mine.into_iter().map(str::to_owned));
     }
     assert_eq!(ids.len(), 2 * RUNS, "distinct IDs");
-    assert_eq!(assert_whole(&db, &BTreeSet::new()), ids);
+    assert_eq!(assert_whole(db, &BTreeSet::new()), ids);
 }
+
+both_backends!(
+    sigkill_never_leaves_a_partial_run,
+    two_processes_started_together_both_record
+);

@@ -1,17 +1,17 @@
-//! The run history against real SQLite files: round trip, append-only, IDs, filters,
-//! baselines, trends, errors, and threads recording at once.
+//! The run history's contract, against both backends (a real SQLite file and a real
+//! PostgreSQL database): round trip, append-only, IDs, filters, baselines, trends, errors,
+//! and threads recording at once. Each `fn name(backend)` becomes `name::sqlite` and
+//! `name::postgres`.
+
+mod common;
+
+use common::{Backend, Fixture, V};
 
 use rusqlite::Connection;
-use std::path::{Path, PathBuf};
 use veredicto_core::exam::{ExamReport, Verdict};
 use veredicto_core::history::RunMeta;
 use veredicto_store::synthetic::{meta, Synthetic};
 use veredicto_store::{History, Metric, RunFilter, StoreError, TrendQuery};
-
-fn db_path(dir: &tempfile::TempDir) -> PathBuf {
-    // A nested path: `open` creates the directories.
-    dir.path().join("project/.veredicto/history.db")
-}
 
 fn exam(cases: usize, seed: u64, skill: f64, golden_version: u32) -> ExamReport {
     Synthetic {
@@ -32,12 +32,12 @@ fn value<T: serde::Serialize>(v: &T) -> serde_json::Value {
     serde_json::to_value(v).expect("serialises")
 }
 
-#[test]
-fn a_recorded_run_reads_back_identical() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = db_path(&dir);
-    let h = History::open(&path).expect("opens");
-    assert_eq!(h.journal_mode(), "wal");
+fn a_recorded_run_reads_back_identical(b: Backend) {
+    let fx = Fixture::new(b);
+    let h = fx.open();
+    if b == Backend::Sqlite {
+        assert_eq!(h.journal_mode(), "wal");
+    }
     let report = exam(200, 3, 0.9, 1);
     assert_eq!(
         report.verdict,
@@ -71,7 +71,7 @@ fn a_recorded_run_reads_back_identical() {
 
     // Reopened from another connection, by prefix (any case), and as `latest`.
     drop(h);
-    let h = History::open_existing(&path).expect("reopens");
+    let h = History::open_spec_existing(&fx.spec).expect("reopens");
     for query in [&id[..8], &id.to_lowercase(), "latest", "LATEST"] {
         assert_eq!(h.get(query).expect("gets").meta.id, id, "{query}");
     }
@@ -90,88 +90,67 @@ fn a_recorded_run_reads_back_identical() {
     assert_eq!(check.runs, 1);
 }
 
-#[test]
-fn per_case_rows_hold_every_case_measure_and_expected_chunk() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = db_path(&dir);
-    let h = History::open(&path).expect("opens");
+fn per_case_rows_hold_every_case_measure_and_expected_chunk(b: Backend) {
+    let fx = Fixture::new(b);
+    let h = fx.open();
     let report = exam(50, 4, 0.8, 1);
     let id = record(&h, &report, "2025-11-14T09:30:00Z", None);
     drop(h);
 
-    let conn = Connection::open(&path).expect("raw connection");
-    let seq: i64 = conn
-        .query_row("SELECT seq FROM runs WHERE id = ?1", [&id], |r| r.get(0))
-        .expect("run row");
-    let mut st = conn
-        .prepare(
-            "SELECT case_id, passed, recall, quality, reciprocal_rank, noise, domain, reasons
-             FROM cases WHERE run = ?1 ORDER BY ordinal",
-        )
-        .expect("prepares");
-    type Row = (
-        String,
-        bool,
-        f64,
-        f64,
-        f64,
-        Option<u32>,
-        Option<String>,
-        String,
-    );
-    let rows: Vec<Row> = st
-        .query_map([seq], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-                r.get(7)?,
-            ))
-        })
-        .expect("queries")
-        .collect::<Result<_, _>>()
-        .expect("rows");
+    let mut conn = fx.raw();
+    let seq = conn.query(&format!("SELECT seq FROM runs WHERE id = '{id}'"))[0][0].int();
+    let rows = conn.query(&format!(
+        "SELECT case_id, passed, recall, quality, reciprocal_rank, noise, domain, reasons
+         FROM cases WHERE run = {seq} ORDER BY ordinal"
+    ));
+    let text = |v: &V| match v {
+        V::Text(t) => Some(t.clone()),
+        _ => None,
+    };
     assert_eq!(rows.len(), report.cases.len());
     for (row, c) in rows.iter().zip(&report.cases) {
-        assert_eq!(row.0, c.id);
-        assert_eq!(row.1, c.passed);
-        assert_eq!(row.2, c.recall);
-        assert_eq!(row.3, c.quality);
-        assert_eq!(row.4, c.reciprocal_rank);
-        assert_eq!(row.5, c.noise);
-        assert_eq!(row.6, c.domain);
-        assert_eq!(row.7, serde_json::to_string(&c.reasons).expect("json"));
+        assert_eq!(text(&row[0]).as_deref(), Some(c.id.as_str()));
+        assert_eq!(row[1], V::Int(i64::from(c.passed)));
+        assert_eq!(row[2], V::Real(c.recall));
+        assert_eq!(row[3], V::Real(c.quality));
+        assert_eq!(row[4], V::Real(c.reciprocal_rank));
+        assert_eq!(row[5], c.noise.map_or(V::Null, |n| V::Int(n.into())));
+        assert_eq!(text(&row[6]), c.domain);
+        assert_eq!(
+            text(&row[7]),
+            Some(serde_json::to_string(&c.reasons).expect("json"))
+        );
     }
-    let measures: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM case_measures WHERE run = ?1",
-            [seq],
-            |r| r.get(0),
-        )
-        .expect("counts");
+    let measures = conn.query(&format!(
+        "SELECT count(*) FROM case_measures WHERE run = {seq}"
+    ))[0][0]
+        .int();
     assert_eq!(measures as usize, report.cases.len() * 2);
-    let ndcg5: f64 = conn
-        .query_row(
-            "SELECT value FROM case_measures WHERE run = ?1 AND ordinal = 3 AND measure = 'nDCG@5'",
-            [seq],
-            |r| r.get(0),
-        )
-        .expect("a measure row");
-    assert_eq!(ndcg5, report.cases[3].measures["nDCG@5"]);
+    let ndcg5 = conn.query(&format!(
+        "SELECT value FROM case_measures WHERE run = {seq} AND ordinal = 3 AND measure = 'nDCG@5'"
+    ));
+    assert_eq!(ndcg5[0][0], V::Real(report.cases[3].measures["nDCG@5"]));
     let chunks: Vec<(String, Option<usize>, Option<f64>, bool)> = conn
-        .prepare(
+        .query(&format!(
             "SELECT chunk_id, rank, score, in_top_k FROM expected_chunks
-             WHERE run = ?1 ORDER BY ordinal, position",
-        )
-        .and_then(|mut st| {
-            st.query_map([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-                .collect()
+             WHERE run = {seq} ORDER BY ordinal, position"
+        ))
+        .into_iter()
+        .map(|r| {
+            (
+                text(&r[0]).expect("chunk id"),
+                match r[1] {
+                    V::Int(i) => Some(i as usize),
+                    _ => None,
+                },
+                match r[2] {
+                    V::Real(x) => Some(x),
+                    _ => None,
+                },
+                r[3] == V::Int(1),
+            )
         })
-        .expect("chunk rows");
+        .collect();
     let want: Vec<(String, Option<usize>, Option<f64>, bool)> = report
         .cases
         .iter()
@@ -187,11 +166,9 @@ fn per_case_rows_hold_every_case_measure_and_expected_chunk() {
 }
 
 /// Every way of changing a recorded run through SQL is refused by the database itself.
-#[test]
-fn the_history_is_append_only() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = db_path(&dir);
-    let h = History::open(&path).expect("opens");
+fn the_history_is_append_only(b: Backend) {
+    let fx = Fixture::new(b);
+    let h = fx.open();
     let report = exam(20, 5, 0.9, 1);
     let m = meta(&report, "2025-11-14T09:30:00Z", Some("v1"));
     let first = h.record(&m, &report).expect("records");
@@ -201,12 +178,14 @@ fn the_history_is_append_only() {
     assert_eq!(h.count().expect("counts"), 2);
     drop(h);
 
-    // A plain connection, as another tool (the sqlite3 shell) would open it: recursive
-    // triggers and foreign keys off.
-    let conn = Connection::open(&path).expect("raw connection");
-    conn.execute_batch("PRAGMA foreign_keys = OFF; PRAGMA recursive_triggers = OFF;")
-        .expect("configures");
-    let attempts = [
+    // A plain connection, as another tool (the sqlite3 shell, psql) would open it; for
+    // SQLite with recursive triggers and foreign keys off.
+    let mut conn = fx.raw();
+    if b == Backend::Sqlite {
+        conn.exec("PRAGMA foreign_keys = OFF; PRAGMA recursive_triggers = OFF;")
+            .expect("configures");
+    }
+    let sqlite_attempts = [
         "UPDATE runs SET label = 'edited'",
         "UPDATE runs SET verdict = 'accept'",
         "DELETE FROM runs",
@@ -247,15 +226,67 @@ fn the_history_is_append_only() {
          VALUES (3, 0, 'x', 0, '[]', 10, 0, 0, 0, '[]', 0, 0, 0, 0, 0, 0, 0, 3)",
         "INSERT INTO sealed VALUES (3)",
     ];
+    let postgres_attempts = [
+        "UPDATE runs SET label = 'edited'",
+        "UPDATE runs SET verdict = 'accept'",
+        "DELETE FROM runs",
+        "DELETE FROM runs WHERE seq = 2",
+        "TRUNCATE runs CASCADE",
+        "TRUNCATE sealed",
+        "UPDATE cases SET passed = 1",
+        "DELETE FROM cases WHERE run = 1",
+        "UPDATE case_measures SET value = 1",
+        "DELETE FROM case_measures",
+        "TRUNCATE case_measures",
+        "UPDATE expected_chunks SET rank = 1",
+        "DELETE FROM expected_chunks",
+        "UPDATE reports SET body = '\\x00'",
+        "DELETE FROM reports",
+        "DELETE FROM sealed",
+        // An upsert is an update.
+        "INSERT INTO runs SELECT * FROM runs WHERE seq = 1
+         ON CONFLICT (seq) DO UPDATE SET label = 'edited'",
+        "INSERT INTO reports SELECT * FROM reports WHERE run = 1
+         ON CONFLICT (run) DO UPDATE SET body = EXCLUDED.body",
+        // Adding a case to a recorded run.
+        "INSERT INTO cases SELECT run, 9999, case_id, gold, domain, tags, top_k, retrieved,
+             expected, passed, reasons, documented, recall, quality, \"precision\",
+             reciprocal_rank, ndcg, average_precision, noise, max_noise
+         FROM cases WHERE run = 1 AND ordinal = 0",
+        "INSERT INTO case_measures VALUES (1, 0, 'P@3', 0.5)",
+        // A run whose ID would not sort last.
+        "INSERT INTO runs (seq, id, created_at, created_ms, golden_fingerprint,
+             policy_fingerprint, retriever, top_k, config, tool_version, verdict, reasons,
+             cases, gold_cases, failing, failing_gold, mean_quality, mean_recall, mrr,
+             mean_precision, mean_ndcg, mean_average_precision, hit_rate, over_noise, latency)
+         VALUES (3, '00000000000000000000000000', '', 0, '', '', '', 10, '{}', '', 'stop',
+             '[]', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, '{}')",
+        "INSERT INTO cases (run, ordinal, case_id, gold, tags, top_k, retrieved, expected,
+             passed, reasons, documented, recall, quality, \"precision\", reciprocal_rank,
+             ndcg, average_precision, max_noise)
+         VALUES (2, 500, 'x', 0, '[]', 10, 0, 0, 0, '[]', 0, 0, 0, 0, 0, 0, 0, 3)",
+        "INSERT INTO cases (run, ordinal, case_id, gold, tags, top_k, retrieved, expected,
+             passed, reasons, documented, recall, quality, \"precision\", reciprocal_rank,
+             ndcg, average_precision, max_noise)
+         VALUES (3, 0, 'x', 0, '[]', 10, 0, 0, 0, '[]', 0, 0, 0, 0, 0, 0, 0, 3)",
+        "INSERT INTO sealed VALUES (3)",
+    ];
+    let attempts: &[&str] = match b {
+        Backend::Sqlite => &sqlite_attempts,
+        Backend::Postgres => &postgres_attempts,
+    };
     for sql in attempts {
         let err = conn
-            .execute_batch(sql)
+            .exec(sql)
             .expect_err(&format!("should be refused: {sql}"));
-        assert!(err.to_string().contains("append-only"), "{sql}: {err}");
+        // On PostgreSQL, rows of a run that does not exist meet the foreign key first.
+        let refused = err.contains("append-only")
+            || (b == Backend::Postgres && err.contains("violates foreign key"));
+        assert!(refused, "{sql}: {err}");
     }
     drop(conn);
 
-    let h = History::open(&path).expect("reopens");
+    let h = fx.open();
     let check = h.check().expect("checks");
     assert!(check.is_ok(), "{check:?}");
     assert_eq!(value(&h.get(&first).expect("gets").report), value(&report));
@@ -265,10 +296,9 @@ fn the_history_is_append_only() {
     );
 }
 
-#[test]
-fn ids_are_unique_and_sorted_in_recording_order() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let h = History::open(&db_path(&dir)).expect("opens");
+fn ids_are_unique_and_sorted_in_recording_order(b: Backend) {
+    let fx = Fixture::new(b);
+    let h = fx.open();
     let report = exam(5, 1, 1.0, 1);
     // Same millisecond over and over, then a clock that goes back.
     let mut times = vec!["2025-11-14T09:30:00.000Z"; 30];
@@ -298,11 +328,10 @@ fn ids_are_unique_and_sorted_in_recording_order() {
     );
 }
 
-#[test]
-fn prefixes_resolve_or_say_why_not() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = db_path(&dir);
-    let h = History::open(&path).expect("opens");
+fn prefixes_resolve_or_say_why_not(b: Backend) {
+    let fx = Fixture::new(b);
+    let path = fx.location();
+    let h = fx.open();
     assert!(matches!(
         h.get("latest"),
         Err(StoreError::RunNotFound { .. })
@@ -321,10 +350,7 @@ fn prefixes_resolve_or_say_why_not() {
     assert_eq!(h.resolve(&a[..unique]).expect("resolves"), a);
     let err = h.get("7ZZZZZZZZZ").expect_err("no such run");
     assert!(matches!(err, StoreError::RunNotFound { .. }));
-    assert!(
-        err.to_string().contains(&path.display().to_string()),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&path), "{err}");
     for bad in ["", "run-1", "01U", "ZZZZZZZZZZZZZZZZZZZZZZZZZZZ"] {
         assert!(
             matches!(h.get(bad), Err(StoreError::BadRunRef { .. })),
@@ -334,10 +360,9 @@ fn prefixes_resolve_or_say_why_not() {
 }
 
 /// Golden set 1 runs: A accept, B stop, D stop; golden set 2: C accept.
-#[test]
-fn filters_and_baselines() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let h = History::open(&db_path(&dir)).expect("opens");
+fn filters_and_baselines(b: Backend) {
+    let fx = Fixture::new(b);
+    let h = fx.open();
     let g1_ok = exam(40, 1, 1.0, 1);
     let g1_bad = exam(40, 2, 0.7, 1);
     let g2_ok = exam(40, 3, 1.0, 2);
@@ -463,10 +488,9 @@ fn filters_and_baselines() {
     assert_eq!(accepted(Some("latest"), Some(&g1)), Some(a.clone()));
 }
 
-#[test]
-fn trends_average_the_stored_case_rows() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let h = History::open(&db_path(&dir)).expect("opens");
+fn trends_average_the_stored_case_rows(b: Backend) {
+    let fx = Fixture::new(b);
+    let h = fx.open();
     let reports: Vec<ExamReport> = [1.0, 0.95, 0.9, 0.8, 0.7]
         .iter()
         .enumerate()
@@ -562,11 +586,10 @@ fn trends_average_the_stored_case_rows() {
     assert!("velocity".parse::<Metric>().is_err());
 }
 
-#[test]
-fn bad_runs_are_refused_and_nothing_is_written() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = db_path(&dir);
-    let h = History::open(&path).expect("opens");
+fn bad_runs_are_refused_and_nothing_is_written(b: Backend) {
+    let fx = Fixture::new(b);
+    let path = fx.location();
+    let h = fx.open();
     let report = exam(10, 1, 1.0, 1);
     let good = meta(&report, "2025-11-14T09:30:00Z", None);
 
@@ -617,10 +640,7 @@ fn bad_runs_are_refused_and_nothing_is_written() {
         matches!(err, StoreError::Unstorable { what: "report", .. }),
         "{err}"
     );
-    assert!(
-        err.to_string().starts_with(&path.display().to_string()),
-        "{err}"
-    );
+    assert!(err.to_string().starts_with(&path), "{err}");
     assert_eq!(h.count().expect("counts"), 0);
     h.record(&good, &report).expect("the good one records");
     assert_eq!(h.count().expect("counts"), 1);
@@ -688,21 +708,20 @@ fn foreign_and_newer_files_are_refused_untouched() {
 
 /// Threads with their own connections record at the same moment, on a history that does not
 /// exist yet (so they also race to create the schema).
-#[test]
-fn concurrent_writers_all_succeed_with_distinct_ids() {
+fn concurrent_writers_all_succeed_with_distinct_ids(b: Backend) {
     const WRITERS: usize = 4;
     const RUNS: usize = 8;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = db_path(&dir);
+    let fx = Fixture::new(b);
+    let spec = fx.spec.as_str();
     let report = exam(200, 1, 0.95, 1);
     let barrier = std::sync::Barrier::new(WRITERS);
     let ids: Vec<String> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..WRITERS)
             .map(|w| {
-                let (path, report, barrier): (&Path, &ExamReport, _) = (&path, &report, &barrier);
+                let (report, barrier): (&ExamReport, _) = (&report, &barrier);
                 s.spawn(move || {
                     barrier.wait();
-                    let h = History::open(path).expect("opens");
+                    let h = History::open_spec(spec).expect("opens");
                     (0..RUNS)
                         .map(|i| {
                             let label = format!("writer-{w}-{i}");
@@ -721,7 +740,7 @@ fn concurrent_writers_all_succeed_with_distinct_ids() {
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), WRITERS * RUNS);
-    let h = History::open(&path).expect("opens");
+    let h = fx.open();
     let check = h.check().expect("checks");
     assert!(check.is_ok(), "{check:?}");
     assert_eq!(check.runs, WRITERS * RUNS);
@@ -729,35 +748,54 @@ fn concurrent_writers_all_succeed_with_distinct_ids() {
 
 /// `check` is what the crash test relies on: it must see a run with missing rows. The only
 /// way to make one is to remove the guards by hand.
-#[test]
-fn check_finds_runs_with_missing_rows() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = db_path(&dir);
-    let h = History::open(&path).expect("opens");
+fn check_finds_runs_with_missing_rows(b: Backend) {
+    let fx = Fixture::new(b);
+    let h = fx.open();
     let report = exam(20, 5, 0.9, 1);
     let first = record(&h, &report, "2025-11-14T09:30:00Z", None);
     let second = record(&h, &report, "2025-11-14T09:31:00Z", None);
     let third = record(&h, &report, "2025-11-14T09:32:00Z", None);
     assert!(h.check().expect("checks").is_ok());
     drop(h);
-    let conn = Connection::open(&path).expect("raw connection");
-    conn.execute_batch(
-        "DROP TRIGGER cases_no_delete;
-         DROP TRIGGER case_measures_no_delete;
-         DROP TRIGGER expected_chunks_no_delete;
-         DROP TRIGGER sealed_no_delete;
-         DELETE FROM case_measures WHERE run = 1 AND ordinal = 19;
+    let deletes = "DELETE FROM case_measures WHERE run = 1 AND ordinal = 19;
          DELETE FROM expected_chunks WHERE run = 1 AND ordinal = 19;
          DELETE FROM cases WHERE run = 1 AND ordinal = 19;
          DELETE FROM expected_chunks WHERE run = 2 AND ordinal = 0;
-         DELETE FROM sealed WHERE run = 3;",
-    )
-    .expect("tampers");
-    drop(conn);
-    let check = History::open(&path)
-        .and_then(|h| h.check())
-        .expect("checks");
+         DELETE FROM sealed WHERE run = 3;";
+    let tables = ["cases", "case_measures", "expected_chunks", "sealed"];
+    let tamper = match b {
+        Backend::Sqlite => tables
+            .iter()
+            .map(|t| format!("DROP TRIGGER {t}_no_delete;"))
+            .chain([deletes.to_owned()])
+            .collect::<String>(),
+        // Switched off and on again, so that only the missing rows remain to be found.
+        Backend::Postgres => {
+            let switch = |how: &str| {
+                tables
+                    .iter()
+                    .map(|t| format!("ALTER TABLE {t} {how} TRIGGER USER;"))
+                    .collect::<String>()
+            };
+            format!("{}{deletes}{}", switch("DISABLE"), switch("ENABLE"))
+        }
+    };
+    fx.raw().exec(&tamper).expect("tampers");
+    let check = fx.open().check().expect("checks");
     assert!(!check.is_ok());
-    assert_eq!(check.integrity, ["ok"], "the file itself is sound");
+    assert_eq!(check.integrity, ["ok"], "the database itself is sound");
     assert_eq!(check.incomplete_runs, [first, second, third]);
 }
+
+both_backends!(
+    a_recorded_run_reads_back_identical,
+    per_case_rows_hold_every_case_measure_and_expected_chunk,
+    the_history_is_append_only,
+    ids_are_unique_and_sorted_in_recording_order,
+    prefixes_resolve_or_say_why_not,
+    filters_and_baselines,
+    trends_average_the_stored_case_rows,
+    bad_runs_are_refused_and_nothing_is_written,
+    concurrent_writers_all_succeed_with_distinct_ids,
+    check_finds_runs_with_missing_rows,
+);

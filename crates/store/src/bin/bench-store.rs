@@ -4,8 +4,13 @@
 //! 2. a history of 10,000 runs x 200 cases must still list and fetch two runs for a
 //!    comparison in < 1 s.
 //!
+//! With `--history postgres://user@host:port/db`, every part also runs against that
+//! PostgreSQL server (in databases `veredicto_bench_*` it creates beside `db`), side by side
+//! with the file, and a history of 1,000 runs is migrated from a file into it.
+//!
 //! ```text
 //! cargo run --release -p veredicto-store --bin bench-store [-- --runs N --cases N --dir DIR]
+//!     [--history postgres://…]
 //! ```
 //!
 //! The large history is built once into `target/bench-data/store/` (a few minutes) and reused
@@ -24,6 +29,116 @@ struct Args {
     runs: usize,
     cases: usize,
     dir: PathBuf,
+    /// A PostgreSQL server to measure beside the file.
+    history: Option<String>,
+    /// Cases of the large history's runs other than the newest 100 (default: `cases`), to
+    /// fit a disk that cannot hold 10,000 full runs per backend.
+    bulk_cases: Option<usize>,
+    /// Measure the large history on PostgreSQL only.
+    skip_file_large: bool,
+}
+
+/// Where a benchmark history lives: a file, or a database on a PostgreSQL server.
+enum Target {
+    File(PathBuf),
+    Pg { server: String, name: String },
+}
+
+impl Target {
+    fn spec(&self) -> String {
+        match self {
+            Target::File(p) => p.display().to_string(),
+            Target::Pg { server, name } => {
+                let cut = server.rfind('/').unwrap_or(server.len());
+                format!("{}/{name}", &server[..cut])
+            }
+        }
+    }
+
+    fn backend(&self) -> &'static str {
+        match self {
+            Target::File(_) => "SQLite",
+            Target::Pg { .. } => "PostgreSQL",
+        }
+    }
+
+    /// Runs `;`-separated statements one by one (CREATE DATABASE cannot share a
+    /// transaction with other statements).
+    fn admin(server: &str, sql: &str) -> Result<(), Box<dyn Error>> {
+        let mut c = postgres::Client::connect(server, postgres::NoTls)?;
+        for statement in sql.split(';').filter(|s| !s.trim().is_empty()) {
+            c.batch_execute(statement).map_err(|e| {
+                format!(
+                    "{statement}: {}",
+                    e.as_db_error()
+                        .map_or(e.to_string(), |d| d.message().to_owned())
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Empties it (a new history is created when opened).
+    fn reset(&self) -> Result<(), Box<dyn Error>> {
+        match self {
+            Target::File(p) => {
+                remove_db(p);
+                Ok(())
+            }
+            Target::Pg { server, name } => Target::admin(
+                server,
+                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE); CREATE DATABASE {name}"),
+            ),
+        }
+    }
+
+    fn exists(&self) -> Result<bool, Box<dyn Error>> {
+        match self {
+            Target::File(p) => Ok(p.is_file()),
+            Target::Pg { server, name } => {
+                let mut c = postgres::Client::connect(server, postgres::NoTls)?;
+                Ok(
+                    c.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[name])?
+                        .is_some(),
+                )
+            }
+        }
+    }
+
+    fn size(&self) -> u64 {
+        match self {
+            Target::File(p) => file_size(p),
+            Target::Pg { server, name } => postgres::Client::connect(server, postgres::NoTls)
+                .and_then(|mut c| c.query_one("SELECT pg_database_size($1)", &[name]))
+                .map_or(0, |r| u64::try_from(r.get::<_, i64>(0)).unwrap_or(0)),
+        }
+    }
+
+    /// The same kind of target under another name (for building under a temporary name).
+    fn sibling(&self, suffix: &str) -> Target {
+        match self {
+            Target::File(p) => Target::File(p.with_extension(format!("db.{suffix}"))),
+            Target::Pg { server, name } => Target::Pg {
+                server: server.clone(),
+                name: format!("{name}_{suffix}"),
+            },
+        }
+    }
+
+    /// Renames `self` to `to` (same kind), replacing it.
+    fn rename(&self, to: &Target) -> Result<(), Box<dyn Error>> {
+        match (self, to) {
+            (Target::File(a), Target::File(b)) => {
+                std::fs::rename(a, b).map_err(|e| format!("{}: {e}", b.display()))?;
+                Ok(())
+            }
+            (Target::Pg { server, name }, Target::Pg { name: to, .. }) => Target::admin(
+                server,
+                &format!("DROP DATABASE IF EXISTS {to} WITH (FORCE); ALTER DATABASE {name} RENAME TO {to}"),
+            ),
+            _ => Err("cannot rename across backends".into()),
+        }
+    }
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -31,6 +146,9 @@ fn parse_args() -> Result<Args, String> {
         runs: 10_000,
         cases: 200,
         dir: PathBuf::from("target/bench-data/store"),
+        history: None,
+        bulk_cases: None,
+        skip_file_large: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -43,9 +161,18 @@ fn parse_args() -> Result<Args, String> {
                     .map_err(|e| format!("--cases: {e}"))?
             }
             "--dir" => out.dir = PathBuf::from(value("--dir")?),
+            "--history" => out.history = Some(value("--history")?),
+            "--bulk-cases" => {
+                out.bulk_cases = Some(
+                    value("--bulk-cases")?
+                        .parse()
+                        .map_err(|e| format!("--bulk-cases: {e}"))?,
+                )
+            }
+            "--skip-file-large" => out.skip_file_large = true,
             other => {
                 return Err(format!(
-                    "unexpected argument `{other}`; usage: bench-store [--runs N] [--cases N] [--dir DIR]"
+                    "unexpected argument `{other}`; usage: bench-store [--runs N] [--cases N] [--dir DIR] [--history postgres://…]"
                 ))
             }
         }
@@ -77,16 +204,92 @@ fn run() -> Result<(), String> {
         ms(t.elapsed())
     );
 
-    record_cost(&args, &report).map_err(|e| e.to_string())?;
-    large_history(&args).map_err(|e| e.to_string())?;
+    let large = args
+        .dir
+        .join(format!("history-{}x{}.db", args.runs, args.cases));
+    let mut targets = vec![(
+        Target::File(args.dir.join("record.db")),
+        Target::File(large),
+    )];
+    if let Some(server) = &args.history {
+        let pg = |name: &str| Target::Pg {
+            server: server.clone(),
+            name: name.to_owned(),
+        };
+        targets.push((
+            pg("veredicto_bench_record"),
+            pg(&format!("veredicto_bench_{}x{}", args.runs, args.cases)),
+        ));
+    }
+    for (record, _) in &targets {
+        record_cost(&args, &report, record).map_err(|e| e.to_string())?;
+    }
+    for (_, large) in &targets {
+        if args.skip_file_large && matches!(large, Target::File(_)) {
+            continue;
+        }
+        large_history(&args, large).map_err(|e| e.to_string())?;
+    }
+    if let Some(server) = &args.history {
+        migrate_cost(&args, server).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Part 3: migrating a 1,000-run history from a file into PostgreSQL.
+fn migrate_cost(args: &Args, server: &str) -> Result<(), Box<dyn Error>> {
+    const RUNS: usize = 1000;
+    let file = Target::File(args.dir.join(format!("migrate-{RUNS}x{}.db", args.cases)));
+    if !file.exists()? || History::open_spec_existing(&file.spec())?.count()? < RUNS {
+        let small = Args {
+            runs: RUNS,
+            cases: args.cases,
+            dir: args.dir.clone(),
+            history: None,
+            bulk_cases: None,
+            skip_file_large: false,
+        };
+        build(&small, &file)?;
+    }
+    let to = Target::Pg {
+        server: server.to_owned(),
+        name: "veredicto_bench_migrate".into(),
+    };
+    to.reset()?;
+    let from = History::open_spec_existing(&file.spec())?;
+    let dst = History::open_spec(&to.spec())?;
+    let t = Instant::now();
+    let report = veredicto_store::migrate(&from, &dst, |_, _| {})?;
+    let first = t.elapsed();
+    let t = Instant::now();
+    let again = veredicto_store::migrate(&from, &dst, |_, _| {})?;
+    let second = t.elapsed();
+    println!();
+    println!(
+        "## Migrating a {RUNS}-run history ({} cases per run), file to PostgreSQL",
+        args.cases
+    );
+    println!("| step | time | result |");
+    println!("|---|---|---|");
+    println!(
+        "| migrate (copy, then verify every run) | {:.2} s | {} copied, digest equal |",
+        first.as_secs_f64(),
+        report.copied
+    );
+    println!(
+        "| migrate again (nothing to copy; verify) | {:.2} s | {} copied, {} already there |",
+        second.as_secs_f64(),
+        again.copied,
+        again.skipped
+    );
+    drop(dst);
     Ok(())
 }
 
 /// Part 1: the cost an exam pays to record its run and fetch its baseline.
-fn record_cost(args: &Args, report: &ExamReport) -> Result<(), Box<dyn Error>> {
+fn record_cost(args: &Args, report: &ExamReport, db: &Target) -> Result<(), Box<dyn Error>> {
     const ITERATIONS: usize = 100;
-    let db = args.dir.join("record.db");
-    remove_db(&db);
+    db.reset()?;
     let reports: Vec<ExamReport> = (0..8)
         .map(|seed| Synthetic::new(args.cases, seed).report())
         .collect();
@@ -95,7 +298,7 @@ fn record_cost(args: &Args, report: &ExamReport) -> Result<(), Box<dyn Error>> {
         let report = &reports[i % reports.len()];
         let m = meta(report, &created_at(i as i64), Some("bench"));
         let t0 = Instant::now();
-        let history = History::open(&db)?;
+        let history = History::open_spec(&db.spec())?;
         let t1 = Instant::now();
         let id = history.record(&m, report)?;
         let t2 = Instant::now();
@@ -116,17 +319,18 @@ fn record_cost(args: &Args, report: &ExamReport) -> Result<(), Box<dyn Error>> {
             total.push(t4 - t0);
         }
     }
-    let size = file_size(&db);
+    let size = db.size();
     println!();
     println!(
-        "## Recording one {}-case run ({ITERATIONS} runs into a new history)",
+        "## {}: recording one {}-case run ({ITERATIONS} runs into a new history)",
+        db.backend(),
         args.cases
     );
     println!("| step | p50 | p95 | max |");
     println!("|---|---|---|---|");
     for (name, xs) in [
-        ("open (WAL, schema check)", &mut open),
-        ("record (one transaction, synchronous=FULL)", &mut record),
+        ("open (connect or WAL, schema check)", &mut open),
+        ("record (one transaction, durable commit)", &mut record),
         ("previous compatible + read its report", &mut baseline),
         ("total, open to close", &mut total),
     ] {
@@ -148,30 +352,32 @@ fn record_cost(args: &Args, report: &ExamReport) -> Result<(), Box<dyn Error>> {
         size as f64 / 1e6,
         size as f64 / 1e3 / (ITERATIONS + 5) as f64
     );
-    remove_db(&db);
+    if let Target::File(p) = db {
+        remove_db(p);
+    }
     Ok(())
 }
 
 /// Part 2: listing and comparing in a large history.
-fn large_history(args: &Args) -> Result<(), Box<dyn Error>> {
-    let db = args
-        .dir
-        .join(format!("history-{}x{}.db", args.runs, args.cases));
-    let existing = if db.is_file() {
-        History::open_existing(&db)?.count()?
+fn large_history(args: &Args, db: &Target) -> Result<(), Box<dyn Error>> {
+    let existing = if db.exists()? {
+        History::open_spec_existing(&db.spec())?.count()?
     } else {
         0
     };
     if existing < args.runs {
-        build(args, &db)?;
+        build(args, db)?;
     } else {
         println!();
-        println!("(reusing {} with {existing} runs)", db.display());
+        println!(
+            "(reusing {} with {existing} runs)",
+            veredicto_core::redact::url(&db.spec())
+        );
     }
-    let size = file_size(&db);
+    let size = db.size();
 
     let t = Instant::now();
-    let h = History::open_existing(&db)?;
+    let h = History::open_spec_existing(&db.spec())?;
     let open = t.elapsed();
     let runs = h.count()?;
     let newest = h
@@ -181,7 +387,8 @@ fn large_history(args: &Args) -> Result<(), Box<dyn Error>> {
 
     println!();
     println!(
-        "## A history of {runs} runs x {} cases ({:.0} MB)",
+        "## {}: a history of {runs} runs x {} cases ({:.0} MB)",
+        db.backend(),
         args.cases,
         size as f64 / 1e6
     );
@@ -295,7 +502,7 @@ fn large_history(args: &Args) -> Result<(), Box<dyn Error>> {
 
     // The whole `runs list` + `compare` path from a cold connection, as one CLI call.
     let t = Instant::now();
-    let h = History::open_existing(&db)?;
+    let h = History::open_spec_existing(&db.spec())?;
     let listed = h.list(&RunFilter {
         limit: Some(20),
         ..RunFilter::default()
@@ -315,7 +522,7 @@ fn large_history(args: &Args) -> Result<(), Box<dyn Error>> {
     let report = Synthetic::new(args.cases, 99).report();
     let m = meta(&report, &created_at(args.runs as i64 + 1), Some("bench"));
     let t = Instant::now();
-    let h = History::open(&db)?;
+    let h = History::open_spec(&db.spec())?;
     h.record(&m, &report)?;
     drop(h);
     println!("| open + record one run into it | {} | |", ms(t.elapsed()));
@@ -325,45 +532,63 @@ fn large_history(args: &Args) -> Result<(), Box<dyn Error>> {
 /// Builds the large history: four golden-set versions in sequence, mixed verdicts, runs
 /// written 250 per transaction. Written under a temporary name and renamed when complete,
 /// so an interrupted build is never reused.
-fn build(args: &Args, db: &Path) -> Result<(), Box<dyn Error>> {
+fn build(args: &Args, db: &Target) -> Result<(), Box<dyn Error>> {
     const VERSIONS: u32 = 4;
     const POOL: usize = 25;
     const BATCH: usize = 250;
-    let partial = db.with_extension("db.partial");
-    remove_db(&partial);
-    remove_db(db);
+    let partial = db.sibling("partial");
+    partial.reset()?;
     println!();
-    println!("(building {} with {} runs; once)", db.display(), args.runs);
+    println!(
+        "(building {} with {} runs; once)",
+        veredicto_core::redact::url(&db.spec()),
+        args.runs
+    );
     let t = Instant::now();
     // Distinct reports per golden version, skills 0.85..1.0: about a third accepted.
-    let pool: Vec<Vec<ExamReport>> = (1..=VERSIONS)
-        .map(|v| {
-            (0..POOL)
-                .map(|k| {
-                    Synthetic {
-                        cases: args.cases,
-                        seed: u64::from(v) * 1000 + k as u64,
-                        skill: if k % 3 == 0 {
-                            1.0
-                        } else {
-                            0.85 + 0.005 * k as f64
-                        },
-                        golden_version: v,
-                    }
-                    .report()
-                })
-                .collect()
-        })
-        .collect();
+    const FULL: usize = 100;
+    let pool_of = |cases: usize| -> Vec<Vec<ExamReport>> {
+        (1..=VERSIONS)
+            .map(|v| {
+                (0..POOL)
+                    .map(|k| {
+                        Synthetic {
+                            cases,
+                            seed: u64::from(v) * 1000 + k as u64,
+                            skill: if k % 3 == 0 {
+                                1.0
+                            } else {
+                                0.85 + 0.005 * k as f64
+                            },
+                            golden_version: v,
+                        }
+                        .report()
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let pool = pool_of(args.cases);
+    let bulk = match args.bulk_cases {
+        Some(n) if n != args.cases => {
+            println!(
+                "(runs other than the newest {FULL} have {n} cases instead of {})",
+                args.cases
+            );
+            pool_of(n)
+        }
+        _ => pool.clone(),
+    };
     let generated = t.elapsed();
-    let h = History::open(&partial)?;
+    let h = History::open_spec(&partial.spec())?;
     let per_version = args.runs.div_ceil(VERSIONS as usize).max(1);
     let mut i = 0;
     while i < args.runs {
         let end = (i + BATCH).min(args.runs);
         let metas: Vec<_> = (i..end)
             .map(|j| {
-                let report = &pool[(j / per_version).min(VERSIONS as usize - 1)][j % POOL];
+                let from = if j + FULL >= args.runs { &pool } else { &bulk };
+                let report = &from[(j / per_version).min(VERSIONS as usize - 1)][j % POOL];
                 let label = format!("idx-{:04}", j / 10);
                 (meta(report, &created_at(j as i64), Some(&label)), report)
             })
@@ -374,7 +599,7 @@ fn build(args: &Args, db: &Path) -> Result<(), Box<dyn Error>> {
     }
     eprintln!();
     drop(h);
-    std::fs::rename(&partial, db).map_err(|e| format!("{}: {e}", db.display()))?;
+    partial.rename(db)?;
     println!(
         "(built in {:.1} s: {} to evaluate {} synthetic exams, the rest recording)",
         t.elapsed().as_secs_f64(),

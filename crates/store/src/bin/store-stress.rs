@@ -2,20 +2,20 @@
 //! can kill it (SIGKILL) at random moments or start two at once.
 //!
 //! ```text
-//! store-stress DB [--cases N] [--runs N] [--seed S] [--created-at RFC3339]
+//! store-stress DB|URL [--cases N] [--runs N] [--seed S] [--created-at RFC3339]
 //! ```
 //!
 //! Prints `recording N` before and `recorded ID` after each run (stdout, one line each);
 //! `--runs 0` (the default) records until killed.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use veredicto_store::synthetic::{meta, Synthetic};
 use veredicto_store::History;
 
 struct Args {
-    db: PathBuf,
+    /// A file path or a postgres:// URL.
+    db: String,
     cases: usize,
     runs: usize,
     seed: u64,
@@ -25,7 +25,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let mut out = Args {
-        db: PathBuf::new(),
+        db: String::new(),
         cases: 200,
         runs: 0,
         seed: 1,
@@ -51,7 +51,7 @@ fn parse_args() -> Result<Args, String> {
                     .map_err(|e| format!("--seed: {e}"))?
             }
             "--created-at" => out.created_at = value("--created-at")?,
-            other if db.is_none() && !other.starts_with("--") => db = Some(PathBuf::from(other)),
+            other if db.is_none() && !other.starts_with("--") => db = Some(other.to_owned()),
             other => return Err(format!("unexpected argument `{other}`")),
         }
     }
@@ -85,7 +85,7 @@ fn run() -> Result<(), String> {
         }
         .report(),
     ];
-    let history = History::open(&args.db).map_err(|e| e.to_string())?;
+    let history = History::open_spec(&args.db).map_err(|e| e.to_string())?;
     let mut stdout = std::io::stdout();
     let mut i = 0usize;
     while args.runs == 0 || i < args.runs {

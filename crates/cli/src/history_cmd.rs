@@ -1,0 +1,130 @@
+//! `veredicto history`: copy a history between a file and a PostgreSQL database, and check
+//! one.
+
+use crate::history_args::HistoryArgs;
+use std::io::Write;
+use std::process::ExitCode;
+use veredicto_store::History;
+
+#[derive(Debug, clap::Args)]
+pub struct HistoryCmdArgs {
+    #[command(subcommand)]
+    command: HistoryCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum HistoryCommand {
+    /// Copy every run of one history into another (a file or postgres:// URL each). Runs
+    /// keep their IDs; runs already in the target are skipped, so an interrupted copy is
+    /// resumed by running it again. Verifies every copied run at the end.
+    Migrate(MigrateArgs),
+    /// Check a history: database integrity, append-only guards, incomplete runs, altered
+    /// audit case files (exit 0 sound, 1 problems found).
+    Check(CheckArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct MigrateArgs {
+    /// The history to copy from (file path or postgres:// URL); it must exist.
+    #[arg(long, value_name = "PATH|URL")]
+    from: String,
+    /// The history to copy into (created when absent).
+    #[arg(long, value_name = "PATH|URL")]
+    to: String,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct CheckArgs {
+    #[command(flatten)]
+    history: HistoryArgs,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: HistoryCmdArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        HistoryCommand::Migrate(a) => migrate(a),
+        HistoryCommand::Check(a) => check(a),
+    }
+}
+
+fn migrate(a: MigrateArgs) -> anyhow::Result<ExitCode> {
+    let from = History::open_spec_existing(&a.from)?;
+    let to = History::open_spec(&a.to)?;
+    let started = std::time::Instant::now();
+    let report = veredicto_store::migrate(&from, &to, |done, total| {
+        if done % 100 == 0 {
+            eprintln!("migrate: {done} of {total} runs");
+        }
+    })?;
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        writeln!(
+            out,
+            "migrated {} -> {}: {} runs ({} copied, {} already there), {} audit runs ({} copied, \
+             {} records appended) in {:.1} s; verified {}",
+            from.path().display(),
+            to.path().display(),
+            report.runs,
+            report.copied,
+            report.skipped,
+            report.audit_runs,
+            report.audit_copied,
+            report.audit_records_appended,
+            started.elapsed().as_secs_f64(),
+            report.digest
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
+    let history = a.history.open_existing()?;
+    let report = history.check()?;
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        writeln!(
+            out,
+            "{}: {} runs, {} audit runs",
+            history.path().display(),
+            report.runs,
+            report.audit_runs
+        )?;
+        writeln!(out, "integrity: {}", report.integrity.join("; "))?;
+        if report.foreign_key_violations > 0 {
+            writeln!(
+                out,
+                "foreign key violations: {}",
+                report.foreign_key_violations
+            )?;
+        }
+        for id in &report.incomplete_runs {
+            writeln!(out, "incomplete run: {id}")?;
+        }
+        for id in &report.altered_audit_runs {
+            writeln!(out, "audit run with an altered case file: {id}")?;
+        }
+        writeln!(
+            out,
+            "{}",
+            if report.is_ok() {
+                "ok"
+            } else {
+                "PROBLEMS FOUND"
+            }
+        )?;
+    }
+    Ok(if report.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,193 @@
+//! Copying a history into another (`veredicto history migrate`): from a file to a team's
+//! PostgreSQL database, or back. Runs keep their IDs, so a copy can be stopped and run again:
+//! runs already in the target are skipped, each copied run is one transaction, and the end
+//! verifies that every source run reads back from the target with the same metadata and the
+//! same report bytes.
+
+use crate::{AuditRecordKind, History, RunFilter, StoreError};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+
+/// What a migration did and verified.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct MigrateReport {
+    /// Exam runs in the source.
+    pub runs: usize,
+    /// Exam runs copied now.
+    pub copied: usize,
+    /// Exam runs that were already in the target.
+    pub skipped: usize,
+    /// Audit runs in the source.
+    pub audit_runs: usize,
+    /// Audit runs copied now.
+    pub audit_copied: usize,
+    /// Audit records appended to audit runs already in the target (reviews made since the
+    /// last migration).
+    pub audit_records_appended: usize,
+    /// SHA-256 over every source run's ID, metadata and report JSON, in ID order; equal in
+    /// source and target.
+    pub digest: String,
+}
+
+fn sha256_hex(h: Sha256) -> String {
+    let mut s = String::with_capacity(71);
+    s.push_str("sha256:");
+    for b in h.finalize() {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+fn migrate_error(to: &History, message: String) -> StoreError {
+    StoreError::Migrate {
+        path: to.path().to_owned(),
+        message,
+    }
+}
+
+/// Copies every run of `from` missing in `to`, oldest first, then verifies the copy.
+/// `progress` is called after each copied run with `(done, total)`.
+pub fn migrate(
+    from: &History,
+    to: &History,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<MigrateReport, StoreError> {
+    let mut report = MigrateReport::default();
+    let mut source: Vec<String> = from
+        .list(&RunFilter::default())?
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    source.reverse();
+    report.runs = source.len();
+    let present: BTreeSet<String> = to
+        .list(&RunFilter::default())?
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    let mut newest = present.iter().next_back().cloned();
+    for (i, id) in source.iter().enumerate() {
+        if present.contains(id) {
+            report.skipped += 1;
+            continue;
+        }
+        if let Some(n) = &newest {
+            if id <= n {
+                return Err(migrate_error(
+                    to,
+                    format!(
+                        "run {id} of the source sorts before run {n}, which the target has \
+                         and the source does not; runs are appended in ID order, so migrate \
+                         into an empty history or one made by an earlier migration of this \
+                         source"
+                    ),
+                ));
+            }
+        }
+        to.import(&from.get(id)?)?;
+        newest = Some(id.clone());
+        report.copied += 1;
+        progress(i + 1, source.len());
+    }
+    migrate_audit(from, to, &mut report)?;
+    report.digest = verify(from, to, &source)?;
+    Ok(report)
+}
+
+fn migrate_audit(
+    from: &History,
+    to: &History,
+    report: &mut MigrateReport,
+) -> Result<(), StoreError> {
+    let mut source = from.audit_runs(None)?;
+    source.reverse();
+    report.audit_runs = source.len();
+    let present: BTreeSet<String> = to
+        .audit_runs(None)?
+        .into_iter()
+        .map(|s| s.meta.id)
+        .collect();
+    let mut newest = present.iter().next_back().cloned();
+    for summary in source {
+        let id = summary.meta.id;
+        let kinds = [AuditRecordKind::Review, AuditRecordKind::Suggestion];
+        if present.contains(&id) {
+            // Records appended in the source since the last migration follow.
+            for kind in kinds {
+                let have = to.audit_records(&id, kind)?;
+                let all = from.audit_records(&id, kind)?;
+                if all.get(..have.len()) != Some(&have[..]) {
+                    return Err(migrate_error(
+                        to,
+                        format!("audit run {id}: the target's records differ from the source's"),
+                    ));
+                }
+                let missing: Vec<_> = all[have.len()..]
+                    .iter()
+                    .map(|b| (kind, b.clone()))
+                    .collect();
+                if !missing.is_empty() {
+                    to.append_audit_records(&id, &missing)?;
+                    report.audit_records_appended += missing.len();
+                }
+            }
+            continue;
+        }
+        if let Some(n) = &newest {
+            if &id <= n {
+                return Err(migrate_error(
+                    to,
+                    format!(
+                        "audit run {id} of the source sorts before audit run {n}, which the \
+                         target has and the source does not; migrate into an empty history"
+                    ),
+                ));
+            }
+        }
+        let run = from.audit_run(&id)?;
+        let mut records = Vec::new();
+        for kind in kinds {
+            records.extend(
+                from.audit_records(&id, kind)?
+                    .into_iter()
+                    .map(|b| (kind, b)),
+            );
+        }
+        to.import_audit_run(&run, &records)?;
+        newest = Some(id);
+        report.audit_copied += 1;
+    }
+    Ok(())
+}
+
+/// Reads every source run back from both histories and compares them; returns the digest.
+fn verify(from: &History, to: &History, ids: &[String]) -> Result<String, StoreError> {
+    let (mut a, mut b) = (Sha256::new(), Sha256::new());
+    for id in ids {
+        for (h, digest) in [(from, &mut a), (to, &mut b)] {
+            let run = h.get(id)?;
+            digest.update(id.as_bytes());
+            digest.update(serde_json::to_vec(&run.meta).unwrap_or_default());
+            digest.update(serde_json::to_vec(&run.report).unwrap_or_default());
+        }
+    }
+    let (a, b) = (sha256_hex(a), sha256_hex(b));
+    if a != b {
+        return Err(migrate_error(
+            to,
+            format!("verification failed: the copied runs hash to {b}, the source's to {a}"),
+        ));
+    }
+    for run in from.audit_runs(None)? {
+        let theirs = to.audit_run(&run.meta.id)?;
+        let ours = from.audit_run(&run.meta.id)?;
+        if theirs != ours {
+            return Err(migrate_error(
+                to,
+                format!("verification failed: audit run {} differs", run.meta.id),
+            ));
+        }
+    }
+    Ok(a)
+}
