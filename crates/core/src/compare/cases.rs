@@ -186,6 +186,9 @@ pub struct Displacer {
     pub score: Option<f64>,
     /// From the new report's diagnosis, else from the corpus given to the comparison.
     pub ingest_batch: Option<String>,
+    /// When that batch was ingested (RFC 3339), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingested_at: Option<String>,
     /// `Some(true)` when the base run proves it was not above the expected chunk before
     /// (nothing but expected chunks ranked above it then); `None` when the base report does
     /// not tell.
@@ -203,8 +206,7 @@ pub struct Displacement {
     /// Non-expected results above it now, when its new rank is known.
     pub above_now: Option<usize>,
     /// The chunks above it now, as far as the new report lists them (its diagnosis keeps at
-    /// most five per buried chunk, and only for failing cases whose chunk reached the
-    /// `embedding` check).
+    /// most ten per buried chunk of a failing case).
     pub by: Vec<Displacer>,
 }
 
@@ -332,16 +334,23 @@ pub(crate) fn case_delta(
             let mut seen = BTreeSet::new();
             let by = outrankers(new, &e.id)
                 .filter(|o| seen.insert(o.id.clone()))
-                .map(|o| Displacer {
-                    id: o.id.clone(),
-                    rank: o.rank,
-                    score: o.score,
-                    ingest_batch: o.ingest_batch.clone().or_else(|| {
+                .map(|o| {
+                    let ingest_batch = o.ingest_batch.clone().or_else(|| {
                         corpus
                             .and_then(|c| c.get(&o.id))
                             .and_then(|c| c.ingest_batch.clone())
-                    }),
-                    newly_above: proven_new.then_some(true),
+                    });
+                    Displacer {
+                        id: o.id.clone(),
+                        rank: o.rank,
+                        score: o.score,
+                        ingested_at: o.ingested_at.clone().or_else(|| {
+                            let b = ingest_batch.as_deref()?;
+                            corpus?.batch_time(b).map(str::to_owned)
+                        }),
+                        ingest_batch,
+                        newly_above: proven_new.then_some(true),
+                    }
                 })
                 .collect();
             displaced.push(Displacement {

@@ -59,7 +59,24 @@ pub struct ExamReport {
     /// the rest of the report is byte-identical for the same inputs.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub latency: BTreeMap<String, crate::history::StageLatency>,
+    /// The ingestion batches of the corpus (or index) the exam read, when it read one:
+    /// a later comparison tells a batch that entered since this run from an older one by
+    /// this list, not by the batch's name or clock.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batches: Vec<CorpusBatch>,
     pub cases: Vec<CaseResult>,
+}
+
+/// One ingestion batch present in the corpus an exam read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorpusBatch {
+    /// The batch name (`ingest_batch`, or the index's `--batch-label`).
+    pub name: String,
+    /// When it was ingested (RFC 3339), when the source records it (the index does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingested_at: Option<String>,
+    /// Chunks of the corpus that belong to it.
+    pub chunks: usize,
 }
 
 /// One retrieval stage's quality at its own cut-off.
@@ -256,6 +273,7 @@ pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
         },
         stages: Vec::new(),
         latency: BTreeMap::new(),
+        batches: input.corpus.map(Corpus::batches).unwrap_or_default(),
         cases,
     }
 }
