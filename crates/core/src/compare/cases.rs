@@ -190,8 +190,8 @@ pub struct Displacer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ingested_at: Option<String>,
     /// `Some(true)` when the base run proves it was not above the expected chunk before
-    /// (nothing but expected chunks ranked above it then); `None` when the base report does
-    /// not tell.
+    /// (nothing but expected chunks ranked above it then, or its batch was not in the base
+    /// run's corpus); `None` when the base report does not tell.
     pub newly_above: Option<bool>,
 }
 
@@ -299,11 +299,13 @@ pub(crate) fn outrankers<'a>(
         .flat_map(|f| f.outranked_by.iter())
 }
 
-/// The delta of one shared case. `corpus` fills in missing `ingest_batch`es.
+/// The delta of one shared case. `corpus` fills in missing `ingest_batch`es;
+/// `base_batches` are the batches the base run's corpus held (empty when it did not say).
 pub(crate) fn case_delta(
     base: &CaseResult,
     new: &CaseResult,
     corpus: Option<&Corpus>,
+    base_batches: &[crate::exam::CorpusBatch],
 ) -> CaseDelta {
     let (bm, nm) = paired_metrics(base, new);
     let k = bm.k.min(nm.k);
@@ -348,8 +350,14 @@ pub(crate) fn case_delta(
                             let b = ingest_batch.as_deref()?;
                             corpus?.batch_time(b).map(str::to_owned)
                         }),
+                        // A chunk of a batch the base run's corpus did not hold was not there.
+                        newly_above: (proven_new
+                            || (!base_batches.is_empty()
+                                && ingest_batch
+                                    .as_deref()
+                                    .is_some_and(|b| !base_batches.iter().any(|x| x.name == b))))
+                        .then_some(true),
                         ingest_batch,
-                        newly_above: proven_new.then_some(true),
                     }
                 })
                 .collect();

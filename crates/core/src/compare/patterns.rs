@@ -512,8 +512,8 @@ fn utc_seconds(s: &str) -> Option<&str> {
     (shape && (s.ends_with('Z') || s.ends_with('z'))).then_some(head)
 }
 
-/// `2025-11-14 17:20` from an RFC 3339 time, else the time as given.
-pub(crate) fn short_time(s: &str) -> String {
+/// `2025-11-14 17:20` from an RFC 3339 time in UTC, else the time as given.
+pub fn short_time(s: &str) -> String {
     match utc_seconds(s) {
         Some(t) => format!("{} {}", &t[..10], &t[11..16]),
         None => s.to_owned(),
@@ -682,8 +682,8 @@ fn regressions(
             return "no outranking chunk of a new batch is listed".to_owned();
         }
         // Grouped by batch (name order; unknown last), chunks in the order listed.
-        let mut groups: BTreeMap<(bool, String), (Option<String>, Option<bool>, Vec<String>)> =
-            BTreeMap::new();
+        type Group = (Option<String>, Option<bool>, Vec<String>);
+        let mut groups: BTreeMap<(bool, String), Group> = BTreeMap::new();
         for e in entered {
             let key = (
                 e.ingest_batch.is_none(),

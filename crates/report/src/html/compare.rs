@@ -362,7 +362,17 @@ pub fn section(c: &Comparison) -> String {
                                 .unwrap_or_default(),
                             b.ingest_batch
                                 .as_deref()
-                                .map(|v| format!(" · batch <code>{}</code>", escape(v)))
+                                .map(|v| format!(
+                                    " · batch <code>{}</code>{}",
+                                    escape(v),
+                                    b.ingested_at
+                                        .as_deref()
+                                        .map(|t| format!(
+                                            " ingested {}",
+                                            escape(&veredicto_core::compare::short_time(t))
+                                        ))
+                                        .unwrap_or_default()
+                                ))
                                 .unwrap_or_default(),
                             if b.newly_above == Some(true) {
                                 " <span class=\"tag warn\">new above</span>"
