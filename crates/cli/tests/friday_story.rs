@@ -223,6 +223,13 @@ fn friday_the_diagnosis_points_at_the_afternoon_ingestion() {
         "{compare}"
     );
     assert!(!compare.contains("2025-11-14-viajes"), "{compare}");
+    // The HTML report says the same.
+    run_ok(dir, &["report", "--out", "report.html"], 0);
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("q-viaje-internacional: silver_viajes_014 fell from 8 to 13, displaced by nuevo0, nuevo1, nuevo2, nuevo3, nuevo4, all from batch `viernes` ingested 2025-11-14 17:20"),
+        "the report names the batch"
+    );
     // JSON: the displacers carry batch and time.
     let json: Value = serde_json::from_str(&run_ok(dir, &["compare", "--json"], 0)).unwrap();
     let text = json.to_string();

@@ -400,6 +400,17 @@ pub fn section(c: &Comparison) -> String {
             }
         }
         s.push_str("</tbody></table></div>\n");
+        // The same in one sentence per displaced chunk, new chunks first, by batch.
+        s.push_str("<ul class=\"small\">\n");
+        for d in c.cases.iter().filter(|d| !d.displaced.is_empty()) {
+            for x in &d.displaced {
+                s.push_str(&format!(
+                    "<li>{}</li>\n",
+                    escape(&crate::comparison::displacement(&d.id, x))
+                ));
+            }
+        }
+        s.push_str("</ul>\n");
     }
     s.push_str("</section>\n");
     s
