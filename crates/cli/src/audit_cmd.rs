@@ -337,6 +337,29 @@ fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             text.push_str(&format!("  document recall  {}\n", r.join("  ")));
         }
+        let facts = g::fact_coverage(case, &ks);
+        if !facts.is_empty() {
+            let r: Vec<String> = facts
+                .iter()
+                .map(|f| match f.facts.is_empty() {
+                    true => format!("@{} 0/{}", f.k, f.required),
+                    false => format!(
+                        "@{} {}/{} ({})",
+                        f.k,
+                        f.facts.len(),
+                        f.required,
+                        f.facts.join(", ")
+                    ),
+                })
+                .collect();
+            text.push_str(&format!("  facts retrieved  {}\n", r.join("  ")));
+        }
+        for (id, x) in case.absences() {
+            text.push_str(&format!(
+                "  absence {id}: the sources do not say {}\n",
+                x.text
+            ));
+        }
         for ans in &case.answers {
             let m = g::answer_metrics(case, ans, &|id| {
                 ans.claims
@@ -378,6 +401,7 @@ fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
                 "metrics": m,
                 "document_recall": recall.iter().map(|(k, v)| serde_json::json!({"k": k, "value": v})).collect::<Vec<_>>(),
                 "violations": v,
+                "fact_coverage": g::fact_coverage(case, &ks),
             }));
         }
     }
@@ -388,15 +412,18 @@ fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
             "run": t.run_meta().map(|m| m.id.clone()),
             "pass": !failed,
             "totals": {"answers": n_answers, "abstentions": n_abst, "claims": n_claims,
-                       "with_citation": n_cited, "supported": n_supp, "unreviewed": n_unrev},
+                       "with_citation": n_cited, "supported": n_supp, "unreviewed": n_unrev,
+                       "absences": g::absences(set).len()},
             "answers": out_json,
+            "absences": g::absences(set),
         });
         writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
         write!(stdout, "{text}")?;
         writeln!(
             stdout,
-            "totals: {n_answers} answers ({n_abst} abstentions), {n_claims} claims, {n_cited} with citation, {n_supp} supported, {n_unrev} unreviewed"
+            "totals: {n_answers} answers ({n_abst} abstentions), {n_claims} claims, {n_cited} with citation, {n_supp} supported, {n_unrev} unreviewed, {} absences",
+            g::absences(set).len()
         )?;
         writeln!(
             stdout,
@@ -641,9 +668,10 @@ fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let t = Target::open(&a.target, h)?;
     let new = g::load_sources(&a.sources)?;
     let hits = g::impact(&t.set, &new);
+    let reopened = g::reopened_absences(&t.set, &new);
     let mut stdout = crate::output::human_stdout(a.json);
     if a.json {
-        let doc = serde_json::json!({"cases": t.origin, "sources": a.sources.display().to_string(), "impacted": hits});
+        let doc = serde_json::json!({"cases": t.origin, "sources": a.sources.display().to_string(), "impacted": hits, "reopened_absences": reopened});
         writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else if hits.is_empty() {
         writeln!(stdout, "no cited passage changed")?;
@@ -668,7 +696,19 @@ fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         }
         writeln!(stdout, "{} claim citation(s) to re-review", hits.len())?;
     }
-    Ok(if hits.is_empty() {
+    if !a.json {
+        for r in &reopened {
+            writeln!(
+                stdout,
+                "{} absence {} reopened: {} {} -> {} ({}) may now say: {}",
+                r.case, r.absence, r.source, r.old_version, r.new_version, r.change, r.lacking
+            )?;
+        }
+        if !reopened.is_empty() {
+            writeln!(stdout, "{} absence(s) to answer again", reopened.len())?;
+        }
+    }
+    Ok(if hits.is_empty() && reopened.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -793,6 +833,23 @@ fn print_comparison(base: &Target, new: &Target, json: bool) -> anyhow::Result<(
         }
         for v in &x.claims_only_in_new {
             writeln!(stdout, "  claim only in new: {v}")?;
+        }
+        for v in &x.configuration_changes {
+            writeln!(stdout, "  {v}")?;
+        }
+        writeln!(
+            stdout,
+            "  absences: {} -> {}{}",
+            x.absences_base.len(),
+            x.absences_new.len(),
+            if x.absences_new.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", x.absences_new.join("; "))
+            }
+        )?;
+        for v in &x.absence_changes {
+            writeln!(stdout, "  {v}")?;
         }
     }
     for n in &c.not_compared {

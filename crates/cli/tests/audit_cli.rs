@@ -80,6 +80,11 @@ fn check_human_output_and_policy_exit_1() {
         out.contains("document recall  @2 0.0%  @3 50.0%  @4 100.0%"),
         "{out}"
     );
+    // Half the valid documents at k = 3, but only a third of the three facts.
+    assert!(
+        out.contains("facts retrieved  @2 0/3  @3 1/3 (G1)  @4 3/3 (G1, G2, G3)"),
+        "{out}"
+    );
     assert!(
         out.contains(
             "answer A        n=3  citation presence 100.0%  support 33.3%  coverage 33.3%"
@@ -104,6 +109,29 @@ fn check_human_output_and_policy_exit_1() {
         out.contains("policy missed: support 25.0% < 90.0%"),
         "{out}"
     );
+    // Fact coverage of the retrieved list, and the honest absence listed and counted.
+    assert!(
+        out.contains("  facts retrieved  @1 2/3 (F1, F2)  @2 3/3 (F1, F2, F3)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "  absence U1: the sources do not say cuánto tarda en completarse el reembolso\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("unreviewed, 1 absences"), "{out}");
+    let o = veredicto(&["audit", "check", &grounding("q017.yaml"), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["totals"]["absences"], 1);
+    assert_eq!(
+        v["absences"][0]["lacking"],
+        "cuánto tarda en completarse el reembolso"
+    );
+    assert_eq!(
+        v["absences"][0]["sources"],
+        serde_json::json!(["D-02@refunds-v2"])
+    );
 }
 
 #[test]
@@ -123,7 +151,7 @@ fn invalid_cases_exit_2_naming_file_line_and_field() {
         "{err}"
     );
     assert!(err.contains("unknown citation id `D-09`"), "{err}");
-    assert!(err.contains("line 55:"), "{err}");
+    assert!(err.contains("line 70:"), "{err}");
 
     let text = std::fs::read_to_string(grounding("q017.yaml"))
         .expect("read")
@@ -141,8 +169,17 @@ fn sheet_csv_has_one_row_per_claim_with_separate_association_and_support() {
     let out = stdout(&o);
     let mut r = csv_rows(&out);
     let header = r.remove(0);
-    assert_eq!(r.len(), 4);
+    // Four claims, then the honest absence on its own row.
+    assert_eq!(r.len(), 5);
     let col = |name: &str| header.iter().position(|h| h == name).expect(name);
+    assert_eq!(r[4][col("row")], "absence");
+    assert_eq!(r[4][col("claim_id")], "U1");
+    assert_eq!(
+        r[4][col("lacking")],
+        "cuánto tarda en completarse el reembolso"
+    );
+    assert!(r[4][col("query")].starts_with("¿Puedo devolver"));
+    assert_eq!(r[0][col("locations")], "/returns#plazo-de-devolucion");
     let (a, sp) = (col("association"), col("support"));
     let got: Vec<(&str, &str)> = r.iter().map(|x| (x[a].as_str(), x[sp].as_str())).collect();
     assert_eq!(
@@ -151,7 +188,8 @@ fn sheet_csv_has_one_row_per_claim_with_separate_association_and_support() {
             ("attached", "unsupported"),
             ("attached", "supported"),
             ("attached", "unsupported"),
-            ("not_attached", "unsupported")
+            ("not_attached", "unsupported"),
+            ("", "")
         ]
     );
     for f in ["json", "markdown", "html"] {
@@ -356,6 +394,12 @@ fn impact_lists_claims_whose_cited_passage_changed() {
     );
     assert!(out.contains("1 claim citation(s) to re-review"), "{out}");
     assert!(!out.contains("C-017-1"), "{out}");
+    // The honest absence is reopened: /refunds changed and may now give the duration.
+    assert!(
+        out.contains("Q-017 absence U1 reopened: D-02 refunds-v2 -> refunds-v3 (new version, passages changed) may now say: cuánto tarda en completarse el reembolso"),
+        "{out}"
+    );
+    assert!(out.contains("1 absence(s) to answer again"), "{out}");
 }
 
 /// SciFact dev (real data from `tests/data`): converted, checked and sheeted.
@@ -382,7 +426,8 @@ fn scifact_dev_converts_checks_and_sheets() {
     assert_eq!(
         v["totals"],
         serde_json::json!({"answers": 300, "abstentions": 0, "claims": 300,
-                           "with_citation": 300, "supported": 124, "unreviewed": 0})
+                           "with_citation": 300, "supported": 124, "unreviewed": 0,
+                           "absences": 0})
     );
     let o = veredicto(&["audit", "sheet", s(&out), "--format", "json"]);
     let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
@@ -405,6 +450,19 @@ fn compare_a_replay_and_package_the_comparison() {
     );
     assert!(
         out.contains("1 answer(s) compared, 0 not compared"),
+        "{out}"
+    );
+    // What the replay changed, and its absence kept.
+    assert!(
+        out.contains("  generation model changed: example-llm-2026-05 → example-llm-2026-07\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  prompt version changed: answer-v3 → answer-v4-bounded\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  absences: 1 -> 1 (U1: cuánto tarda en completarse el reembolso)"),
         "{out}"
     );
 

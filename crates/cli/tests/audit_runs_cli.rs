@@ -139,6 +139,13 @@ fn record_review_replay_compare_and_package_a_run() {
     assert_eq!(c["base"], base.as_str());
     assert_ne!(replay, base);
     assert!(!c["compared"].as_array().expect("compared").is_empty());
+    // The configuration travels inside the recorded case files: the replay says what changed.
+    assert!(c["compared"][0]["configuration_changes"]
+        .as_array()
+        .expect("changes")
+        .contains(&serde_json::json!(
+            "generation model changed: example-llm-2026-05 → example-llm-2026-07"
+        )));
 
     // compare RUN_A RUN_B gives the same answer by ID.
     let o = run(d, &["audit", "compare", &base, &replay, "--json"]);
@@ -166,6 +173,14 @@ fn record_review_replay_compare_and_package_a_run() {
     assert_eq!(version["run"]["replay_of"], base.as_str());
     assert_eq!(version["run"]["compared_with"], base.as_str());
     assert_eq!(version["created"], "2026-11-30T12:00:00Z");
+    assert_eq!(
+        version["configurations"][0]["configuration"]["model"],
+        "example-llm-2026-07"
+    );
+    assert_eq!(
+        version["configurations"][0]["configuration"]["prompt_version"],
+        "answer-v4-bounded"
+    );
     assert!(d.join("p1/comparison.json").is_file());
     assert!(d.join("p1/cases/q017-replay.yaml").is_file());
     for p in ["p1", "p2.tar.gz"] {

@@ -53,6 +53,9 @@ pub struct Corpus {
     chunks: BTreeMap<String, Chunk>,
     /// What the chunks come from, for messages: `corpus` or `index`.
     source: &'static str,
+    /// When each ingestion batch entered (batch name → RFC 3339 time), as far as the source
+    /// records it: the index keeps one record per batch; a corpus file records none.
+    batch_times: BTreeMap<String, String>,
 }
 
 impl Corpus {
@@ -66,7 +69,38 @@ impl Corpus {
         Corpus {
             chunks: map,
             source: "corpus",
+            batch_times: BTreeMap::new(),
         }
+    }
+
+    /// Adds the time each ingestion batch entered (batch name → RFC 3339 time).
+    pub fn with_batch_times(mut self, times: BTreeMap<String, String>) -> Self {
+        self.batch_times = times;
+        self
+    }
+
+    /// When batch `name` entered, if the source records it.
+    pub fn batch_time(&self, name: &str) -> Option<&str> {
+        self.batch_times.get(name).map(String::as_str)
+    }
+
+    /// The ingestion batches the chunks name (`ingest_batch`), each with its time when
+    /// known and how many chunks it holds now, in name order.
+    pub fn batches(&self) -> Vec<crate::exam::CorpusBatch> {
+        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+        for c in self.chunks.values() {
+            if let Some(b) = c.ingest_batch.as_deref() {
+                *count.entry(b).or_default() += 1;
+            }
+        }
+        count
+            .into_iter()
+            .map(|(name, chunks)| crate::exam::CorpusBatch {
+                name: name.to_owned(),
+                ingested_at: self.batch_time(name).map(str::to_owned),
+                chunks,
+            })
+            .collect()
     }
 
     /// A corpus rehydrated from veredicto's index: messages say "index".

@@ -9,6 +9,11 @@
 //! 5. `embedding` — representation present and sane but still buried: its rank and score
 //!    and the chunks that outrank it, with their `ingest_batch`.
 //!
+//! Whatever the checklist finds first, every expected chunk of a failing case that fell out
+//! of the top-K carries the chunks that now rank above it (up to ten, with score, batch and
+//! the batch's time when known): on the `embedding` finding when the chunk reached it, else
+//! on the first finding about that chunk, so a chunking finding does not hide what buried it.
+//!
 //! Plus `noise` for cases over the noise ceiling. Each finding says what it saw. Chunk-level
 //! checks need the corpus; without it only `embedding` and `noise` findings are possible.
 
@@ -42,6 +47,9 @@ pub struct Outranker {
     pub rank: usize,
     pub score: Option<f64>,
     pub ingest_batch: Option<String>,
+    /// When its batch was ingested (RFC 3339), when the corpus records it (the index does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingested_at: Option<String>,
 }
 
 /// One observation about a failing case.
@@ -97,6 +105,9 @@ pub fn diagnose_case(view: &CaseView<'_>) -> Vec<Finding> {
         }
         if out.len() == before {
             out.push(embedding(view, e));
+        } else {
+            // An earlier item explains it, but the evidence of what buried it stays.
+            out[before].outranked_by = outrankers(view, e);
         }
     }
     if let Some(n) = view.noise.filter(|&n| n > view.max_noise) {
@@ -280,26 +291,38 @@ fn labelling(chunk: &Chunk, view: &CaseView<'_>, e: &ExpectedChunk, out: &mut Ve
     }
 }
 
-fn embedding(view: &CaseView<'_>, e: &ExpectedChunk) -> Finding {
+/// The results above expected chunk `e` that are not expected themselves (at most
+/// [`MAX_OUTRANKERS`], best first), with their batch and its time from the corpus.
+fn outrankers(view: &CaseView<'_>, e: &ExpectedChunk) -> Vec<Outranker> {
     let expected: Vec<&str> = view.expected.iter().map(|x| x.id.as_str()).collect();
     let limit = e.rank.map_or(view.k as usize, |r| r - 1);
-    let outranked_by: Vec<Outranker> = view
-        .results
+    view.results
         .iter()
         .take(limit)
         .enumerate()
         .filter(|(_, r)| !expected.contains(&r.id.as_str()))
         .take(MAX_OUTRANKERS)
-        .map(|(i, r)| Outranker {
-            id: r.id.clone(),
-            rank: i + 1,
-            score: r.score,
-            ingest_batch: view
+        .map(|(i, r)| {
+            let batch = view
                 .corpus
                 .and_then(|c| c.get(&r.id))
-                .and_then(|c| c.ingest_batch.clone()),
+                .and_then(|c| c.ingest_batch.clone());
+            Outranker {
+                id: r.id.clone(),
+                rank: i + 1,
+                score: r.score,
+                ingested_at: batch
+                    .as_deref()
+                    .and_then(|b| view.corpus.and_then(|c| c.batch_time(b)))
+                    .map(str::to_owned),
+                ingest_batch: batch,
+            }
         })
-        .collect();
+        .collect()
+}
+
+fn embedding(view: &CaseView<'_>, e: &ExpectedChunk) -> Finding {
+    let outranked_by = outrankers(view, e);
     let text = match (e.rank, e.score) {
         (Some(r), Some(s)) => format!("buried at rank {r} (score {s}) below the top {}", view.k),
         (Some(r), None) => format!("buried at rank {r} below the top {}", view.k),

@@ -117,8 +117,16 @@ fn rec(i: usize, sc: &Scenario, run: &Run) -> RecordedRun {
 }
 
 /// `n` healthy runs.
+/// `n` healthy runs. Their corpus held only the initial batch then: the `2025-11-14-*`
+/// chunks enter with the newest run.
 fn healthy_history(sc: &Scenario, n: usize) -> Vec<RecordedRun> {
-    (0..n).map(|i| rec(i, sc, &run(vec![]))).collect()
+    (0..n)
+        .map(|i| {
+            let mut r = rec(i, sc, &run(vec![]));
+            r.report.batches.retain(|b| b.name == "2025-09-01-inicial");
+            r
+        })
+        .collect()
 }
 
 fn find(d: &RunsDiagnosis, p: Pattern) -> Option<&PatternFinding> {
@@ -334,7 +342,7 @@ fn regression_by_the_latest_ingestion_in_another_domain() {
     assert!(f.saw.contains("passed in the last accepted run r02 (2025-10-03T10:00:00Z) and fail now with no new chunk in their domain: laboral2"), "{}", f.saw);
     assert!(
         f.saw.contains(
-            "fiscal_new_1 (batch 2025-11-14-fiscal, rank 2) above laboral2_e2 in laboral2"
+            "2 chunk(s) of batch `2025-11-14-fiscal`: fiscal_new_1 (rank 2) above laboral2_e2 in laboral2, fiscal_new_2 (rank 3) above laboral2_e2 in laboral2"
         ),
         "{}",
         f.saw
@@ -394,6 +402,84 @@ fn regression_after_an_ingestion_into_the_cases_own_domain() {
         .iter()
         .all(|e| e.entered_since == Some(true) && e.domain.is_none()));
     assert!(d.notes.iter().any(|n| n.contains("without a corpus")));
+}
+
+#[test]
+fn a_new_batch_is_told_by_the_batch_records_not_by_its_name() {
+    // A batch named without a date (`viernes`), recorded by the index with its time.
+    let sc = scenario();
+    let mut chunks: Vec<_> = sc.corpus.as_ref().unwrap().iter().cloned().collect();
+    for c in chunks
+        .iter_mut()
+        .filter(|c| c.id.starts_with("viajes_new_"))
+    {
+        c.ingest_batch = Some("viernes".into());
+    }
+    let times = std::collections::BTreeMap::from([
+        (
+            "2025-09-01-inicial".to_owned(),
+            "2025-09-01T08:00:00Z".to_owned(),
+        ),
+        ("viernes".to_owned(), "2025-11-14T17:20:00Z".to_owned()),
+    ]);
+    let sc = Scenario {
+        corpus: Some(Corpus::new(chunks).with_batch_times(times)),
+        ..sc
+    };
+    let newest = |sc: &Scenario| {
+        rec(
+            3,
+            sc,
+            &run(vec![(
+                "viajes2",
+                failing("viajes2", &["viajes_new_1", "viajes_new_2"]),
+            )]),
+        )
+    };
+    // 1. The accepted run's own batch list: `viernes` is not in it, so it is new, whatever
+    //    the clock said when it was ingested.
+    let mut runs = healthy_history(&sc, 3);
+    runs.push(newest(&sc));
+    let d = diagnose_runs(&runs, None, &DiagnoseOptions::default());
+    let f = find(&d, Pattern::IngestionRegression).expect("regression pattern");
+    assert!(f.entered.iter().all(|e| e.entered_since == Some(true)
+        && e.ingest_batch.as_deref() == Some("viernes")
+        && e.ingested_at.as_deref() == Some("2025-11-14T17:20:00Z")));
+    assert!(
+        f.saw.contains("2 chunk(s) of batch `viernes` ingested 2025-11-14 17:20: viajes_new_1 (rank 2) above viajes2_e2 in viajes2"),
+        "{}",
+        f.saw
+    );
+    // 2. Runs recorded without a batch list: the batch's recorded time against the
+    //    accepted run's time (2025-10-03) decides.
+    let mut runs = healthy_history(&sc, 3);
+    for r in &mut runs {
+        r.report.batches.clear();
+    }
+    runs.push(newest(&sc));
+    let d = diagnose_runs(&runs, None, &DiagnoseOptions::default());
+    let f = find(&d, Pattern::IngestionRegression).expect("regression pattern");
+    assert_eq!(f.entered.len(), 2);
+    assert!(f.entered.iter().all(|e| e.entered_since == Some(true)));
+    // 3. A batch the accepted run already read is old, even with a later-looking name.
+    let mut runs = healthy_history(&sc, 3);
+    for r in &mut runs {
+        r.report.batches.push(veredicto_core::exam::CorpusBatch {
+            name: "viernes".into(),
+            ingested_at: None,
+            chunks: 3,
+        });
+    }
+    runs.push(newest(&sc));
+    let d = diagnose_runs(&runs, None, &DiagnoseOptions::default());
+    let f = find(&d, Pattern::IngestionRegression).expect("regression pattern");
+    // Only the outrankers of unknown batch are left.
+    assert!(
+        f.entered.iter().all(|e| e.ingest_batch.is_none()),
+        "{:?}",
+        f.entered
+    );
+    assert!(!f.saw.contains("viernes"), "{}", f.saw);
 }
 
 #[test]

@@ -269,3 +269,27 @@ fn checklist_order_is_chunking_description_labelling() {
         vec![Check::Chunking, Check::Description, Check::Labelling]
     );
 }
+
+#[test]
+fn a_chunking_finding_keeps_the_outranking_evidence() {
+    // A very short chunk: the checklist stops at `chunking`, and what buried it stays shown.
+    let mut t = table("t");
+    t.text = Some("| a | b |\n|---|---|\n".into());
+    let c = exam_with(t);
+    let mine: Vec<_> = c
+        .diagnosis
+        .iter()
+        .filter(|f| f.chunk.as_deref() == Some("t"))
+        .collect();
+    assert_eq!(mine[0].check, Check::Chunking);
+    assert!(mine.iter().all(|f| f.check != Check::Embedding));
+    assert!(mine.iter().any(|f| f.finding.contains("very short chunk")));
+    // The outrankers sit on the first finding about the chunk: ten, best first.
+    assert_eq!(mine[0].outranked_by.len(), 10);
+    assert_eq!(mine[0].outranked_by[0].id, "nuevo_3");
+    assert_eq!(mine[0].outranked_by[0].rank, 3);
+    assert!(mine[0]
+        .outranked_by
+        .iter()
+        .all(|o| o.ingest_batch.as_deref() == Some("2025-11-14-viajes")));
+}

@@ -99,7 +99,12 @@ pub fn build_package(i: &PackageInputs<'_>) -> Result<Files, GroundingError> {
                     .find(|c| c.id == id)
                     .and_then(|c| effective_support(c, i.reviews))
             });
-            metrics.push(json!({"metrics": m, "document_recall": recall}));
+            let ks: Vec<usize> = (1..=case.retrieval.len()).collect();
+            metrics.push(json!({
+                "metrics": m, "document_recall": recall,
+                "fact_coverage": crate::absence::fact_coverage(case, &ks),
+                "absences": case.absences().iter().map(|(id, a)| json!({"id": id, "lacking": a.text, "sources": a.sources})).collect::<Vec<_>>(),
+            }));
         }
     }
     files.insert("retrieval.jsonl".into(), retrieval.into_bytes());
@@ -158,6 +163,8 @@ pub fn build_package(i: &PackageInputs<'_>) -> Result<Files, GroundingError> {
         "tool": "veredicto", "tool_version": i.tool_version, "case_schema": SCHEMA_VERSION,
         "snapshots": i.set.cases.iter().map(|c| json!({"case": c.id, "snapshot": c.snapshot})).collect::<Vec<_>>(),
         "sources": i.set.cases.iter().flat_map(|c| c.sources.iter().map(move |s| json!({"case": c.id, "source": s.id, "version": s.version}))).collect::<Vec<_>>(),
+        // What produced each case's answers (replay metadata), when the case declares it.
+        "configurations": i.set.cases.iter().filter_map(|c| c.configuration.as_ref().map(|k| json!({"case": c.id, "configuration": k}))).collect::<Vec<_>>(),
     });
     if let Some(t) = i.created {
         version["created"] = json!(t);

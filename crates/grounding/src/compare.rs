@@ -31,6 +31,13 @@ pub struct AnswerComparison {
     pub verdict_changes: Vec<String>,
     pub claims_only_in_base: Vec<String>,
     pub claims_only_in_new: Vec<String>,
+    /// What the declared configuration changed (`generation model changed: X → Y`).
+    pub configuration_changes: Vec<String>,
+    /// Declared absences on each side ("the sources do not say").
+    pub absences_base: Vec<String>,
+    pub absences_new: Vec<String>,
+    /// Absences added or no longer declared.
+    pub absence_changes: Vec<String>,
 }
 
 fn passages(c: &Case) -> Vec<(String, String, String)> {
@@ -167,6 +174,21 @@ pub fn compare(
                 verdict_changes,
                 claims_only_in_base: only_base,
                 claims_only_in_new: only_new,
+                configuration_changes: crate::absence::configuration_changes(
+                    a.configuration.as_ref(),
+                    b.configuration.as_ref(),
+                ),
+                absences_base: a
+                    .absences()
+                    .iter()
+                    .map(|(id, x)| format!("{id}: {}", x.text))
+                    .collect(),
+                absences_new: b
+                    .absences()
+                    .iter()
+                    .map(|(id, x)| format!("{id}: {}", x.text))
+                    .collect(),
+                absence_changes: crate::absence::absence_changes(a, b),
             });
         }
     }

@@ -2,6 +2,7 @@
 //! support verdicts with reasons, grounding measures, evidence sheets, append-only reviews
 //! and hashed audit packages. No clock, no environment: callers pass times and versions.
 
+mod absence;
 mod agreement;
 mod bundle;
 mod compare;
@@ -20,6 +21,10 @@ mod scifact;
 mod sheet;
 mod suggest;
 
+pub use absence::{
+    absence_changes, absences, configuration_changes, fact_coverage, reopened_absences,
+    AbsenceEntry, FactCoverage, ReopenedAbsence,
+};
 pub use agreement::{cohen_kappa, reviewer_pairs, Agreement, VERDICTS};
 pub use bundle::{build_package, PackageInputs};
 pub use compare::{compare, AnswerComparison, Comparison, NotCompared};

@@ -355,6 +355,7 @@ pub fn validate(set: &CaseSet, text: &str) -> Vec<Issue> {
                 );
             }
         }
+        validate_additions(case, &cp, &anchor, &mut cx);
         let mut answer_ids = BTreeSet::new();
         for (ai, a) in case.answers.iter().enumerate() {
             let ap = format!("{cp}.answers[{ai}]");
@@ -492,4 +493,164 @@ pub fn validate(set: &CaseSet, text: &str) -> Vec<Issue> {
         }
     }
     cx.issues
+}
+
+/// Whether `r` (`SOURCE#PASSAGE` or `SOURCE`) names a source, or a passage of it, in `case`.
+fn resolves(case: &Case, r: &str, passage_required: bool) -> bool {
+    let (src, pid) = match r.split_once('#') {
+        Some((s, p)) => (s, Some(p)),
+        None => (r, None),
+    };
+    let Some(s) = case.sources.iter().find(|s| s.id == src) else {
+        return false;
+    };
+    match pid {
+        Some(p) => s.passages.iter().any(|x| x.id == p),
+        None => !passage_required,
+    }
+}
+
+/// A BCP 47-shaped language tag: `es`, `es-ES`, `zh-Hant-TW`.
+fn is_language_tag(s: &str) -> bool {
+    let mut parts = s.split('-');
+    let first = parts.next().unwrap_or_default();
+    (2..=8).contains(&first.len())
+        && first.chars().all(|c| c.is_ascii_alphabetic())
+        && parts.all(|p| (1..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+fn is_sha256(s: &str) -> bool {
+    s.strip_prefix("sha256:")
+        .is_some_and(|h| h.len() == 64 && h.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')))
+}
+
+/// Absences, where facts are stated, and the replay configuration.
+fn validate_additions(case: &Case, cp: &str, anchor: &str, cx: &mut Ctx<'_>) {
+    let mut ids = BTreeSet::new();
+    for (i, (id, a)) in case.absences().into_iter().enumerate() {
+        let up = format!("{cp}.unanswerable[{i}]");
+        if a.text.trim().is_empty() {
+            cx.push(
+                format!("{up}.text"),
+                "unanswerable",
+                anchor,
+                "unanswerable",
+                "an absence must say what the sources lack".into(),
+            );
+        }
+        if !ids.insert(id.clone()) {
+            cx.push(
+                format!("{up}.id"),
+                "id",
+                anchor,
+                &id,
+                format!("duplicate absence id `{id}`"),
+            );
+        }
+        for (si, src) in a.sources.iter().enumerate() {
+            if !case.sources.iter().any(|s| &s.id == src) {
+                cx.push(
+                    format!("{up}.sources[{si}]"),
+                    "sources",
+                    anchor,
+                    src,
+                    format!("absence `{id}` names unknown source id `{src}`"),
+                );
+            }
+        }
+    }
+    for (fi, f) in case.required_facts.iter().enumerate() {
+        for (xi, r) in f.found_in.iter().enumerate() {
+            if !resolves(case, r, false) {
+                cx.push(
+                    format!("{cp}.required_facts[{fi}].found_in[{xi}]"),
+                    "found_in",
+                    anchor,
+                    r,
+                    format!(
+                        "fact `{}` is found in `{r}`, which is not a source or `SOURCE#PASSAGE` of the case",
+                        f.id
+                    ),
+                );
+            }
+        }
+    }
+    let Some(conf) = &case.configuration else {
+        return;
+    };
+    let kp = format!("{cp}.configuration");
+    for (field, value) in [
+        ("retrieval_config", &conf.retrieval_config),
+        ("generation_config", &conf.generation_config),
+        ("prompt_version", &conf.prompt_version),
+        ("model", &conf.model),
+        ("app_revision", &conf.app_revision),
+        ("locale", &conf.locale),
+    ] {
+        let Some(v) = value else { continue };
+        if v.trim().is_empty() || v.chars().any(char::is_control) {
+            cx.push(
+                format!("{kp}.{field}"),
+                field,
+                anchor,
+                field,
+                "must be a non-empty single-line value (leave the field out when unknown)".into(),
+            );
+        }
+    }
+    if let Some(l) = conf.locale.as_deref().filter(|l| !l.trim().is_empty()) {
+        if !is_language_tag(l) {
+            cx.push(
+                format!("{kp}.locale"),
+                "locale",
+                anchor,
+                "locale",
+                "not a language tag (expected e.g. `es`, `es-ES`)".into(),
+            );
+        }
+    }
+    for (r, h) in &conf.passage_hashes {
+        let hp = format!("{kp}.passage_hashes");
+        if !resolves(case, r, true) {
+            cx.push(
+                hp.clone(),
+                "passage_hashes",
+                anchor,
+                r,
+                format!("`{r}` is not a `SOURCE#PASSAGE` of the case"),
+            );
+            continue;
+        }
+        if !is_sha256(h) {
+            cx.push(
+                hp,
+                "passage_hashes",
+                anchor,
+                r,
+                format!("hash of `{r}` must be `sha256:` and 64 lowercase hex digits"),
+            );
+            continue;
+        }
+        let (src, pid) = r.split_once('#').unwrap_or((r, ""));
+        let text = case
+            .sources
+            .iter()
+            .find(|s| s.id == src)
+            .and_then(|s| s.passages.iter().find(|p| p.id == pid))
+            .and_then(|p| {
+                p.text
+                    .as_deref()
+                    .map(passage_hash)
+                    .or_else(|| p.hash.clone())
+            });
+        if let Some(t) = text.filter(|t| t != h) {
+            cx.push(
+                hp,
+                "passage_hashes",
+                anchor,
+                r,
+                format!("`{r}` was generated from text hashing to {h}, but the case records {t}"),
+            );
+        }
+    }
 }

@@ -34,13 +34,143 @@ pub struct Case {
     /// Required facts G, fixed before generation.
     #[serde(default)]
     pub required_facts: Vec<Fact>,
-    /// Points the collection cannot answer.
+    /// Points the collection cannot answer (honest absences): a text, or
+    /// `{id, text, sources}` naming where the missing fact would appear.
     #[serde(default)]
-    pub unanswerable: Vec<String>,
+    pub unanswerable: Vec<Absence>,
     #[serde(default)]
     pub answers: Vec<Answer>,
+    /// What produced the recorded answers (a replay declares what changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<Configuration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
+}
+
+impl Case {
+    /// The case's absences with their IDs (`U1`, `U2`, … by position when not given).
+    pub fn absences(&self) -> Vec<(String, &Absence)> {
+        self.unanswerable
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.id.clone().unwrap_or_else(|| format!("U{}", i + 1)), a))
+            .collect()
+    }
+}
+
+/// A point the collection does not answer: "the sources do not say" as a recorded result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Absence {
+    /// Optional ID; `U<n>` (1-based position) when absent.
+    pub id: Option<String>,
+    /// What the sources lack (the point asked that no source states).
+    pub text: String,
+    /// Source IDs of the case where the missing fact would appear (a new version of one of
+    /// them reopens the absence); empty = any source of the case.
+    pub sources: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum AbsenceRepr {
+    Text(String),
+    Full(AbsenceFull),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AbsenceFull {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    text: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    sources: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for Absence {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match AbsenceRepr::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "an `unanswerable` entry is a text, or a map with `text` and optional `id` and `sources`",
+            )
+        })? {
+            AbsenceRepr::Text(text) => Absence {
+                id: None,
+                text,
+                sources: Vec::new(),
+            },
+            AbsenceRepr::Full(f) => Absence {
+                id: f.id,
+                text: f.text,
+                sources: f.sources,
+            },
+        })
+    }
+}
+
+impl Serialize for Absence {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.id.is_none() && self.sources.is_empty() {
+            return s.serialize_str(&self.text);
+        }
+        AbsenceFull {
+            id: self.id.clone(),
+            text: self.text.clone(),
+            sources: self.sources.clone(),
+        }
+        .serialize(s)
+    }
+}
+
+/// The configuration that produced a case's recorded answers. Every field is optional; a
+/// replay states what it ran with, and `audit compare` shows what changed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Configuration {
+    /// Retrieval configuration ID (index, embedder, K, filters…), as the application names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval_config: Option<String>,
+    /// Generation configuration ID (temperature, max tokens…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_config: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_version: Option<String>,
+    /// The generation model's ID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The application's revision (a commit, a release).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_revision: Option<String>,
+    /// BCP 47 language tag of the answers (`es`, `es-ES`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+    /// `SOURCE#PASSAGE` → `sha256:<hex>` of the passage text the answer was generated from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub passage_hashes: BTreeMap<String, String>,
+}
+
+impl Configuration {
+    /// `(label, value)` of every field, in a fixed order (passage hashes one by one).
+    pub fn fields(&self) -> Vec<(String, Option<String>)> {
+        let mut v = vec![
+            (
+                "retrieval configuration".to_owned(),
+                self.retrieval_config.clone(),
+            ),
+            (
+                "generation configuration".to_owned(),
+                self.generation_config.clone(),
+            ),
+            ("prompt version".to_owned(), self.prompt_version.clone()),
+            ("generation model".to_owned(), self.model.clone()),
+            ("application revision".to_owned(), self.app_revision.clone()),
+            ("locale".to_owned(), self.locale.clone()),
+        ];
+        for (k, h) in &self.passage_hashes {
+            v.push((format!("passage hash {k}"), Some(h.clone())));
+        }
+        v
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -93,6 +223,10 @@ pub struct Retrieved {
 pub struct Fact {
     pub id: String,
     pub text: String,
+    /// Where the fact is stated: `SOURCE#PASSAGE` or `SOURCE` of this case. Gives the fact
+    /// coverage of the retrieved list (which facts the top-k passages contain).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub found_in: Vec<String>,
 }
 
 /// The recorded answer with the citations shown to the user.

@@ -170,6 +170,7 @@ pub fn scifact_cases(corpus: &Path, claims: &Path) -> Result<CaseSet, GroundingE
             retrieval: Vec::new(),
             required_facts: Vec::new(),
             unanswerable: Vec::new(),
+            configuration: None,
             answers: vec![Answer {
                 id: format!("SF-{}-A", c.id),
                 text: c.claim.clone(),

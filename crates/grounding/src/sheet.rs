@@ -1,5 +1,7 @@
-//! The evidence sheet: one row per material claim (SPEC §7). Attached and supported are
-//! separate columns, never merged. Rendered as CSV, JSON or Markdown.
+//! The evidence sheet: one row per material claim (SPEC §7), then one row per declared
+//! absence and answer ("the sources do not say": what was asked, what the sources lack).
+//! Attached and supported are separate columns, never merged. Rendered as CSV, JSON,
+//! Markdown or HTML.
 
 use crate::model::{Association, Case, CaseSet, Claim, Support};
 use crate::review::ReviewRecord;
@@ -10,14 +12,23 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SheetRow {
     pub case_id: String,
+    /// What was asked.
     pub query: String,
     pub answer_id: String,
+    /// `claim`, or `absence` (a point the sources do not answer).
+    pub row: String,
+    /// The claim ID, or the absence ID (`U1`, …).
     pub claim_id: String,
     pub claim_text: String,
+    /// For an absence row: what the sources lack.
+    pub lacking: String,
     /// Attached citation IDs, as shown.
     pub citation_ids: Vec<String>,
-    /// Per cited passage: `source@version#passage`.
+    /// Per cited passage: `source@version#passage` (absence rows: where the fact would be).
     pub sources: Vec<String>,
+    /// Per cited passage: the source's URL and the passage's (else the source's) anchor,
+    /// `uri#anchor`, when the case gives them; `-` otherwise.
+    pub locations: Vec<String>,
     /// Returned position of each cited passage (`-` when not retrieved).
     pub positions: Vec<String>,
     pub passage_texts: Vec<String>,
@@ -48,6 +59,20 @@ pub fn effective_support(claim: &Claim, reviews: &[ReviewRecord]) -> Option<Supp
             .find(|r| r.claim == claim.id)
             .map(|r| r.support)
     })
+}
+
+/// `uri#anchor` of a source (and passage), as far as the case gives them; `-` when neither.
+fn location(s: &crate::model::Source, passage: Option<&str>) -> String {
+    let anchor = passage
+        .and_then(|p| s.passages.iter().find(|x| x.id == p))
+        .and_then(|p| p.anchor.as_deref())
+        .or(s.anchor.as_deref());
+    match (s.uri.as_deref(), anchor) {
+        (Some(u), Some(a)) => format!("{u}#{}", a.trim_start_matches('#')),
+        (Some(u), None) => u.to_string(),
+        (None, Some(a)) => format!("#{}", a.trim_start_matches('#')),
+        (None, None) => "-".into(),
+    }
 }
 
 fn locate(case: &Case, source: &str, passage: Option<&str>) -> (String, String, String) {
@@ -100,12 +125,19 @@ pub fn build_sheet(
         for a in &case.answers {
             for cl in &a.claims {
                 let mut sources = Vec::new();
+                let mut locations = Vec::new();
                 let mut positions = Vec::new();
                 let mut texts = Vec::new();
                 for cid in &cl.citations {
                     if let Some(c) = a.citations.iter().find(|c| &c.id == cid) {
                         let (l, p, t) = locate(case, &c.source, c.passage.as_deref());
                         sources.push(l);
+                        locations.push(
+                            case.sources
+                                .iter()
+                                .find(|s| s.id == c.source)
+                                .map_or_else(|| "-".into(), |s| location(s, c.passage.as_deref())),
+                        );
                         positions.push(p);
                         texts.push(t);
                     }
@@ -174,10 +206,13 @@ pub fn build_sheet(
                     case_id: case.id.clone(),
                     query: case.query.clone(),
                     answer_id: a.id.clone(),
+                    row: "claim".into(),
                     claim_id: cl.id.clone(),
                     claim_text: cl.text.clone(),
+                    lacking: String::new(),
                     citation_ids: cl.citations.clone(),
                     sources,
+                    locations,
                     positions,
                     passage_texts: texts,
                     association: assoc.as_str().to_string(),
@@ -199,18 +234,75 @@ pub fn build_sheet(
                 });
             }
         }
+        rows.extend(absence_rows(case));
     }
     rows
 }
 
-const HEADER: [&str; 21] = [
+/// One row per declared absence and recorded answer (one with no answer ID when the case
+/// records none): what was asked, what the sources lack, and where it would appear.
+fn absence_rows(case: &Case) -> Vec<SheetRow> {
+    let answers: Vec<&str> = if case.answers.is_empty() {
+        vec![""]
+    } else {
+        case.answers.iter().map(|a| a.id.as_str()).collect()
+    };
+    let mut rows = Vec::new();
+    for answer in answers {
+        for (id, a) in case.absences() {
+            let scope: Vec<&crate::model::Source> = a
+                .sources
+                .iter()
+                .filter_map(|s| case.sources.iter().find(|x| &x.id == s))
+                .collect();
+            rows.push(SheetRow {
+                case_id: case.id.clone(),
+                query: case.query.clone(),
+                answer_id: answer.to_string(),
+                row: "absence".into(),
+                claim_id: id,
+                claim_text: String::new(),
+                lacking: a.text.clone(),
+                citation_ids: Vec::new(),
+                sources: scope
+                    .iter()
+                    .map(|s| format!("{}@{}", s.id, s.version))
+                    .collect(),
+                locations: scope.iter().map(|s| location(s, None)).collect(),
+                positions: Vec::new(),
+                passage_texts: Vec::new(),
+                association: String::new(),
+                association_reason: String::new(),
+                support: String::new(),
+                support_reason: format!(
+                    "the sources of snapshot {} do not state it",
+                    case.snapshot
+                ),
+                suggested_support: String::new(),
+                suggestion_score: None,
+                suggestion_by: String::new(),
+                diagnosis: String::new(),
+                reviewer: String::new(),
+                time: String::new(),
+                pending_note: String::new(),
+                annexes: Vec::new(),
+            });
+        }
+    }
+    rows
+}
+
+const HEADER: [&str; 24] = [
     "case_id",
     "query",
     "answer_id",
+    "row",
     "claim_id",
     "claim_text",
+    "lacking",
     "citation_ids",
     "sources",
+    "locations",
     "positions",
     "passage_texts",
     "association",
@@ -227,15 +319,18 @@ const HEADER: [&str; 21] = [
     "annexes",
 ];
 
-fn cells(r: &SheetRow) -> [String; 21] {
+fn cells(r: &SheetRow) -> [String; 24] {
     [
         r.case_id.clone(),
         r.query.clone(),
         r.answer_id.clone(),
+        r.row.clone(),
         r.claim_id.clone(),
         r.claim_text.clone(),
+        r.lacking.clone(),
         r.citation_ids.join("; "),
         r.sources.join("; "),
+        r.locations.join("; "),
         r.positions.join("; "),
         r.passage_texts.join(" || "),
         r.association.clone(),

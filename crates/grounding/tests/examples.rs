@@ -61,6 +61,17 @@ fn seed_002_p7_document_recall() {
     assert_eq!(document_recall_at(case, 2), Some(0.0));
     assert_eq!(document_recall_at(case, 3), Some(0.5));
     assert_eq!(document_recall_at(case, 4), Some(1.0));
+    // "At k = 3 half the documents but only a third of the three facts."
+    let f = fact_coverage(case, &[2, 3, 4]);
+    let got: Vec<(usize, Vec<&str>)> = f
+        .iter()
+        .map(|x| (x.k, x.facts.iter().map(String::as_str).collect()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(2, vec![]), (3, vec!["G1"]), (4, vec!["G1", "G2", "G3"])]
+    );
+    assert!((f[1].coverage - 1.0 / 3.0).abs() < 1e-12);
 }
 
 #[test]
@@ -84,8 +95,18 @@ fn seed_004_q017_claims_verdicts_and_reasons() {
             ("C-017-2", "attached", "supported"),
             ("C-017-3", "attached", "unsupported"),
             ("C-017-4", "not_attached", "unsupported"),
+            // The honest absence has its own row.
+            ("U1", "", ""),
         ]
     );
+    assert_eq!(rows[4].row, "absence");
+    assert_eq!(rows[4].lacking, "cuánto tarda en completarse el reembolso");
+    assert_eq!(rows[4].answer_id, "A-017");
+    assert_eq!(rows[4].sources, vec!["D-02@refunds-v2"]);
+    assert_eq!(rows[4].locations, vec!["/refunds"]);
+    // Each cited passage's URL and anchor.
+    assert_eq!(rows[0].locations, vec!["/returns#plazo-de-devolucion"]);
+    assert_eq!(rows[2].locations, vec!["/refunds#inicio-del-reembolso"]);
     assert!(rows[0].support_reason.contains("excluye expresamente"));
     assert!(rows[2].support_reason.contains("llega al almacén"));
     assert_eq!(rows[0].sources, vec!["D-01@returns-v4#p04"]);
@@ -200,7 +221,14 @@ fn scifact_dev_converts_into_300_valid_cases() {
         (300, 300, 124, 188, 64)
     );
     let sources: usize = set.cases.iter().map(|c| c.sources.len()).sum();
-    assert_eq!(sources, 339); // 340 cited ids, one listed twice
+    // 340 cited ids, one listed twice: 339 (claim, abstract) pairs over 283 distinct abstracts.
+    assert_eq!(sources, 339);
+    let distinct: std::collections::BTreeSet<&str> = set
+        .cases
+        .iter()
+        .flat_map(|c| c.sources.iter().map(|s| s.id.as_str()))
+        .collect();
+    assert_eq!(distinct.len(), 283);
 }
 
 #[test]
@@ -287,5 +315,147 @@ fn compare_pairs_compatible_cases_and_declares_the_rest() {
     assert_eq!(
         reasons,
         vec!["Q-017 case only in base", "Q-018 case only in new"]
+    );
+}
+
+#[test]
+fn seed_004_q017_absence_is_a_result() {
+    let (set, _) = load_cases(&example("q017.yaml")).expect("valid");
+    let a = absences(&set);
+    assert_eq!(a.len(), 1);
+    assert_eq!(
+        (a[0].case.as_str(), a[0].id.as_str(), a[0].lacking.as_str()),
+        ("Q-017", "U1", "cuánto tarda en completarse el reembolso")
+    );
+    assert!(a[0].asked.starts_with("¿Puedo devolver"));
+    assert_eq!(a[0].sources, vec!["D-02@refunds-v2"]);
+    assert_eq!(a[0].answers, vec!["A-017"]);
+    // A plain text entry still reads, as `U<n>` with any source.
+    let text = std::fs::read_to_string(example("q017.yaml"))
+        .unwrap()
+        .replace(
+            "{ id: U1, text: \"cuánto tarda en completarse el reembolso\", sources: [D-02] }",
+            "\"cuánto tarda en completarse el reembolso\"",
+        );
+    let plain = parse_cases(Path::new("q.yaml"), &text).expect("valid");
+    let a = absences(&plain);
+    assert_eq!((a[0].id.as_str(), a[0].sources.len()), ("U1", 0));
+}
+
+#[test]
+fn seed_004_impact_reopens_the_absence_when_refunds_changes() {
+    let (set, _) = load_cases(&example("q017.yaml")).expect("valid");
+    let v5 = load_sources(&example("q017-sources-v5.yaml")).expect("sources");
+    let r = reopened_absences(&set, &v5);
+    // D-01 changed version too, but the absence names D-02 only.
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        (
+            r[0].absence.as_str(),
+            r[0].source.as_str(),
+            r[0].old_version.as_str(),
+            r[0].new_version.as_str(),
+            r[0].change.as_str()
+        ),
+        (
+            "U1",
+            "D-02",
+            "refunds-v2",
+            "refunds-v3",
+            "new version, passages changed"
+        )
+    );
+    // Unchanged sources reopen nothing.
+    let same = SourceSet {
+        sources: set.cases[0].sources.clone(),
+    };
+    assert!(reopened_absences(&set, &same).is_empty());
+}
+
+#[test]
+fn seed_004_replay_declares_what_changed() {
+    let (base, _) = load_cases(&example("q017.yaml")).expect("valid");
+    let (new, _) = load_cases(&example("q017-replay.yaml")).expect("valid");
+    let c = compare(&base, &[], &new, &[]);
+    let x = &c.compared[0];
+    assert_eq!(
+        x.configuration_changes,
+        vec![
+            "prompt version changed: answer-v3 → answer-v4-bounded",
+            "generation model changed: example-llm-2026-05 → example-llm-2026-07",
+            "application revision changed: shop-app@4f2c1a0 → shop-app@9b7e3d2",
+        ]
+    );
+    assert_eq!(
+        x.absences_base,
+        vec!["U1: cuánto tarda en completarse el reembolso"]
+    );
+    assert_eq!(x.absences_new, x.absences_base);
+    assert!(x.absence_changes.is_empty());
+    // A configuration only on one side.
+    let mut bare = base.clone();
+    bare.cases[0].configuration = None;
+    let c = compare(&bare, &[], &new, &[]);
+    assert!(c.compared[0]
+        .configuration_changes
+        .contains(&"generation model set: example-llm-2026-07".to_string()));
+}
+
+#[test]
+fn seed_002_fact_coverage_of_the_retrieved_list() {
+    // F1 and F2 are in D-01 p04 (position 1), F3 in D-02 p07 (position 2).
+    let (set, _) = load_cases(&example("q017.yaml")).expect("valid");
+    let f = fact_coverage(&set.cases[0], &[1, 2]);
+    assert_eq!(f[0].facts, vec!["F1", "F2"]);
+    assert_eq!((f[0].required, f[0].located), (3, 3));
+    assert!((f[0].coverage - 2.0 / 3.0).abs() < 1e-12);
+    assert_eq!(f[1].facts, vec!["F1", "F2", "F3"]);
+    assert_eq!(f[1].coverage, 1.0);
+    // No location given: nothing to say.
+    let mut bare = set.cases[0].clone();
+    for x in &mut bare.required_facts {
+        x.found_in.clear();
+    }
+    assert!(fact_coverage(&bare, &[1, 2]).is_empty());
+}
+
+#[test]
+fn seed_004_package_carries_the_configuration_and_the_absence() {
+    let path = example("q017-replay.yaml");
+    let (set, bytes) = load_cases(&path).expect("valid");
+    let files = build_package(&PackageInputs {
+        cases_name: "q017-replay.yaml",
+        cases_bytes: &bytes,
+        set: &set,
+        reviews_bytes: None,
+        reviews: &[],
+        suggestions_bytes: None,
+        suggestions: &[],
+        run: None,
+        notes: None,
+        tool_version: "test",
+        created: None,
+        comparison: None,
+    })
+    .expect("package");
+    let version: serde_json::Value = serde_json::from_slice(&files["version.json"]).unwrap();
+    let conf = &version["configurations"][0];
+    assert_eq!(conf["case"], "Q-017");
+    assert_eq!(conf["configuration"]["model"], "example-llm-2026-07");
+    assert_eq!(conf["configuration"]["locale"], "es-ES");
+    assert!(conf["configuration"]["passage_hashes"]["D-02#p07"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
+    let metrics: serde_json::Value = serde_json::from_slice(&files["metrics.json"]).unwrap();
+    assert_eq!(metrics[0]["absences"][0]["id"], "U1");
+    assert_eq!(
+        metrics[0]["fact_coverage"][1]["facts"],
+        serde_json::json!(["F1", "F2", "F3"])
+    );
+    let sheet = String::from_utf8(files["sheet.csv"].clone()).unwrap();
+    assert!(
+        sheet.contains("absence,U1,,cuánto tarda en completarse el reembolso"),
+        "{sheet}"
     );
 }

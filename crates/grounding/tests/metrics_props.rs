@@ -54,9 +54,11 @@ fn case_with(claims: &[(bool, u8, u8)], g: usize) -> Case {
             .map(|i| Fact {
                 id: format!("G{i}"),
                 text: "g".into(),
+                found_in: vec![],
             })
             .collect(),
         unanswerable: vec![],
+        configuration: None,
         answers: vec![Answer {
             id: "A".into(),
             text: "a".into(),

@@ -128,3 +128,113 @@ fn unknown_field_is_rejected() {
         .to_string();
     assert!(msg.contains("snapshoot"), "{msg}");
 }
+
+fn with(extra: &str) -> Result<CaseSet, GroundingError> {
+    let t = BASE
+        .replace("CIT", "\"1\"")
+        .replace("FACT", "G")
+        .replace("VERDICT", "supported")
+        .replace("REASON", "ok")
+        .replace("    answers:\n", &format!("{extra}    answers:\n"));
+    parse_cases(Path::new("cases.yaml"), &t)
+}
+
+#[test]
+fn absences_name_known_sources_and_say_what_is_lacking() {
+    with(
+        "    unanswerable:\n      - \"duración\"\n      - { id: U9, text: plazo, sources: [D] }\n",
+    )
+    .expect("valid");
+    let i = issues(
+        with("    unanswerable:\n      - { id: U1, text: \" \", sources: [X] }\n").unwrap_err(),
+    );
+    let paths: Vec<&str> = i.iter().map(|x| x.yaml_path.as_str()).collect();
+    assert_eq!(
+        paths,
+        vec![
+            "cases[0].unanswerable[0].text",
+            "cases[0].unanswerable[0].sources[0]"
+        ]
+    );
+    assert!(i[1].message.contains("unknown source id `X`"));
+    let i =
+        issues(with("    unanswerable:\n      - a\n      - { id: U1, text: b }\n").unwrap_err());
+    assert!(
+        i[0].message.contains("duplicate absence id `U1`"),
+        "{:?}",
+        i
+    );
+    let e = with("    unanswerable:\n      - { txt: b }\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`unanswerable` entry"), "{e}");
+}
+
+#[test]
+fn facts_are_found_in_known_passages() {
+    let t = BASE
+        .replace("CIT", "\"1\"")
+        .replace("FACT", "G")
+        .replace("VERDICT", "supported")
+        .replace("REASON", "ok");
+    let ok = t.replace(
+        "{ id: G, text: g }",
+        "{ id: G, text: g, found_in: [\"D#p\", D] }",
+    );
+    parse_cases(Path::new("cases.yaml"), &ok).expect("valid");
+    let bad = t.replace(
+        "{ id: G, text: g }",
+        "{ id: G, text: g, found_in: [\"D#q\"] }",
+    );
+    let i = issues(parse_cases(Path::new("cases.yaml"), &bad).unwrap_err());
+    assert_eq!(i[0].yaml_path, "cases[0].required_facts[0].found_in[0]");
+    assert_eq!(i[0].line, Some(13));
+}
+
+#[test]
+fn the_replay_configuration_is_validated() {
+    let good = format!(
+        "    configuration:\n      model: m-1\n      locale: es-ES\n      passage_hashes:\n        \"D#p\": \"{}\"\n",
+        passage_hash("t")
+    );
+    let set = with(&good).expect("valid");
+    assert_eq!(
+        set.cases[0]
+            .configuration
+            .as_ref()
+            .unwrap()
+            .model
+            .as_deref(),
+        Some("m-1")
+    );
+    let i = issues(
+        with("    configuration:\n      model: \" \"\n      locale: \"es_ES!\"\n      passage_hashes:\n        \"D#x\": sha256:00\n        \"D#p\": sha256:00\n").unwrap_err(),
+    );
+    let got: Vec<(&str, &str)> = i
+        .iter()
+        .map(|x| (x.yaml_path.as_str(), x.field.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("cases[0].configuration.model", "model"),
+            ("cases[0].configuration.locale", "locale"),
+            ("cases[0].configuration.passage_hashes", "passage_hashes"),
+            ("cases[0].configuration.passage_hashes", "passage_hashes"),
+        ]
+    );
+    // Keys in order: `D#p` (bad hash), then `D#x` (no such passage).
+    assert!(i[2].message.contains("64 lowercase hex"), "{:?}", i);
+    assert!(i[3].message.contains("`D#x` is not a `SOURCE#PASSAGE`"));
+    // A hash that does not match the recorded text.
+    let other = format!(
+        "    configuration:\n      passage_hashes:\n        \"D#p\": \"{}\"\n",
+        passage_hash("otro")
+    );
+    let i = issues(with(&other).unwrap_err());
+    assert!(i[0].message.contains("but the case records"), "{:?}", i);
+    let e = with("    configuration:\n      modelo: x\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("modelo"), "{e}");
+}

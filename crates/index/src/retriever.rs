@@ -275,7 +275,8 @@ pub fn retrieve(
     })
 }
 
-/// The index's chunks as a corpus for the diagnosis (from the records kept at ingest).
+/// The index's chunks as a corpus for the diagnosis (from the records kept at ingest), each
+/// with the batch that brought it and the batch's time from the index's batch records.
 pub fn corpus_of(index: &Index) -> Result<Corpus, RetrieveError> {
     let records = index.dir().join("records.jsonl");
     let mut chunks: Vec<Chunk> = Vec::with_capacity(index.len());
@@ -294,11 +295,16 @@ pub fn corpus_of(index: &Index) -> Result<Corpus, RetrieveError> {
             }),
         }
     }
-    // The index knows each chunk's batch even when the corpus line did not say.
+    // The batch is the index's own record (the batch that brought the chunk's current
+    // text, with its time), not what the corpus line said.
+    let mut times: BTreeMap<String, String> = BTreeMap::new();
     for (chunk, c) in chunks.iter_mut().zip(index.chunks()) {
-        if chunk.ingest_batch.is_none() {
-            chunk.ingest_batch = Some(c.ingest_batch().to_owned());
+        chunk.ingest_batch = Some(c.ingest_batch().to_owned());
+        let t = times.entry(c.ingest_batch().to_owned()).or_default();
+        // A label used for several batches: the latest time.
+        if c.ingested_at() > t.as_str() {
+            *t = c.ingested_at().to_owned();
         }
     }
-    Ok(Corpus::from_index(chunks))
+    Ok(Corpus::from_index(chunks).with_batch_times(times))
 }

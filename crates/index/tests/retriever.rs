@@ -171,4 +171,11 @@ fn the_corpus_comes_back_from_the_stored_records() {
         Some("b1"),
         "the batch comes from the index"
     );
+    assert_eq!(
+        corpus.batch_time("b1"),
+        Some("2025-01-01T00:00:00Z"),
+        "with its time from the index's batch record"
+    );
+    assert_eq!(corpus.batches().len(), 1);
+    assert_eq!(corpus.batches()[0].chunks, 40);
 }

@@ -3,7 +3,8 @@
 
 use crate::fmt;
 use veredicto_core::compare::{
-    Comparison, MetricTest, RankChange, RegressionReason, RunsDiagnosis,
+    short_time, Comparison, Displacement, Displacer, MetricTest, RankChange, RegressionReason,
+    RunsDiagnosis,
 };
 use veredicto_core::redact::{escape_lines, markdown_text};
 
@@ -77,26 +78,68 @@ fn case_lines(c: &Comparison) -> Vec<String> {
             }
         ));
         for disp in &d.displaced {
-            let by: Vec<String> = disp
-                .by
-                .iter()
-                .map(|b| match &b.ingest_batch {
-                    Some(batch) => format!("{}#{} ({batch})", b.id, b.rank),
-                    None => format!("{}#{}", b.id, b.rank),
-                })
-                .collect();
-            out.push(format!(
-                "    {} displaced by: {}",
-                disp.chunk,
-                if by.is_empty() {
-                    "-".to_owned()
-                } else {
-                    by.join(", ")
-                }
-            ));
+            out.push(format!("    {}", displacement(&d.id, disp)));
         }
     }
     out
+}
+
+/// "q3: exp3 fell from 8 to 13, displaced by n0, n1, all from batch `viernes` ingested
+/// 2025-11-14 17:20": what now ranks above a displaced expected chunk, grouped by batch.
+pub fn displacement(case: &str, d: &Displacement) -> String {
+    let r = |x: Option<usize>| x.map_or("beyond the list".to_owned(), |r| r.to_string());
+    let head = format!(
+        "{case}: {} fell from {} to {}",
+        d.chunk,
+        r(d.base_rank),
+        r(d.new_rank)
+    );
+    if d.by.is_empty() {
+        return format!("{head}; what ranks above it now is not listed");
+    }
+    // Batches in order of their first chunk; chunks of unknown batch form their own group.
+    let batch = |name: Option<&str>, at: Option<&str>| match (name, at) {
+        (Some(n), Some(t)) => format!("batch `{n}` ingested {}", short_time(t)),
+        (Some(n), None) => format!("batch `{n}`"),
+        (None, _) => "an unknown batch".to_owned(),
+    };
+    let list = |groups: &[Group<'_>]| -> String {
+        if let [(name, at, ids)] = groups {
+            return format!("{}, all from {}", ids.join(", "), batch(*name, *at));
+        }
+        groups
+            .iter()
+            .map(|(name, at, ids)| format!("{} from {}", ids.join(", "), batch(*name, *at)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    // Chunks known to be new above it first; the rest may have been above it before.
+    let (new, rest): (Vec<_>, Vec<_>) = d.by.iter().partition(|b| b.newly_above == Some(true));
+    match (new.is_empty(), rest.is_empty()) {
+        (false, true) => format!("{head}, displaced by {}", list(&group(&new))),
+        (false, false) => format!(
+            "{head}, displaced by {}; also above it: {}",
+            list(&group(&new)),
+            list(&group(&rest))
+        ),
+        _ => format!("{head}, displaced by {}", list(&group(&rest))),
+    }
+}
+
+type Group<'a> = (Option<&'a str>, Option<&'a str>, Vec<&'a str>);
+
+/// Displacers grouped by batch, in order of each batch's first chunk; chunks of unknown
+/// batch form their own group.
+fn group<'a>(by: &[&'a Displacer]) -> Vec<Group<'a>> {
+    let mut groups: Vec<Group<'a>> = Vec::new();
+    for b in by {
+        let key = b.ingest_batch.as_deref();
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.2.push(&b.id),
+            None => groups.push((key, b.ingested_at.as_deref(), vec![&b.id])),
+        }
+    }
+    groups
 }
 
 /// The comparison for a terminal.
@@ -251,9 +294,13 @@ pub fn diagnosis_human(d: &RunsDiagnosis) -> String {
         out.push_str(&format!("      likely cause: {}\n", f.cause));
         for e in &f.entered {
             out.push_str(&format!(
-                "      {} (batch {}) entered since the last accepted run and outranks {} of {} at rank {}\n",
+                "      {} (batch {}{}) entered since the last accepted run and outranks {} of {} at rank {}\n",
                 e.id,
                 e.ingest_batch.as_deref().unwrap_or("unknown"),
+                e.ingested_at
+                    .as_deref()
+                    .map(|t| format!(", ingested {}", short_time(t)))
+                    .unwrap_or_default(),
                 e.expected,
                 e.case,
                 e.rank

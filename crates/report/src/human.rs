@@ -116,9 +116,15 @@ pub fn render(r: &ExamReport, color: bool) -> String {
                     let list: Vec<String> = f
                         .outranked_by
                         .iter()
-                        .map(|o| match &o.ingest_batch {
-                            Some(b) => format!("{}#{} ({b})", o.id, o.rank),
-                            None => format!("{}#{}", o.id, o.rank),
+                        .map(|o| match (&o.ingest_batch, &o.ingested_at) {
+                            (Some(b), Some(t)) => format!(
+                                "{}#{} ({b}, {})",
+                                o.id,
+                                o.rank,
+                                veredicto_core::compare::short_time(t)
+                            ),
+                            (Some(b), None) => format!("{}#{} ({b})", o.id, o.rank),
+                            (None, _) => format!("{}#{}", o.id, o.rank),
                         })
                         .collect();
                     details.push_str(&format!("      outranked by: {}\n", list.join(", ")));

@@ -186,9 +186,12 @@ pub struct Displacer {
     pub score: Option<f64>,
     /// From the new report's diagnosis, else from the corpus given to the comparison.
     pub ingest_batch: Option<String>,
+    /// When that batch was ingested (RFC 3339), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingested_at: Option<String>,
     /// `Some(true)` when the base run proves it was not above the expected chunk before
-    /// (nothing but expected chunks ranked above it then); `None` when the base report does
-    /// not tell.
+    /// (nothing but expected chunks ranked above it then, or its batch was not in the base
+    /// run's corpus); `None` when the base report does not tell.
     pub newly_above: Option<bool>,
 }
 
@@ -203,8 +206,7 @@ pub struct Displacement {
     /// Non-expected results above it now, when its new rank is known.
     pub above_now: Option<usize>,
     /// The chunks above it now, as far as the new report lists them (its diagnosis keeps at
-    /// most five per buried chunk, and only for failing cases whose chunk reached the
-    /// `embedding` check).
+    /// most ten per buried chunk of a failing case).
     pub by: Vec<Displacer>,
 }
 
@@ -297,11 +299,13 @@ pub(crate) fn outrankers<'a>(
         .flat_map(|f| f.outranked_by.iter())
 }
 
-/// The delta of one shared case. `corpus` fills in missing `ingest_batch`es.
+/// The delta of one shared case. `corpus` fills in missing `ingest_batch`es;
+/// `base_batches` are the batches the base run's corpus held (empty when it did not say).
 pub(crate) fn case_delta(
     base: &CaseResult,
     new: &CaseResult,
     corpus: Option<&Corpus>,
+    base_batches: &[crate::exam::CorpusBatch],
 ) -> CaseDelta {
     let (bm, nm) = paired_metrics(base, new);
     let k = bm.k.min(nm.k);
@@ -332,16 +336,29 @@ pub(crate) fn case_delta(
             let mut seen = BTreeSet::new();
             let by = outrankers(new, &e.id)
                 .filter(|o| seen.insert(o.id.clone()))
-                .map(|o| Displacer {
-                    id: o.id.clone(),
-                    rank: o.rank,
-                    score: o.score,
-                    ingest_batch: o.ingest_batch.clone().or_else(|| {
+                .map(|o| {
+                    let ingest_batch = o.ingest_batch.clone().or_else(|| {
                         corpus
                             .and_then(|c| c.get(&o.id))
                             .and_then(|c| c.ingest_batch.clone())
-                    }),
-                    newly_above: proven_new.then_some(true),
+                    });
+                    Displacer {
+                        id: o.id.clone(),
+                        rank: o.rank,
+                        score: o.score,
+                        ingested_at: o.ingested_at.clone().or_else(|| {
+                            let b = ingest_batch.as_deref()?;
+                            corpus?.batch_time(b).map(str::to_owned)
+                        }),
+                        // A chunk of a batch the base run's corpus did not hold was not there.
+                        newly_above: (proven_new
+                            || (!base_batches.is_empty()
+                                && ingest_batch
+                                    .as_deref()
+                                    .is_some_and(|b| !base_batches.iter().any(|x| x.name == b))))
+                        .then_some(true),
+                        ingest_batch,
+                    }
                 })
                 .collect();
             displaced.push(Displacement {

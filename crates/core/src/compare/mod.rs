@@ -31,7 +31,8 @@ pub use compat::{
     CaseChange, CaseK, Compatibility, GoldenDiff, KChange, PolicyDiff, SettingChange,
 };
 pub use patterns::{
-    diagnose_runs, DiagnoseOptions, EnteredChunk, Pattern, PatternFinding, RunsDiagnosis, Trend,
+    diagnose_runs, short_time, DiagnoseOptions, EnteredChunk, Pattern, PatternFinding,
+    RunsDiagnosis, Trend,
 };
 pub use stats::{Direction, Method, PermutationTest};
 
@@ -287,7 +288,7 @@ pub fn compare(base: &RecordedRun, new: &RecordedRun, opts: &CompareOptions<'_>)
         .collect();
     let deltas: Vec<CaseDelta> = shared
         .iter()
-        .map(|(b, n)| cases::case_delta(b, n, opts.corpus))
+        .map(|(b, n)| cases::case_delta(b, n, opts.corpus, &base.report.batches))
         .collect();
     let ids = |pred: &dyn Fn(&CaseDelta) -> bool| -> Vec<String> {
         deltas

@@ -129,6 +129,9 @@ pub struct EnteredChunk {
     pub rank: usize,
     pub score: Option<f64>,
     pub ingest_batch: Option<String>,
+    /// When its batch was ingested (RFC 3339), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingested_at: Option<String>,
     /// Its domain, from the corpus.
     pub domain: Option<String>,
     /// `Some(true)` when its batch entered after the last accepted run, `None` when that
@@ -496,18 +499,55 @@ fn noise_cause() -> String {
     "structural noise: generic descriptions, mixed chunks or loose facets (chapters 12, 10 and 9); calibrate the ceiling from the healthy cases' noise (see the noise calibration)".to_owned()
 }
 
-/// `YYYY-MM-DD` at the start of `s`, if any.
-fn date_prefix(s: &str) -> Option<&str> {
-    let d = s.get(..10)?;
-    let b = d.as_bytes();
-    let ok = b.iter().enumerate().all(|(i, c)| match i {
+/// `YYYY-MM-DDTHH:MM:SS` of an RFC 3339 time in UTC (`Z`), for ordering; `None` otherwise.
+fn utc_seconds(s: &str) -> Option<&str> {
+    let head = s.get(..19)?;
+    let b = head.as_bytes();
+    let shape = b.iter().enumerate().all(|(i, c)| match i {
         4 | 7 => *c == b'-',
+        10 => *c == b'T' || *c == b't',
+        13 | 16 => *c == b':',
         _ => c.is_ascii_digit(),
     });
-    ok.then_some(d)
+    (shape && (s.ends_with('Z') || s.ends_with('z'))).then_some(head)
+}
+
+/// `2025-11-14 17:20` from an RFC 3339 time in UTC, else the time as given.
+pub fn short_time(s: &str) -> String {
+    match utc_seconds(s) {
+        Some(t) => format!("{} {}", &t[..10], &t[11..16]),
+        None => s.to_owned(),
+    }
+}
+
+/// "batch `viernes` ingested 2025-11-14 17:20" (or "batches `a`, `b`") for the chunks known
+/// to have entered since the accepted run; `None` when none is.
+fn new_batches(entered: &[EnteredChunk]) -> Option<String> {
+    let batches: BTreeMap<&str, Option<&str>> = entered
+        .iter()
+        .filter(|e| e.entered_since == Some(true))
+        .filter_map(|e| Some((e.ingest_batch.as_deref()?, e.ingested_at.as_deref())))
+        .collect();
+    let items: Vec<String> = batches
+        .iter()
+        .map(|(b, at)| match at {
+            Some(t) => format!("`{b}` ingested {}", short_time(t)),
+            None => format!("`{b}`"),
+        })
+        .collect();
+    match items.len() {
+        0 => None,
+        1 => Some(format!("batch {}", items[0])),
+        _ => Some(format!("batches {}", items.join(", "))),
+    }
 }
 
 /// Regressions against the last accepted run (`acc` indexes `runs`; the newest is last).
+///
+/// Whether an outranking chunk's batch entered since the accepted run is told, in order:
+/// by the batches the accepted run (or an earlier one) read or listed (known → older); by
+/// the accepted run's own batch list when it has one (absent from it → new); else by the
+/// batch's ingest time against the accepted run's time (both UTC); else it is unknown.
 fn regressions(
     runs: &[RecordedRun],
     acc: usize,
@@ -518,22 +558,31 @@ fn regressions(
         return Vec::new();
     };
     let accepted = &runs[acc];
-    let acc_date = date_prefix(&accepted.meta.created_at);
-    // Batches seen outranking something at or before the accepted run existed then.
-    let old_batches: BTreeSet<&str> = runs[..=acc]
+    let acc_time = utc_seconds(&accepted.meta.created_at);
+    // Batches the accepted run or an earlier one read, or saw outranking something.
+    let mut old_batches: BTreeSet<&str> = runs[..=acc]
         .iter()
         .flat_map(|r| r.report.cases.iter())
         .flat_map(|c| c.diagnosis.iter())
         .flat_map(|f| f.outranked_by.iter())
         .filter_map(|o| o.ingest_batch.as_deref())
         .collect();
-    let entered_since = |batch: Option<&str>| -> Option<bool> {
+    old_batches.extend(
+        runs[..=acc]
+            .iter()
+            .flat_map(|r| r.report.batches.iter())
+            .map(|b| b.name.as_str()),
+    );
+    let accepted_knows_batches = !accepted.report.batches.is_empty();
+    let entered_since = |batch: Option<&str>, at: Option<&str>| -> Option<bool> {
         let b = batch?;
         if old_batches.contains(b) {
             return Some(false);
         }
-        let bd = date_prefix(b)?;
-        Some(bd >= acc_date?)
+        if accepted_knows_batches {
+            return Some(true);
+        }
+        Some(utc_seconds(at?)? >= acc_time?)
     };
     let batch_of = |id: &str, listed: Option<&String>| -> Option<String> {
         listed.cloned().or_else(|| {
@@ -541,6 +590,11 @@ fn regressions(
                 .and_then(|c| c.get(id))
                 .and_then(|c| c.ingest_batch.clone())
         })
+    };
+    let time_of = |batch: Option<&str>, listed: Option<&String>| -> Option<String> {
+        listed
+            .cloned()
+            .or_else(|| corpus?.batch_time(batch?).map(str::to_owned))
     };
     let domain_of = |id: &str| -> Option<String> {
         corpus
@@ -554,7 +608,8 @@ fn regressions(
     for c in &newest.report.cases {
         for o in c.diagnosis.iter().flat_map(|f| f.outranked_by.iter()) {
             let batch = batch_of(&o.id, o.ingest_batch.as_ref());
-            if entered_since(batch.as_deref()) == Some(true) {
+            let at = time_of(batch.as_deref(), o.ingested_at.as_ref());
+            if entered_since(batch.as_deref(), at.as_deref()) == Some(true) {
                 if let Some(d) = domain_of(&o.id) {
                     entered_domains.entry(d).or_default().insert(o.id.clone());
                 }
@@ -581,7 +636,8 @@ fn regressions(
         for e in distinct(&c.expected).filter(|e| !e.in_top_k) {
             for o in outrankers(c, &e.id) {
                 let batch = batch_of(&o.id, o.ingest_batch.as_ref());
-                let since = entered_since(batch.as_deref());
+                let ingested_at = time_of(batch.as_deref(), o.ingested_at.as_ref());
+                let since = entered_since(batch.as_deref(), ingested_at.as_deref());
                 if since == Some(false) || !seen.insert((e.id.clone(), o.id.clone())) {
                     continue;
                 }
@@ -592,6 +648,7 @@ fn regressions(
                     rank: o.rank,
                     score: o.score,
                     ingest_batch: batch,
+                    ingested_at,
                     domain: domain_of(&o.id),
                     entered_since: since,
                 });
@@ -622,27 +679,46 @@ fn regressions(
     }
     let describe = |entered: &[EnteredChunk]| -> String {
         if entered.is_empty() {
-            return "no outranking chunk of a new batch is listed (the diagnosis names outrankers only for buried chunks that reached the embedding check)".to_owned();
+            return "no outranking chunk of a new batch is listed".to_owned();
         }
-        let items: Vec<String> = entered
-            .iter()
-            .map(|e| {
-                format!(
-                    "{} (batch {}{}, rank {}) above {} in {}",
-                    e.id,
-                    e.ingest_batch.as_deref().unwrap_or("unknown"),
-                    if e.entered_since.is_none() {
-                        ", entry date unknown"
-                    } else {
-                        ""
-                    },
-                    e.rank,
-                    e.expected,
-                    e.case
-                )
+        // Grouped by batch (name order; unknown last), chunks in the order listed.
+        type Group = (Option<String>, Option<bool>, Vec<String>);
+        let mut groups: BTreeMap<(bool, String), Group> = BTreeMap::new();
+        for e in entered {
+            let key = (
+                e.ingest_batch.is_none(),
+                e.ingest_batch.clone().unwrap_or_default(),
+            );
+            let g =
+                groups
+                    .entry(key)
+                    .or_insert((e.ingested_at.clone(), e.entered_since, Vec::new()));
+            g.2.push(format!(
+                "{} (rank {}) above {} in {}",
+                e.id, e.rank, e.expected, e.case
+            ));
+        }
+        let parts: Vec<String> = groups
+            .into_iter()
+            .map(|((unknown, name), (at, since, items))| {
+                let batch = if unknown {
+                    "of unknown batch".to_owned()
+                } else {
+                    format!(
+                        "of batch `{name}`{}{}",
+                        at.map(|t| format!(" ingested {}", short_time(&t)))
+                            .unwrap_or_default(),
+                        if since.is_none() {
+                            ", entry time unknown"
+                        } else {
+                            ""
+                        }
+                    )
+                };
+                format!("{} chunk(s) {batch}: {}", items.len(), join(&items))
             })
             .collect();
-        format!("outranking them now: {}", join(&items))
+        format!("outranking them now: {}", parts.join("; "))
     };
     let since = format!(
         "the last accepted run {} ({})",
@@ -660,7 +736,10 @@ fn regressions(
                 join(&cases),
                 describe(&entered)
             ),
-            format!("regression by the latest ingestion: something new buried the old; review what entered since {since}"),
+            match new_batches(&entered) {
+                Some(b) => format!("regression by the latest ingestion: {b} buried the old; review what entered since {since}"),
+                None => format!("regression by the latest ingestion: something new buried the old; review what entered since {since}"),
+            },
             cases,
         );
         f.evidence = BTreeMap::from([("entered_outranking".to_owned(), entered.len() as f64)]);
@@ -683,7 +762,7 @@ fn regressions(
                 join(&cases),
                 describe(&entered)
             ),
-            format!("the latest ingestion into domain `{d}` buried its older chunks: check the classification of the new chunks against the old ones (a concept they share without labels or facets to tell them apart, chapter 9)"),
+            format!("the latest ingestion into domain `{d}`{} buried its older chunks: check the classification of the new chunks against the old ones (a concept they share without labels or facets to tell them apart, chapter 9)", new_batches(&entered).map(|b| format!(" ({b})")).unwrap_or_default()),
             cases,
         );
         f.domain = Some(d);

@@ -63,6 +63,11 @@ pub struct ExamReport {
     /// compares with the exact ranking of the same engine. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exactness: Option<Exactness>,
+    /// The ingestion batches of the corpus (or index) the exam read, when it read one:
+    /// a later comparison tells a batch that entered since this run from an older one by
+    /// this list, not by the batch's name or clock.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batches: Vec<CorpusBatch>,
     pub cases: Vec<CaseResult>,
 }
 
@@ -94,6 +99,18 @@ pub struct AnnLoss {
     pub exact_rank: usize,
     /// Its rank in the served results, `None` when not served within the depth.
     pub served_rank: Option<usize>,
+}
+
+/// One ingestion batch present in the corpus an exam read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorpusBatch {
+    /// The batch name (`ingest_batch`, or the index's `--batch-label`).
+    pub name: String,
+    /// When it was ingested (RFC 3339), when the source records it (the index does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingested_at: Option<String>,
+    /// Chunks of the corpus that belong to it.
+    pub chunks: usize,
 }
 
 /// One retrieval stage's quality at its own cut-off.
@@ -291,6 +308,7 @@ pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
         stages: Vec::new(),
         latency: BTreeMap::new(),
         exactness: None,
+        batches: input.corpus.map(Corpus::batches).unwrap_or_default(),
         cases,
     }
 }

@@ -362,7 +362,17 @@ pub fn section(c: &Comparison) -> String {
                                 .unwrap_or_default(),
                             b.ingest_batch
                                 .as_deref()
-                                .map(|v| format!(" · batch <code>{}</code>", escape(v)))
+                                .map(|v| format!(
+                                    " · batch <code>{}</code>{}",
+                                    escape(v),
+                                    b.ingested_at
+                                        .as_deref()
+                                        .map(|t| format!(
+                                            " ingested {}",
+                                            escape(&veredicto_core::compare::short_time(t))
+                                        ))
+                                        .unwrap_or_default()
+                                ))
                                 .unwrap_or_default(),
                             if b.newly_above == Some(true) {
                                 " <span class=\"tag warn\">new above</span>"
@@ -390,6 +400,17 @@ pub fn section(c: &Comparison) -> String {
             }
         }
         s.push_str("</tbody></table></div>\n");
+        // The same in one sentence per displaced chunk, new chunks first, by batch.
+        s.push_str("<ul class=\"small\">\n");
+        for d in c.cases.iter().filter(|d| !d.displaced.is_empty()) {
+            for x in &d.displaced {
+                s.push_str(&format!(
+                    "<li>{}</li>\n",
+                    escape(&crate::comparison::displacement(&d.id, x))
+                ));
+            }
+        }
+        s.push_str("</ul>\n");
     }
     s.push_str("</section>\n");
     s

@@ -57,8 +57,15 @@ fn finding_item(f: &Finding) -> String {
                 o.ingest_batch
                     .as_deref()
                     .map_or("<span class=\"muted\">—</span>".to_owned(), |b| format!(
-                        "<code>{}</code>",
-                        escape(b)
+                        "<code>{}</code>{}",
+                        escape(b),
+                        o.ingested_at
+                            .as_deref()
+                            .map(|t| format!(
+                                " <span class=\"muted\">{}</span>",
+                                escape(&veredicto_core::compare::short_time(t))
+                            ))
+                            .unwrap_or_default()
                     ))
             ));
         }
