@@ -151,8 +151,8 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
             let index = veredicto_index::Index::open(dir)?;
             let needs_model = cases.iter().any(|c| c.query_vector.is_none());
             let embedder = if needs_model {
-                let e = args.embedder.load()?;
-                index.check_model(&crate::models::index_fingerprint(e.as_ref()).hash)?;
+                let e = args.embedder.load_for_index(Some(dir))?;
+                crate::models::check_index_model(&index, e.as_ref())?;
                 Some(e)
             } else {
                 None

@@ -147,7 +147,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
 
     let embedder = match precomputed {
         Some(_) => None,
-        None => Some(args.embedder.load()?),
+        None => Some(args.embedder.load_for_index(Some(&args.index))?),
     };
     let (model, dimension) = match (&embedder, &precomputed) {
         (Some(e), _) => (index_fingerprint(e.as_ref()), e.dim()),
@@ -162,6 +162,9 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    if let (Some(old), Some(e), false) = (&old, &embedder, args.rebuild) {
+        crate::models::check_index_model(old, e.as_ref())?;
+    }
     let plan = Plan::new(
         old.as_ref(),
         inputs,
@@ -173,6 +176,9 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
         },
     )?;
     let to_embed = plan.to_embed();
+    let truncated = embedder
+        .as_ref()
+        .and_then(|e| crate::models::truncated(e.as_ref(), &to_embed));
     let vectors: Vec<Vec<f32>> = match (&embedder, &precomputed) {
         (_, Some(map)) => to_embed
             .iter()
@@ -212,6 +218,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
         "fingerprint": model.hash,
         "field": field.to_string(),
         "batch": batch.name,
+        "truncated": truncated.map(|t| serde_json::json!({"chunks": t.0, "max_tokens": t.1})),
     });
     let text = if args.json {
         format!("{}\n", serde_json::to_string_pretty(&summary)?)
@@ -228,7 +235,12 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
             model.value.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
             field,
             batch.name
-        )
+        ) + &match truncated {
+            Some((n, max)) if n > 0 => format!(
+                "{n} of {embedded} embedded chunks are longer than {max} tokens and were embedded truncated to their first {max} tokens\n"
+            ),
+            _ => String::new(),
+        }
     };
     crate::output::print_stdout(&text)?;
     Ok(ExitCode::SUCCESS)

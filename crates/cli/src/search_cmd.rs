@@ -1,6 +1,6 @@
 //! `veredicto search`: one query against the index, exact top-k.
 
-use crate::models::{index_fingerprint, EmbedderArgs};
+use crate::models::EmbedderArgs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use veredicto_embed::TextKind;
@@ -29,8 +29,8 @@ pub struct SearchArgs {
 
 pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
     let index = Index::open(&args.index)?;
-    let embedder = args.embedder.load()?;
-    index.check_model(&index_fingerprint(embedder.as_ref()).hash)?;
+    let embedder = args.embedder.load_for_index(Some(&args.index))?;
+    crate::models::check_index_model(&index, embedder.as_ref())?;
     let filter = if args.filter.is_empty() {
         None
     } else {

@@ -42,6 +42,7 @@ pub struct LocalEmbedder {
     pooling: Pooling,
     batch_size: usize,
     pool: Option<rayon::ThreadPool>,
+    folder: PathBuf,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -214,6 +215,7 @@ impl LocalEmbedder {
             pooling,
             batch_size,
             pool: thread_pool(opts.threads)?,
+            folder: dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
         })
     }
 
@@ -292,6 +294,10 @@ impl Embedder for LocalEmbedder {
 
     fn dim(&self) -> usize {
         self.fingerprint.dim
+    }
+
+    fn folder(&self) -> Option<&Path> {
+        Some(&self.folder)
     }
 
     fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>, EmbedError> {

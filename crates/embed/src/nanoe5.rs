@@ -69,6 +69,7 @@ pub struct E5Embedder {
     fingerprint: ModelFingerprint,
     batch_size: usize,
     pool: Option<rayon::ThreadPool>,
+    folder: PathBuf,
 }
 
 impl std::fmt::Debug for E5Embedder {
@@ -984,6 +985,7 @@ impl E5Embedder {
             fingerprint,
             batch_size,
             pool: thread_pool(opts.threads)?,
+            folder: dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
         })
     }
 
@@ -1042,6 +1044,10 @@ impl Embedder for E5Embedder {
 
     fn token_count(&self, text: &str, kind: TextKind) -> Option<usize> {
         Some(self.token_ids(text, kind).1)
+    }
+
+    fn folder(&self) -> Option<&Path> {
+        Some(&self.folder)
     }
 }
 
