@@ -38,6 +38,8 @@ pub struct LocalEmbedderOptions {
 pub struct LocalEmbedder {
     encoder: Encoder,
     tokenizer: Tok,
+    /// The same tokenizer without truncation, to count a text's tokens.
+    counter: Tok,
     fingerprint: ModelFingerprint,
     pooling: Pooling,
     batch_size: usize,
@@ -182,6 +184,11 @@ impl LocalEmbedder {
         let pooling = opts.pooling.or(st.pooling).unwrap_or(Pooling::Mean);
         let normalize = opts.normalize.or(st.normalize).unwrap_or(false);
         let tokenizer = Tok::from_bytes(&files.tokenizer_path, &files.tokenizer_bytes, max_tokens)?;
+        let counter = Tok::from_bytes(
+            &files.tokenizer_path,
+            &files.tokenizer_bytes,
+            usize::MAX / 2,
+        )?;
         let encoder = Encoder::load(cfg, &files.weights)?;
         let name = opts.name.clone().unwrap_or_else(|| {
             dir.canonicalize()
@@ -211,6 +218,7 @@ impl LocalEmbedder {
         Ok(LocalEmbedder {
             encoder,
             tokenizer,
+            counter,
             fingerprint,
             pooling,
             batch_size,
@@ -298,6 +306,12 @@ impl Embedder for LocalEmbedder {
 
     fn folder(&self) -> Option<&Path> {
         Some(&self.folder)
+    }
+
+    fn token_count(&self, text: &str, kind: TextKind) -> Option<usize> {
+        let input = format!("{}{text}", self.prefix(kind));
+        let mut ids = self.counter.encode(vec![input]).ok()?;
+        ids.pop().map(|e| e.ids.len())
     }
 
     fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>, EmbedError> {

