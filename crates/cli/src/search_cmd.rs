@@ -1,6 +1,6 @@
 //! `veredicto search`: one query against the index, exact top-k.
 
-use crate::models::{index_fingerprint, EmbedderArgs};
+use crate::models::EmbedderArgs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use veredicto_embed::TextKind;
@@ -50,8 +50,10 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
         Some(Filter::parse_all(args.filter.iter().map(String::as_str))?)
     };
     let index = Index::open(&dir)?;
-    let embedder = args.embedder.load_with(Some(args.net.embedder_net()))?;
-    index.check_model(&index_fingerprint(embedder.as_ref()).hash)?;
+    let embedder = args
+        .embedder
+        .load_for_index(Some(&dir), Some(args.net.embedder_net()))?;
+    crate::models::check_index_model(&index, embedder.as_ref())?;
     let vector = embedder
         .embed(&[args.query.as_str()], TextKind::Query)?
         .pop()

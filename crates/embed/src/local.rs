@@ -38,10 +38,13 @@ pub struct LocalEmbedderOptions {
 pub struct LocalEmbedder {
     encoder: Encoder,
     tokenizer: Tok,
+    /// The same tokenizer without truncation, to count a text's tokens.
+    counter: Tok,
     fingerprint: ModelFingerprint,
     pooling: Pooling,
     batch_size: usize,
     pool: Option<rayon::ThreadPool>,
+    folder: PathBuf,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -181,6 +184,11 @@ impl LocalEmbedder {
         let pooling = opts.pooling.or(st.pooling).unwrap_or(Pooling::Mean);
         let normalize = opts.normalize.or(st.normalize).unwrap_or(false);
         let tokenizer = Tok::from_bytes(&files.tokenizer_path, &files.tokenizer_bytes, max_tokens)?;
+        let counter = Tok::from_bytes(
+            &files.tokenizer_path,
+            &files.tokenizer_bytes,
+            usize::MAX / 2,
+        )?;
         let encoder = Encoder::load(cfg, &files.weights)?;
         let name = opts.name.clone().unwrap_or_else(|| {
             dir.canonicalize()
@@ -210,10 +218,12 @@ impl LocalEmbedder {
         Ok(LocalEmbedder {
             encoder,
             tokenizer,
+            counter,
             fingerprint,
             pooling,
             batch_size,
             pool: thread_pool(opts.threads)?,
+            folder: dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
         })
     }
 
@@ -292,6 +302,16 @@ impl Embedder for LocalEmbedder {
 
     fn dim(&self) -> usize {
         self.fingerprint.dim
+    }
+
+    fn folder(&self) -> Option<&Path> {
+        Some(&self.folder)
+    }
+
+    fn token_count(&self, text: &str, kind: TextKind) -> Option<usize> {
+        let input = format!("{}{text}", self.prefix(kind));
+        let mut ids = self.counter.encode(vec![input]).ok()?;
+        ids.pop().map(|e| e.ids.len())
     }
 
     fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>, EmbedError> {

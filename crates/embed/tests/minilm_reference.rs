@@ -129,3 +129,22 @@ fn minilm_is_independent_of_batching_and_threads() {
         assert_eq!(alone[0], whole[i], "{:?} alone", texts[i]);
     }
 }
+
+#[test]
+fn minilm_counts_tokens_before_truncation() {
+    let e = load(LocalEmbedderOptions::default());
+    let r = reference();
+    let mut long = 0;
+    for c in r["cases"].as_array().unwrap() {
+        let text = c["text"].as_str().unwrap();
+        let ids = c["ids"].as_array().unwrap().len();
+        let n = e.token_count(text, TextKind::Passage).unwrap();
+        if ids < 256 {
+            assert_eq!(n, ids, "{text}");
+        } else {
+            assert!(n > 256, "{n} tokens for the long text");
+            long += 1;
+        }
+    }
+    assert_eq!(long, 1);
+}
