@@ -91,7 +91,7 @@ pub fn members_of(files: &Files) -> Members {
 }
 
 /// Why `p` may not be a member path, if it may not: members are relative `/`-separated paths
-/// of normal components (no empty, `.` or `..` component, no leading `/`, no backslash, no
+/// of normal components (no empty, `.` or `..` component on either side of a `/` or `\`, no leading `/`, no
 /// control character), at most 1024 bytes. Every path written or read is checked, so that
 /// nothing is written outside the target and nothing is read ambiguously.
 pub fn unsafe_member_path(p: &str) -> Option<String> {
@@ -101,12 +101,15 @@ pub fn unsafe_member_path(p: &str) -> Option<String> {
         "longer than 1024 bytes"
     } else if p.starts_with('/') {
         "absolute path"
-    } else if p.contains('\\') {
-        "contains a backslash"
     } else if p.chars().any(char::is_control) {
         "contains a control character"
-    } else if p.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
-        "has an empty, `.` or `..` component"
+    } else if p
+        .split(['/', '\\'])
+        .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        // A backslash is part of a file name here, but a separator where the package may be
+        // unpacked (Windows): no `..` may hide behind one either.
+        "has an empty, `.` or `..` component (with `/` or `\\` as separator)"
     } else {
         return None;
     };
