@@ -82,7 +82,7 @@ impl HistoryArgs {
 
     /// Opens an existing history for commands that only read (works in a read-only folder).
     pub fn open_read_only(&self) -> anyhow::Result<History> {
-        Ok(History::open_spec_existing(self.history.as_str())?)
+        Ok(History::open_spec_read_only(self.history.as_str())?)
     }
 }
 

@@ -242,8 +242,18 @@ impl History {
         }
     }
 
-    /// [`History::open_spec`] for commands that only read: a file must exist already.
+    /// [`History::open_spec`] for an existing history: a file must exist already.
     pub fn open_spec_existing(spec: &str) -> Result<History, StoreError> {
+        if is_postgres_url(spec) {
+            Ok(History::from(PgHistory::connect(spec)?))
+        } else {
+            History::open_existing(Path::new(spec))
+        }
+    }
+
+    /// [`History::open_spec_existing`] for commands that only read: a file is opened
+    /// read-only (it works in a read-only folder and changes nothing).
+    pub fn open_spec_read_only(spec: &str) -> Result<History, StoreError> {
         if is_postgres_url(spec) {
             Ok(History::from(PgHistory::connect(spec)?))
         } else {
