@@ -1,5 +1,5 @@
-//! `veredicto audit`: grounding audit of recorded answers (SPEC §7). Thin: resolves the
-//! arguments and calls `veredicto-grounding`. Exit 0 ok, 1 policy missed / package differs,
+//! `veredicto audit`: grounding audit of recorded answers. Thin: resolves the
+//! arguments, calls `veredicto-grounding`, renders with `veredicto_report::audit` and prints. Exit 0 ok, 1 policy missed / package differs,
 //! 2 error (returned as `Err`).
 
 use crate::audit_target::{self as target, Target};
@@ -419,7 +419,7 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
             "id": m.id, "created_at": m.created_at, "label": m.label, "replay_of": m.replay_of,
             "cases_sha256": m.cases_sha256, "recorded_by": m.tool_version,
             "git_revision": m.git_revision,
-            "compared_with": previous.as_ref().map(|p| p.run_meta().map_or_else(|| p.origin.clone(), |m| m.id.clone())),
+            "compared_with": previous.as_ref().map(|p| p.reference()),
         })
     });
     let created = a
@@ -543,7 +543,12 @@ fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let reopened = g::reopened_absences(&t.set, &new);
     print(
         a.json,
-        &report::impact_json(&hits, &reopened, &t.origin, &a.sources.display().to_string()),
+        &report::impact_json(
+            &hits,
+            &reopened,
+            &t.origin,
+            &a.sources.display().to_string(),
+        ),
         &report::impact_human(&hits, &reopened),
     )?;
     Ok(if hits.is_empty() && reopened.is_empty() {
@@ -663,7 +668,11 @@ impl g::NliModel for Nli {
     fn labels(&self) -> &[String] {
         self.0.labels()
     }
-    fn logits(&self, premise: &str, hypothesis: &str) -> Result<Option<Vec<f32>>, g::suggest::ModelError> {
+    fn logits(
+        &self,
+        premise: &str,
+        hypothesis: &str,
+    ) -> Result<Option<Vec<f32>>, g::suggest::ModelError> {
         Ok(self.0.logits(premise, &[hypothesis])?.into_iter().next())
     }
 }
@@ -688,7 +697,13 @@ fn nli_suggestions(
             .unwrap_or_default()
     );
     let name = dir.display().to_string();
-    Ok(g::nli_suggestions(&t.set, &Nli(model), &name, &model_id, time)?)
+    Ok(g::nli_suggestions(
+        &t.set,
+        &Nli(model),
+        &name,
+        &model_id,
+        time,
+    )?)
 }
 
 /// An OpenAI-compatible chat client, for `veredicto_grounding::judge_suggestions`.

@@ -1,6 +1,8 @@
-//! Grounding audit (SPEC §7, seeds 002 and 004): frozen cases, per-claim association and
-//! support verdicts with reasons, grounding measures, evidence sheets, append-only reviews
-//! and hashed audit packages. No clock, no environment: callers pass times and versions.
+//! Grounding audit: frozen cases, per-claim association and support verdicts with reasons,
+//! grounding measures, the `check` gate, model suggestions, evidence sheets, append-only
+//! reviews and hashed audit packages, over a case file or a recorded run ([`AuditTarget`]).
+//! No clock, no environment: callers pass times and versions. `veredicto-report`'s `audit`
+//! module renders the results; `docs/grounding.md` shows the API in use.
 
 mod absence;
 mod agreement;
@@ -60,10 +62,9 @@ pub use scifact::scifact_cases;
 pub use sheet::{build_sheet, effective_support, to_csv, to_html, to_json, to_markdown, SheetRow};
 
 pub use suggest::{
-    append_suggestions, argmax, judge_suggestions, label_to_support, nli_inputs,
-    nli_suggestions, read_suggestion_log, read_suggestions, softmax, suggestion_log_path,
-    suggestion_pairs, Judge, JudgeOutcome, JudgeReply, NliModel, SuggestError,
-    SuggestionRecord, NLI_METHOD,
+    append_suggestions, argmax, judge_suggestions, label_to_support, nli_inputs, nli_suggestions,
+    read_suggestion_log, read_suggestions, softmax, suggestion_log_path, suggestion_pairs, Judge,
+    JudgeOutcome, JudgeReply, NliModel, SuggestError, SuggestionRecord, NLI_METHOD,
 };
 pub use target::{AuditTarget, TargetError};
 

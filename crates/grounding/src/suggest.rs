@@ -443,7 +443,10 @@ cases:
         let out = judge_suggestions(&set(), &j, "m", "http://127.0.0.1:1/v1", "T").unwrap();
         assert_eq!(out.records.len(), 1);
         let r = &out.records[0];
-        assert_eq!((r.claim.as_str(), r.suggestion), ("A-1", Support::Supported));
+        assert_eq!(
+            (r.claim.as_str(), r.suggestion),
+            ("A-1", Support::Supported)
+        );
         assert_eq!(r.model, "m @ http://127.0.0.1:1/v1");
         assert_eq!(r.score(), Some(0.9));
         assert_eq!(r.method, crate::judge::judge_method());

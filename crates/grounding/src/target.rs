@@ -155,11 +155,10 @@ impl AuditTarget {
         let run = history.audit_run(reference)?;
         let id = run.meta.id.clone();
         let origin = format!("audit run {id} ({})", run.meta.cases_name);
-        let text =
-            String::from_utf8(run.cases.clone()).map_err(|error| TargetError::NotUtf8 {
-                origin: origin.clone(),
-                error,
-            })?;
+        let text = String::from_utf8(run.cases.clone()).map_err(|error| TargetError::NotUtf8 {
+            origin: origin.clone(),
+            error,
+        })?;
         // Messages name the run and the file; the extension picks YAML or JSON.
         let label = PathBuf::from(format!("run {id}/{}", run.meta.cases_name));
         let set = parse_cases(&label, &text)?;
@@ -191,7 +190,11 @@ impl AuditTarget {
     }
 
     /// Every review and suggestion must be of a claim of the cases.
-    fn check_claims(&self, reviews_origin: &str, suggestions_origin: &str) -> Result<(), TargetError> {
+    fn check_claims(
+        &self,
+        reviews_origin: &str,
+        suggestions_origin: &str,
+    ) -> Result<(), TargetError> {
         let unknown = |origin: &str, i: usize, what: &'static str, claim: &str| {
             (self.claim(claim).is_none()).then(|| TargetError::UnknownClaim {
                 origin: origin.into(),
@@ -270,7 +273,8 @@ impl AuditTarget {
                 })
             }
             RecordStore::Run { history, meta } => {
-                history.append_audit_records(&meta.id, &to_lines(AuditRecordKind::Review, recs)?)?;
+                history
+                    .append_audit_records(&meta.id, &to_lines(AuditRecordKind::Review, recs)?)?;
                 Ok(run_place(history, meta))
             }
         }
@@ -369,7 +373,10 @@ fn read_optional(path: &Path, complete_len: u64) -> Result<Option<Vec<u8>>, Targ
     }
 }
 
-fn parse_records<T: DeserializeOwned>(origin: &str, lines: &[String]) -> Result<Vec<T>, TargetError> {
+fn parse_records<T: DeserializeOwned>(
+    origin: &str,
+    lines: &[String],
+) -> Result<Vec<T>, TargetError> {
     lines
         .iter()
         .enumerate()
@@ -480,7 +487,10 @@ cases:
         let dir = tempfile::tempdir().unwrap();
         let p = write_cases(dir.path());
         let t = AuditTarget::from_file(&p).unwrap();
-        assert_eq!((t.origin.as_str(), t.name.as_str()), (p.to_str().unwrap(), "cases.yaml"));
+        assert_eq!(
+            (t.origin.as_str(), t.name.as_str()),
+            (p.to_str().unwrap(), "cases.yaml")
+        );
         assert!(t.reviews.is_empty() && t.raw_reviews.is_none() && t.run_meta().is_none());
         let c = t.counts();
         assert_eq!((c.cases, c.answers, c.claims, c.abstentions), (1, 2, 1, 1));
@@ -507,7 +517,10 @@ cases:
         let t = AuditTarget::from_file(&p).unwrap();
         assert_eq!(t.reviews.len(), 1);
         assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
-        assert_eq!(t.raw_reviews.as_deref(), Some(format!("{line}\n").as_bytes()));
+        assert_eq!(
+            t.raw_reviews.as_deref(),
+            Some(format!("{line}\n").as_bytes())
+        );
 
         std::fs::write(&log, format!("{}\n", line.replace("A-1", "Z-9"))).unwrap();
         let e = AuditTarget::from_file(&p).err().expect("unknown claim");
@@ -522,15 +535,27 @@ cases:
         let dir = tempfile::tempdir().unwrap();
         let p = write_cases(dir.path());
         let file = AuditTarget::from_file(&p).unwrap();
-        file.append_reviews(&[review(&file.set, "A-1", "ana")]).unwrap();
+        file.append_reviews(&[review(&file.set, "A-1", "ana")])
+            .unwrap();
         let file = AuditTarget::from_file(&p).unwrap();
         let db = dir.path().join("history.db");
         let h = History::open(&db).unwrap();
         let id = h
-            .record_audit_run(&meta(&file), &file.bytes, Some(b"notes"), &file.raw_records())
+            .record_audit_run(
+                &meta(&file),
+                &file.bytes,
+                Some(b"notes"),
+                &file.raw_records(),
+            )
             .unwrap();
         let note = file.recorded_elsewhere(&h, "history.db").expect("note");
-        assert!(note.starts_with(&format!("note: {} is recorded as audit run {id} in history.db", p.display())), "{note}");
+        assert!(
+            note.starts_with(&format!(
+                "note: {} is recorded as audit run {id} in history.db",
+                p.display()
+            )),
+            "{note}"
+        );
 
         let run = AuditTarget::from_run(History::open_existing(&db).unwrap(), "latest").unwrap();
         assert_eq!(run.origin, format!("audit run {id} (cases.yaml)"));
@@ -538,10 +563,16 @@ cases:
         assert_eq!(run.reviews, file.reviews, "records carried into the run");
         assert_eq!(run.notes.as_deref(), Some(&b"notes"[..]));
         assert!(run.recorded_elsewhere(&h, "history.db").is_none());
-        let a = run.append_reviews(&[review(&run.set, "A-1", "bea")]).unwrap();
+        let a = run
+            .append_reviews(&[review(&run.set, "A-1", "bea")])
+            .unwrap();
         assert_eq!(a.place, format!("audit run {id} in {}", db.display()));
         let run = AuditTarget::from_run(History::open_existing(&db).unwrap(), &id[..8]).unwrap();
         assert_eq!(run.reviews.len(), 2);
-        assert_eq!(AuditTarget::from_file(&p).unwrap().reviews.len(), 1, "the file's log is untouched");
+        assert_eq!(
+            AuditTarget::from_file(&p).unwrap().reviews.len(),
+            1,
+            "the file's log is untouched"
+        );
     }
 }

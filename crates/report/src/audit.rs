@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use veredicto_grounding::{
-    Agreement, CheckOutcome, Comparison, Impact, ReopenedAbsence, Support, SuggestionRecord,
+    Agreement, CheckOutcome, Comparison, Impact, ReopenedAbsence, SuggestionRecord, Support,
     Verification, VERDICTS,
 };
 use veredicto_store::AuditRunSummary;

@@ -81,7 +81,10 @@ fn regex_escape(s: &str) -> String {
     s.chars()
         .flat_map(|c| {
             let special = "\\.+*?()|[]{}^$#&-~".contains(c);
-            special.then_some('\\').into_iter().chain(std::iter::once(c))
+            special
+                .then_some('\\')
+                .into_iter()
+                .chain(std::iter::once(c))
         })
         .collect()
 }
@@ -155,7 +158,10 @@ fn check_json_of_a_recorded_run_and_the_run_listing() {
         insta::assert_json_snapshot!("check_json_run", json);
         insta::assert_snapshot!("runs_human", audit::runs_human(&list, "history.db"));
     });
-    assert_eq!(out, check(&file.set, &file.reviews, &CheckOptions::default()));
+    assert_eq!(
+        out,
+        check(&file.set, &file.reviews, &CheckOptions::default())
+    );
 }
 
 #[test]
