@@ -177,3 +177,29 @@ fn check_json_is_byte_identical_for_the_same_input() {
     assert_eq!(a, b);
     assert!(a.ends_with("}\n"));
 }
+
+/// The worked example's replay and its source change: compare and impact, human and JSON.
+#[test]
+fn compare_and_impact_of_the_q017_example() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grounding");
+    let base = AuditTarget::from_file(&dir.join("q017.yaml")).unwrap();
+    let new = AuditTarget::from_file(&dir.join("q017-replay.yaml")).unwrap();
+    let c = veredicto_grounding::compare(&base.set, &base.reviews, &new.set, &new.reviews);
+    let sources = veredicto_grounding::load_sources(&dir.join("q017-sources-v5.yaml")).unwrap();
+    let hits = veredicto_grounding::impact(&base.set, &sources);
+    let reopened = veredicto_grounding::reopened_absences(&base.set, &sources);
+    let mut s = insta::Settings::clone_current();
+    s.add_filter(&regex_escape(&dir.display().to_string()), "[EXAMPLES]");
+    s.set_prepend_module_to_snapshot(false);
+    s.bind(|| {
+        insta::assert_snapshot!(
+            "compare_human",
+            audit::comparison_human(&c, &base.origin, &new.origin)
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&audit::comparison_json(&c, "q017.yaml", "q017-replay.yaml"))
+                .unwrap();
+        insta::assert_json_snapshot!("compare_json", json);
+        insta::assert_snapshot!("impact_human", audit::impact_human(&hits, &reopened));
+    });
+}
