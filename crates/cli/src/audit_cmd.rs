@@ -399,47 +399,23 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let t = target::open(&a.target, h)?;
     // The previous recording: as asked, else (for a run) the run it replays or the
     // previous run of the same case file.
-    let previous = match (&a.previous, t.run_meta(), t.history()) {
-        (Some(p), _, _) => Some(target::open(p, h)?),
-        (None, Some(meta), Some(history)) => match history.previous_audit_run(&meta.id)? {
+    let previous = match &a.previous {
+        Some(p) => Some(target::open(p, h)?),
+        None => match t.default_previous()? {
             Some(id) => Some(Target::from_run(h.open_existing()?, &id)?),
             None => None,
         },
-        _ => None,
     };
-    let comparison = previous
-        .as_ref()
-        .map(|b| g::compare(&b.set, &b.reviews, &t.set, &t.reviews));
     let notes = match &a.notes {
         Some(p) => Some(std::fs::read(p).with_context(|| p.display().to_string())?),
-        None => t.notes.clone(),
+        None => None,
     };
-    let run = t.run_meta().map(|m| {
-        serde_json::json!({
-            "id": m.id, "created_at": m.created_at, "label": m.label, "replay_of": m.replay_of,
-            "cases_sha256": m.cases_sha256, "recorded_by": m.tool_version,
-            "git_revision": m.git_revision,
-            "compared_with": previous.as_ref().map(|p| p.reference()),
-        })
-    });
-    let created = a
-        .created
-        .clone()
-        .or_else(|| t.run_meta().map(|m| m.created_at.clone()));
-    let files = g::build_package(&g::PackageInputs {
-        cases_name: &t.name,
-        cases_bytes: &t.bytes,
-        set: &t.set,
-        reviews_bytes: t.raw_reviews.as_deref(),
-        reviews: &t.reviews,
-        suggestions_bytes: t.raw_suggestions.as_deref(),
-        suggestions: &t.suggestions,
-        run,
-        notes: notes.as_deref(),
-        tool_version: env!("CARGO_PKG_VERSION"),
-        created: created.as_deref(),
-        comparison: comparison.as_ref(),
-    })?;
+    let files = t.package_files(
+        previous.as_ref(),
+        notes.as_deref(),
+        a.created.as_deref(),
+        env!("CARGO_PKG_VERSION"),
+    )?;
     let out = a.out.to_string_lossy();
     if out.ends_with(".tar.gz") || out.ends_with(".tgz") {
         let b = g::tar_gz(&files)?;

@@ -343,6 +343,53 @@ impl AuditTarget {
         }
     }
 
+    /// The recording a package of this run compares with when none is given: the run it
+    /// replays, else the previous run of the same case file (`None` for a case file).
+    pub fn default_previous(&self) -> Result<Option<String>, TargetError> {
+        match (self.run_meta(), self.history()) {
+            (Some(meta), Some(history)) => Ok(history.previous_audit_run(&meta.id)?),
+            _ => Ok(None),
+        }
+    }
+
+    /// The files of an audit package of this target (see [`crate::build_package`]):
+    /// `previous` gives `comparison.json`; `notes` default to the run's; `created` defaults
+    /// to the run's recording time (none for a case file, so that its packages are
+    /// byte-identical).
+    pub fn package_files(
+        &self,
+        previous: Option<&AuditTarget>,
+        notes: Option<&[u8]>,
+        created: Option<&str>,
+        tool_version: &str,
+    ) -> Result<crate::package::Files, GroundingError> {
+        let comparison =
+            previous.map(|b| crate::compare::compare(&b.set, &b.reviews, &self.set, &self.reviews));
+        let run = self.run_meta().map(|m| {
+            serde_json::json!({
+                "id": m.id, "created_at": m.created_at, "label": m.label, "replay_of": m.replay_of,
+                "cases_sha256": m.cases_sha256, "recorded_by": m.tool_version,
+                "git_revision": m.git_revision,
+                "compared_with": previous.map(|p| p.reference()),
+            })
+        });
+        let created = created.or_else(|| self.run_meta().map(|m| m.created_at.as_str()));
+        crate::bundle::build_package(&crate::bundle::PackageInputs {
+            cases_name: &self.name,
+            cases_bytes: &self.bytes,
+            set: &self.set,
+            reviews_bytes: self.raw_reviews.as_deref(),
+            reviews: &self.reviews,
+            suggestions_bytes: self.raw_suggestions.as_deref(),
+            suggestions: &self.suggestions,
+            run,
+            notes: notes.or(self.notes.as_deref()),
+            tool_version,
+            created,
+            comparison: comparison.as_ref(),
+        })
+    }
+
     /// The claim with this ID.
     pub fn claim(&self, id: &str) -> Option<&Claim> {
         self.set
@@ -573,6 +620,43 @@ cases:
             AuditTarget::from_file(&p).unwrap().reviews.len(),
             1,
             "the file's log is untouched"
+        );
+    }
+
+    #[test]
+    fn a_run_packages_with_the_run_before_it_and_a_case_file_without() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_cases(dir.path());
+        let file = AuditTarget::from_file(&p).unwrap();
+        assert_eq!(file.default_previous().unwrap(), None);
+        let files = file.package_files(None, None, None, "t").unwrap();
+        assert!(!files.contains_key("comparison.json"));
+        assert_eq!(
+            files,
+            file.package_files(None, None, None, "t").unwrap(),
+            "deterministic"
+        );
+
+        let db = dir.path().join("history.db");
+        let h = History::open(&db).unwrap();
+        let first = h
+            .record_audit_run(&meta(&file), &file.bytes, None, &[])
+            .unwrap();
+        let second = h
+            .record_audit_run(&meta(&file), &file.bytes, None, &[])
+            .unwrap();
+        let run = AuditTarget::from_run(History::open_existing(&db).unwrap(), &second).unwrap();
+        assert_eq!(run.default_previous().unwrap(), Some(first.clone()));
+        let prev = AuditTarget::from_run(History::open_existing(&db).unwrap(), &first).unwrap();
+        let files = run
+            .package_files(Some(&prev), Some(b"n"), None, "t")
+            .unwrap();
+        assert!(files.contains_key("comparison.json"));
+        assert_eq!(files.get("notes.md").map(Vec::as_slice), Some(&b"n"[..]));
+        let version = String::from_utf8(files["version.json"].clone()).unwrap();
+        assert!(
+            version.contains(&format!("\"compared_with\": \"{first}\"")),
+            "{version}"
         );
     }
 }
