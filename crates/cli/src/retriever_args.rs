@@ -99,15 +99,8 @@ pub fn load_embedder(
     net: &NetArgs,
     cases: &[veredicto_core::case::Case],
 ) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
-    use veredicto_retrieve::Vectors;
-    let missing = cases.iter().any(|c| c.query_vector.is_none());
     let explicit = args.embedder.is_some() || args.model.is_some();
-    let load = match retriever.vectors() {
-        Vectors::Never => false,
-        Vectors::Optional => explicit,
-        Vectors::Required => missing,
-    };
-    if !load {
+    if !veredicto_retrieve::conclude::needs_embedder(retriever, cases, explicit) {
         return Ok(None);
     }
     // The own index remembers the model it was built with.

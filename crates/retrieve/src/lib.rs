@@ -3,7 +3,9 @@
 //! (an HTTP search service, a command, pgvector, OpenSearch / Elasticsearch, Qdrant), and
 //! the exam pipeline over it ([`exam`]): embedding the queries when the retriever needs
 //! vectors, running the cases with bounded concurrency, per-stage latency, the optional
-//! rerank stage and the exactness check (is it the embedding or the ANN index?).
+//! rerank stage and the exactness check (is it the embedding or the ANN index?), and the
+//! whole exam as one call ([`run_exam`]: recording, comparison with a baseline, the
+//! decision).
 //!
 //! A retriever is chosen by a URI ([`open`]); the scheme names the backend:
 //!
@@ -29,6 +31,7 @@ use veredicto_core::case::Corpus;
 use veredicto_core::run::Run;
 
 pub mod cmd;
+pub mod conclude;
 pub mod engines;
 pub mod exam;
 pub mod http;
@@ -38,6 +41,7 @@ pub mod pgvector;
 pub mod run_file;
 mod uri;
 
+pub use conclude::{run_exam, ExamError, ExamOutcome, ExamRequest};
 pub use uri::open;
 
 /// What the pipeline asks a retriever for one case.
