@@ -155,17 +155,22 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         (_, _, Some(uri)) => uri.clone(),
         _ => anyhow::bail!("give --retriever URI, --index DIR or --run FILE"),
     };
+    // One total deadline for every request of the run: retriever, embedder, reranker.
+    let deadline = args.net.total_deadline();
     let retriever = veredicto_retrieve::open(&uri, &args.net.options()?)?;
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
         &args.embedder,
         &args.net,
+        deadline,
         &cases,
     )?;
     let reranker = match &args.rerank {
         Some(spec) => Some(crate::models::load_reranker(
             spec,
             &args.embedder.api_key_env,
+            Some(args.net.embedder_net()),
+            Some(deadline),
         )?),
         None => None,
     };

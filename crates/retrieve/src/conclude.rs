@@ -431,3 +431,282 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
         notices,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Hit, Ranking, Request, Vectors};
+    use std::cell::RefCell;
+
+    /// A retriever that answers each case with a fixed list, and fails for `fail`.
+    struct Fixed {
+        lists: BTreeMap<String, Vec<&'static str>>,
+        fail: Option<&'static str>,
+    }
+
+    impl Retriever for Fixed {
+        fn describe(&self) -> String {
+            veredicto_core::redact::url("http://user:hunter2@search.local/q?api_key=s3cret")
+        }
+        fn kind(&self) -> &'static str {
+            "http"
+        }
+        fn vectors(&self) -> Vectors {
+            Vectors::Optional
+        }
+        fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError> {
+            if self.fail == Some(request.case_id) {
+                return Err(RetrieveError::Case {
+                    uri: self.describe(),
+                    reason: "HTTP 503: busy (3 attempts over 1 s)".into(),
+                });
+            }
+            let hits = self.lists[request.case_id]
+                .iter()
+                .map(|id| Hit {
+                    id: (*id).to_owned(),
+                    score: None,
+                })
+                .collect();
+            Ok(Ranking {
+                hits,
+                known: BTreeMap::new(),
+            })
+        }
+    }
+
+    fn case(id: &str, expected: &str) -> Case {
+        Case {
+            id: id.into(),
+            query: format!("question {id}"),
+            expected: vec![expected.into()],
+            top_k: None,
+            domain: None,
+            tags: Vec::new(),
+            gold: false,
+            query_vector: None,
+            filters: None,
+        }
+    }
+
+    fn cases() -> Vec<Case> {
+        (1..=4).map(|i| case(&format!("q{i}"), &format!("c{i}"))).collect()
+    }
+
+    fn good() -> Fixed {
+        Fixed {
+            lists: (1..=4)
+                .map(|i| (format!("q{i}"), vec!["x", ["c1", "c2", "c3", "c4"][i - 1]]))
+                .collect(),
+            fail: None,
+        }
+    }
+
+    fn recording(history: &str, compare: Option<Baseline>) -> Recording<'_> {
+        Recording {
+            history,
+            label: Some("v1".into()),
+            created_at: "2026-12-01T00:00:00.000Z".into(),
+            tool_version: "0.0.0-test".into(),
+            git_revision: None,
+            chunk_size: Some(512),
+            chunk_overlap: None,
+            compare,
+            fail_on_regression: true,
+            seed: 7,
+        }
+    }
+
+    fn request<'a>(
+        retriever: &'a dyn Retriever,
+        cases: &'a [Case],
+        policy: &'a Policy,
+        notes: &'a BTreeMap<String, String>,
+        record: Option<Recording<'a>>,
+    ) -> ExamRequest<'a> {
+        ExamRequest {
+            retriever,
+            embedder: None,
+            cases,
+            policy,
+            corpus: None,
+            corpus_fingerprint: None,
+            notes,
+            as_of: "2026-12-01",
+            settings: Settings::default(),
+            rerank_spec: None,
+            timings: false,
+            record,
+            notify: None,
+        }
+    }
+
+    #[test]
+    fn an_exam_without_recording_decides_and_records_nothing() {
+        let (policy, notes, cases) = (Policy::default(), BTreeMap::new(), cases());
+        let r = good();
+        let out = run_exam(request(&r, &cases, &policy, &notes, None)).unwrap();
+        assert_eq!(out.report.verdict, Verdict::Accept);
+        assert!(out.accepted());
+        assert_eq!(out.exit_code(), 0);
+        assert_eq!(out.run_id, None);
+        assert!(out.notices.is_empty());
+        assert!(out.report.latency.is_empty(), "latency only when asked");
+        assert!(out.retrieval.latency.contains_key("search"));
+        assert_eq!(out.config.retriever, "http");
+        let source = out.config.source.as_deref().unwrap();
+        assert!(!source.contains("hunter2") && !source.contains("s3cret"), "{source}");
+        // Human text: the report, then one latency line per stage.
+        let text = out.render(Format::Human, false).unwrap();
+        assert!(text.contains("latency search: p50 "), "{text}");
+        let json = out.render(Format::Json, false).unwrap();
+        assert!(!json.contains("\"comparison\""));
+        assert!(!json.contains("\"latency\": {\n"), "{json}");
+    }
+
+    #[test]
+    fn a_case_the_retriever_fails_is_a_notice_and_a_stop() {
+        let (policy, notes, cases) = (Policy::default(), BTreeMap::new(), cases());
+        let r = Fixed {
+            fail: Some("q3"),
+            ..good()
+        };
+        let seen = RefCell::new(Vec::new());
+        let notify = |n: &Notice| seen.borrow_mut().push(n.to_string());
+        let mut req = request(&r, &cases, &policy, &notes, None);
+        req.notify = Some(&notify);
+        req.timings = true;
+        let out = run_exam(req).unwrap();
+        assert_eq!(out.exit_code(), 1);
+        assert_eq!(
+            seen.into_inner(),
+            vec![
+                "1 golden case(s) failed in the retriever (they fail with no_results): q3"
+                    .to_owned()
+            ]
+        );
+        assert_eq!(out.notices.len(), 1);
+        assert!(out.report.latency.contains_key("search"));
+        let q3 = out.report.cases.iter().find(|c| c.id == "q3").unwrap();
+        assert!(q3.diagnosis[0]
+            .finding
+            .starts_with("the retriever failed for this case: "));
+    }
+
+    #[test]
+    fn recording_then_comparing_with_the_previous_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.db");
+        let spec = path.to_str().unwrap();
+        let (policy, notes, cases) = (Policy::default(), BTreeMap::new(), cases());
+        let r = good();
+        let first = run_exam(request(
+            &r,
+            &cases,
+            &policy,
+            &notes,
+            Some(recording(spec, Some(Baseline::Previous))),
+        ))
+        .unwrap();
+        let id = first.run_id.clone().unwrap();
+        assert_eq!(
+            first.notices,
+            vec![
+                Notice::Recorded {
+                    id: id.clone(),
+                    history: spec.to_owned()
+                },
+                Notice::NoBaseline {
+                    baseline: "previous".into()
+                }
+            ]
+        );
+        assert!(first.comparison.is_none());
+
+        // The stored row: the retriever without credentials, the declared chunk size.
+        let history = History::open_spec(spec).unwrap();
+        let stored = history.get(&id).unwrap();
+        assert_eq!(stored.meta.config.chunk_size, Some(512));
+        assert_eq!(stored.meta.label.as_deref(), Some("v1"));
+        let row = serde_json::to_string(&stored).unwrap();
+        assert!(!row.contains("hunter2") && !row.contains("s3cret"), "{row}");
+
+        // Worse run: two cases lose their chunk; compared with the first.
+        let worse = Fixed {
+            lists: (1..=4)
+                .map(|i| (format!("q{i}"), vec![if i <= 2 { "x" } else { "c3" }]))
+                .collect(),
+            fail: None,
+        };
+        let second = run_exam(request(
+            &worse,
+            &cases,
+            &policy,
+            &notes,
+            Some(recording(spec, Some(Baseline::Run(id.clone())))),
+        ))
+        .unwrap();
+        let c = second.comparison.as_ref().expect("a comparison");
+        assert_eq!(second.exit_code(), 1);
+        assert_eq!(second.regression, c.regression);
+        let json = second.render(Format::Json, false).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert!(value["comparison"].is_object());
+        assert!(second.render(Format::Human, false).unwrap().contains('\n'));
+    }
+
+    #[test]
+    fn baselines_parse_and_print_back() {
+        for text in ["previous", "last-accepted", "01HABC"] {
+            assert_eq!(Baseline::parse(text).to_string(), text);
+        }
+        assert_eq!(Baseline::parse("previous"), Baseline::Previous);
+    }
+
+    #[test]
+    fn a_rerank_stage_without_texts_is_refused() {
+        struct Never;
+        impl veredicto_embed::Reranker for Never {
+            fn fingerprint(&self) -> &veredicto_embed::RerankerFingerprint {
+                unreachable!()
+            }
+            fn score(&self, _: &str, _: &[&str]) -> Result<Vec<f32>, veredicto_embed::EmbedError> {
+                unreachable!()
+            }
+        }
+        let (policy, notes, cases) = (Policy::default(), BTreeMap::new(), cases());
+        let r = good();
+        let mut req = request(&r, &cases, &policy, &notes, None);
+        req.settings.reranker = Some(&Never);
+        let err = run_exam(req).unwrap_err();
+        assert!(matches!(err, ExamError::RerankWithoutCorpus), "{err}");
+    }
+
+    #[test]
+    fn embedders_are_loaded_only_when_needed() {
+        let mut cs = cases();
+        let r = good();
+        assert!(!needs_embedder(&r, &cs, false));
+        assert!(needs_embedder(&r, &cs, true));
+        struct Vec_;
+        impl Retriever for Vec_ {
+            fn describe(&self) -> String {
+                "v".into()
+            }
+            fn kind(&self) -> &'static str {
+                "v"
+            }
+            fn vectors(&self) -> Vectors {
+                Vectors::Required
+            }
+            fn search(&self, _: &Request<'_>) -> Result<Ranking, RetrieveError> {
+                Ok(Ranking::default())
+            }
+        }
+        assert!(needs_embedder(&Vec_, &cs, false));
+        for c in &mut cs {
+            c.query_vector = Some(vec![1.0]);
+        }
+        assert!(!needs_embedder(&Vec_, &cs, false));
+    }
+}

@@ -62,6 +62,40 @@ pub struct Request<'a> {
     /// Ask for the exact (brute-force) ranking instead of the approximate index's
     /// ([`Retriever::exact_search`]).
     pub exact: bool,
+    /// The case's metadata filters, as declared in the golden set
+    /// ([`veredicto_core::case::Case::filters`]); `None` when it declares none.
+    pub filters: Option<&'a serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A case's filters as equality conditions `(name, value)`, for engines whose filters are
+/// equalities on fields: `domain` and each facet (`facets.K` or a top-level `K`) is one
+/// condition on the field of that name; each label of `label` / `labels` is one condition
+/// on the field `labels` (an array field matches when one element equals). `valid_at` has
+/// no equality form: it is refused with the reason.
+pub fn filter_equalities(
+    filters: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Vec<(String, serde_json::Value)>, String> {
+    use serde_json::Value;
+    let mut out = Vec::new();
+    for (key, value) in filters {
+        match (key.as_str(), value) {
+            ("valid_at", _) => {
+                return Err(
+                    "filter `valid_at` has no equivalent on this retriever (a validity window is not an equality); drop it from the case or examine the own index"
+                        .to_owned(),
+                )
+            }
+            ("label" | "labels", Value::Array(items)) => {
+                out.extend(items.iter().map(|v| ("labels".to_owned(), v.clone())));
+            }
+            ("label" | "labels", v) => out.push(("labels".to_owned(), v.clone())),
+            ("facets", Value::Object(facets)) => {
+                out.extend(facets.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            (k, v) => out.push((k.to_owned(), v.clone())),
+        }
+    }
+    Ok(out)
 }
 
 /// One result, in rank order.
