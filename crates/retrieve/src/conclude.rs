@@ -192,13 +192,25 @@ impl fmt::Display for Notice {
 pub enum ExamError {
     /// The retriever (or its embedder or reranker) failed in a way that stops the exam.
     #[error(transparent)]
-    Retrieve(#[from] RetrieveError),
+    Retrieve(Box<RetrieveError>),
     /// A rerank stage without the chunks' texts to rerank.
     #[error("--rerank needs the chunks' texts: give --corpus FILE (the own index keeps them)")]
     RerankWithoutCorpus,
     /// Opening the history, recording the run or reading the baseline failed.
     #[error(transparent)]
-    History(#[from] StoreError),
+    History(Box<StoreError>),
+}
+
+impl From<RetrieveError> for ExamError {
+    fn from(e: RetrieveError) -> Self {
+        ExamError::Retrieve(Box::new(e))
+    }
+}
+
+impl From<StoreError> for ExamError {
+    fn from(e: StoreError) -> Self {
+        ExamError::History(Box::new(e))
+    }
 }
 
 /// What an exam concluded.
@@ -490,7 +502,9 @@ mod tests {
     }
 
     fn cases() -> Vec<Case> {
-        (1..=4).map(|i| case(&format!("q{i}"), &format!("c{i}"))).collect()
+        (1..=4)
+            .map(|i| case(&format!("q{i}"), &format!("c{i}")))
+            .collect()
     }
 
     fn good() -> Fixed {
@@ -555,7 +569,10 @@ mod tests {
         assert!(out.retrieval.latency.contains_key("search"));
         assert_eq!(out.config.retriever, "http");
         let source = out.config.source.as_deref().unwrap();
-        assert!(!source.contains("hunter2") && !source.contains("s3cret"), "{source}");
+        assert!(
+            !source.contains("hunter2") && !source.contains("s3cret"),
+            "{source}"
+        );
         // Human text: the report, then one latency line per stage.
         let text = out.render(Format::Human, false).unwrap();
         assert!(text.contains("latency search: p50 "), "{text}");
