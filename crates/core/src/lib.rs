@@ -10,6 +10,7 @@ pub mod diagnosis;
 pub mod exam;
 pub mod fingerprint;
 pub mod history;
+pub mod hygiene;
 pub mod measure;
 pub mod policy;
 pub mod redact;
