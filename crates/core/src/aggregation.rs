@@ -230,9 +230,11 @@ pub fn classify(question: &str) -> Option<Aggregation> {
                 continue;
             }
             let after = &words[i + n..(i + n + 3).min(words.len())];
-            let noun = after
-                .iter()
-                .find(|w| COLLECTIONS.iter().any(|c| w.starts_with(c) && w.ends_with('s')));
+            let noun = after.iter().find(|w| {
+                COLLECTIONS
+                    .iter()
+                    .any(|c| w.starts_with(c) && w.ends_with('s'))
+            });
             let window = first(&text, TIME_WINDOWS);
             if noun.is_some() || window.is_some() {
                 let matched = match (noun, window) {

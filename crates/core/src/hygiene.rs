@@ -246,8 +246,9 @@ fn source_of(c: &Chunk, source: Option<&String>) -> Option<String> {
 pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
     let chunks = &input.chunks;
     let n = chunks.len();
-    let source =
-        |i: usize| -> Option<String> { source_of(&chunks[i], input.sources.get(i).and_then(|s| s.as_ref())) };
+    let source = |i: usize| -> Option<String> {
+        source_of(&chunks[i], input.sources.get(i).and_then(|s| s.as_ref()))
+    };
 
     // Duplicates.
     let mut groups = Groups::new(n);
@@ -479,14 +480,30 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
 
 /// Batch name → rank (0 = oldest): by ingest time when known (unknown times sort first),
 /// then by name.
-fn batch_order<'a>(chunks: &'a [Chunk], times: &BTreeMap<String, String>) -> HashMap<&'a str, usize> {
-    let names: BTreeSet<&str> = chunks.iter().filter_map(|c| c.ingest_batch.as_deref()).collect();
+fn batch_order<'a>(
+    chunks: &'a [Chunk],
+    times: &BTreeMap<String, String>,
+) -> HashMap<&'a str, usize> {
+    let names: BTreeSet<&str> = chunks
+        .iter()
+        .filter_map(|c| c.ingest_batch.as_deref())
+        .collect();
     let mut list: Vec<(Option<i64>, &str)> = names
         .into_iter()
-        .map(|n| (times.get(n).and_then(|t| crate::time::parse_timestamp_ms(t)), n))
+        .map(|n| {
+            (
+                times
+                    .get(n)
+                    .and_then(|t| crate::time::parse_timestamp_ms(t)),
+                n,
+            )
+        })
         .collect();
     list.sort();
-    list.into_iter().enumerate().map(|(i, (_, n))| (n, i)).collect()
+    list.into_iter()
+        .enumerate()
+        .map(|(i, (_, n))| (n, i))
+        .collect()
 }
 
 /// Words that do not name a concept.
@@ -511,7 +528,9 @@ fn facts(text: &str) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (i, t) in tokens.iter().enumerate() {
         if !t.chars().next().is_some_and(|c| c.is_ascii_digit())
-            || !t.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+            || !t
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
         {
             continue;
         }
@@ -520,7 +539,9 @@ fn facts(text: &str) -> BTreeMap<String, BTreeSet<String>> {
         let unit = match tokens.get(i + 1).map(String::as_str) {
             Some("%") => "%",
             Some("€") | Some("euros") => "€",
-            Some(u) if ["dias", "días", "days", "meses", "months", "horas", "hours"].contains(&u) => {
+            Some(u)
+                if ["dias", "días", "days", "meses", "months", "horas", "hours"].contains(&u) =>
+            {
                 "time"
             }
             _ => continue,
@@ -552,7 +573,12 @@ fn facts(text: &str) -> BTreeMap<String, BTreeSet<String>> {
 /// Chunks (not gold) in a gold chunk's domain that give another figure for one of its
 /// concepts.
 fn contradictions(chunks: &[Chunk], gold_label: &str) -> Vec<Suspicious> {
-    let text = |c: &Chunk| c.text.clone().or_else(|| c.representation.clone()).unwrap_or_default();
+    let text = |c: &Chunk| {
+        c.text
+            .clone()
+            .or_else(|| c.representation.clone())
+            .unwrap_or_default()
+    };
     let gold: Vec<(&Chunk, BTreeMap<String, BTreeSet<String>>)> = chunks
         .iter()
         .filter(|c| c.has_label(gold_label))
@@ -633,7 +659,10 @@ fn corpus_drift(previous: &[Chunk], now: &[Chunk]) -> CorpusDrift {
     d
 }
 
-fn group(groups: &mut BTreeMap<(String, String), DriftGroup>, key: (String, String)) -> &mut DriftGroup {
+fn group(
+    groups: &mut BTreeMap<(String, String), DriftGroup>,
+    key: (String, String),
+) -> &mut DriftGroup {
     groups.entry(key.clone()).or_insert_with(|| DriftGroup {
         batch: key.0,
         domain: key.1,
@@ -764,15 +793,27 @@ mod tests {
 
     #[test]
     fn a_different_figure_for_a_gold_concept_is_suspicious() {
-        let mut gold = chunk("g", Some("D1"), "Gastos de difícil justificación: un 5 %, con un máximo de 2.000 € al año.");
+        let mut gold = chunk(
+            "g",
+            Some("D1"),
+            "Gastos de difícil justificación: un 5 %, con un máximo de 2.000 € al año.",
+        );
         gold.labels = vec!["GOLD".into()];
         let same = chunk("s1", Some("D2"), "con un máximo de 2.000 € anuales");
         let other = chunk("s2", Some("D3"), "con un máximo de 3.000 € anuales");
         let r = check(&input(vec![gold, same, other]), &CorpusPolicy::default());
-        let c: Vec<&Suspicious> = r.suspicious.iter().filter(|s| s.why == "contradicts_gold").collect();
+        let c: Vec<&Suspicious> = r
+            .suspicious
+            .iter()
+            .filter(|s| s.why == "contradicts_gold")
+            .collect();
         assert_eq!(c.len(), 1, "{:?}", r.suspicious);
         assert_eq!(c[0].id, "s2");
-        assert!(c[0].detail.contains("3000") && c[0].detail.contains("2000"), "{}", c[0].detail);
+        assert!(
+            c[0].detail.contains("3000") && c[0].detail.contains("2000"),
+            "{}",
+            c[0].detail
+        );
     }
 
     #[test]

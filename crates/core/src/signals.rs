@@ -252,7 +252,12 @@ struct Interaction {
 
 /// Normalised text of a chunk for matching copied text.
 fn chunk_text_norm(c: &Chunk) -> String {
-    aggregation::normalize(c.text.as_deref().or(c.representation.as_deref()).unwrap_or(""))
+    aggregation::normalize(
+        c.text
+            .as_deref()
+            .or(c.representation.as_deref())
+            .unwrap_or(""),
+    )
 }
 
 /// Cosine of two vectors (0 when either is zero).
@@ -445,8 +450,7 @@ pub fn candidates(
     if let Some(vectors) = vectors.filter(|v| v.len() == distinct.len()) {
         for a in 0..distinct.len() {
             for b in a + 1..distinct.len() {
-                if cosine(&vectors[a], &vectors[b]) >= settings.merge_cosine && groups.union(a, b)
-                {
+                if cosine(&vectors[a], &vectors[b]) >= settings.merge_cosine && groups.union(a, b) {
                     counts.merged_by_embedding += 1;
                 }
             }
@@ -733,16 +737,29 @@ mod tests {
         assert_eq!(c.support.clicks, 3);
         assert_eq!(c.support.conversations, 3);
         assert_eq!(c.variants.len(), 3);
-        assert_eq!(c.evidence, vec!["log.jsonl:1", "log.jsonl:2", "log.jsonl:3"]);
+        assert_eq!(
+            c.evidence,
+            vec!["log.jsonl:1", "log.jsonl:2", "log.jsonl:3"]
+        );
     }
 
     #[test]
     fn reformulations_make_a_failed_query_candidate_and_triage_it() {
         let mut final_q = click(3, "c1", 3, "vacaciones anuales convenio 2024", "z");
         final_q.event.retrieved = vec!["z".into(), "a".into()];
-        let mut second = ev(2, "c1", 2, "vacaciones anuales convenio 2024", EventKind::Reformulate);
+        let mut second = ev(
+            2,
+            "c1",
+            2,
+            "vacaciones anuales convenio 2024",
+            EventKind::Reformulate,
+        );
         second.event.retrieved = vec!["z".into(), "a".into()];
-        let events = vec![ev(1, "c1", 1, "días libres al año", EventKind::Answer), second, final_q];
+        let events = vec![
+            ev(1, "c1", 1, "días libres al año", EventKind::Answer),
+            second,
+            final_q,
+        ];
         let r = candidates(&events, &[], None, None, &Settings::default());
         let failed = r
             .candidates
@@ -760,7 +777,13 @@ mod tests {
 
     #[test]
     fn thumbs_down_with_the_golden_chunk_retrieved_is_downstream() {
-        let mut down = ev(1, "c1", 1, "¿Cuántos días de asuntos propios?", EventKind::Thumbs);
+        let mut down = ev(
+            1,
+            "c1",
+            1,
+            "¿Cuántos días de asuntos propios?",
+            EventKind::Thumbs,
+        );
         down.event.value = Some(Thumb::Down);
         let golden = vec![Case {
             id: "q1".into(),
