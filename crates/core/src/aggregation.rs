@@ -147,29 +147,28 @@ const SUPERLATIVES: &[&str] = &[
     "las que mas",
 ];
 
+/// Series over time. "monthly salary" or "per month" alone are facts, not series.
 const SERIES: &[&str] = &[
     "month by month",
-    "by month",
-    "per month",
-    "each month",
-    "monthly",
-    "year over year",
     "quarter by quarter",
+    "year by year",
+    "year over year",
     "over time",
     "trend",
+    "broken down by month",
     "mes a mes",
-    "por mes",
-    "cada mes",
-    "mensual",
     "trimestre a trimestre",
     "ano a ano",
+    "ano tras ano",
+    "desglosado por mes",
+    "por meses",
     "evolucion",
     "tendencia",
 ];
 
 const SUMS: &[&str] = &[
     "in total",
-    "total of",
+    "the total",
     "sum of",
     "average",
     "on average",
@@ -177,7 +176,7 @@ const SUMS: &[&str] = &[
     "suma de",
     "promedio",
     "media de",
-    "total de",
+    "el total",
 ];
 
 /// Whether `phrase` occurs in the normalised `text` as whole words.
@@ -284,6 +283,9 @@ mod tests {
     fn fact_lookups_with_a_count_word_are_not_aggregations() {
         for q in [
             "¿Cuántos días de asuntos propios corresponden?",
+            "¿Cuál es el salario base mensual del grupo II y cuántas pagas hay?",
+            "What is the monthly fee per month for a self-employed worker?",
+            "A total of 1,000 people in the UK are asymptomatic carriers of vCJD infection.",
             "How many days of paternity leave do I get?",
             "¿Cómo se calcula el IRPF 2025 para autónomos?",
             "¿Qué percibos exige un desplazamiento internacional?",

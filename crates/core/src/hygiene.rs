@@ -11,13 +11,14 @@
 //!   redundancy (kept); members sharing a source are copies within that source. The source is
 //!   the line's `source` field, else its `doc_id`; a chunk with neither counts as its own
 //!   source only when it is alone.
-//! - **Obsolete**: `valid_to` before the check date (expired), or superseded: the same
-//!   `doc_id` appears in a later ingestion batch, and this chunk came in an earlier one.
-//!   Batches are ordered by their ingest time when known, then by name.
+//! - **Obsolete**: `valid_to` before the check date (expired), or superseded: a newer
+//!   version of the same `doc_id` came in a later ingestion batch (a chunk of that document
+//!   from a later batch whose `valid_from` is later than this chunk's), and this chunk is
+//!   still there. Batches are ordered by their ingest time when known, then by name.
 //! - **Suspicious** (listed for a human, never deleted): no `doc_id` nor `source`; an
 //!   ingestion batch not among the declared [`CorpusPolicy::expected_batches`]; a chunk of
 //!   the gold chunks' domain that gives a different figure for the same concept (the same
-//!   two words before the number, the same unit) than a gold chunk.
+//!   word before the number, the same unit) than a gold chunk.
 //! - **Drift**: against a previous corpus (chunks that entered, changed — text,
 //!   representation, validity or labels — and left, by batch and domain), and against the
 //!   batches the last accepted run read (batches that entered, left or changed size).
@@ -89,8 +90,9 @@ pub struct CheckInput {
     pub chunks: Vec<Chunk>,
     /// The `source` field of each chunk's line, when it has one (same order as `chunks`).
     pub sources: Vec<Option<String>>,
-    /// One vector per chunk (same order), when vectors exist.
-    pub vectors: Option<Vec<Vec<f32>>>,
+    /// One vector per chunk (same order), when it has one (the index's, or the line's
+    /// `vector`); near duplicates are looked for among the chunks that have one.
+    pub vectors: Vec<Option<Vec<f32>>>,
     /// When each batch entered (RFC 3339), as far as known.
     pub batch_times: BTreeMap<String, String>,
     /// The check date, `YYYY-MM-DD`.
@@ -215,8 +217,8 @@ pub struct Breach {
 pub struct CorpusCheck {
     pub chunks: usize,
     pub as_of: String,
-    /// Whether vectors were available for near duplicates.
-    pub vectors: bool,
+    /// Chunks with a vector (near duplicates are looked for among them).
+    pub vectors: usize,
     pub near_duplicate_cosine: f64,
     pub duplicates: Vec<DuplicateCluster>,
     pub copies_within_source: usize,
@@ -264,18 +266,25 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
             }
         }
     }
-    let vectors = input
-        .vectors
-        .as_ref()
-        .filter(|v| v.len() == n && v.iter().all(|x| !x.is_empty()));
+    let with_vector: Vec<(usize, &[f32])> = (0..n)
+        .filter_map(|i| {
+            input
+                .vectors
+                .get(i)
+                .and_then(|v| v.as_deref())
+                .filter(|v| !v.is_empty())
+                .map(|v| (i, v))
+        })
+        .collect();
     let mut near_pairs: Vec<(usize, usize, f64)> = Vec::new();
-    if let Some(v) = vectors {
-        for a in 0..n {
-            for b in a + 1..n {
-                let cs = cosine(&v[a], &v[b]);
-                if cs >= policy.near_duplicate_cosine {
-                    near_pairs.push((a, b, cs));
-                }
+    for (x, &(a, va)) in with_vector.iter().enumerate() {
+        for &(b, vb) in &with_vector[x + 1..] {
+            if va.len() != vb.len() {
+                continue;
+            }
+            let cs = cosine(va, vb);
+            if cs >= policy.near_duplicate_cosine {
+                near_pairs.push((a, b, cs));
             }
         }
     }
@@ -334,12 +343,15 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
     // Obsolete.
     let today = crate::time::parse_date_days(&input.as_of);
     let batch_rank = batch_order(chunks, &input.batch_times);
-    let mut latest_batch: HashMap<&str, usize> = HashMap::new();
+    // Per document, its chunks' (batch rank, valid_from, id).
+    let mut versions: HashMap<&str, Vec<(usize, &str, &str)>> = HashMap::new();
     for c in chunks {
         if let (Some(d), Some(b)) = (&c.doc_id, &c.ingest_batch) {
-            let r = batch_rank[b.as_str()];
-            let e = latest_batch.entry(d.as_str()).or_insert(r);
-            *e = (*e).max(r);
+            versions.entry(d.as_str()).or_default().push((
+                batch_rank[b.as_str()],
+                c.valid_from.as_deref().unwrap_or(""),
+                c.id.as_str(),
+            ));
         }
     }
     let rank_name: HashMap<usize, &str> = batch_rank.iter().map(|(k, v)| (*v, *k)).collect();
@@ -357,14 +369,20 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
             }
         }
         if let (Some(d), Some(b)) = (&c.doc_id, &c.ingest_batch) {
-            let latest = latest_batch[d.as_str()];
-            if batch_rank[b.as_str()] < latest {
+            let rank = batch_rank[b.as_str()];
+            let from = c.valid_from.as_deref().unwrap_or("");
+            // The newest later version: latest batch, then latest valid_from, then ID.
+            let newer = versions[d.as_str()]
+                .iter()
+                .filter(|(r, f, _)| *r > rank && *f > from)
+                .max();
+            if let Some((r, f, id)) = newer {
                 obsolete.push(Obsolete {
                     id: c.id.clone(),
                     why: "superseded".into(),
                     detail: format!(
-                        "doc_id {d} came again in batch {}; this chunk is from batch {b}",
-                        rank_name[&latest]
+                        "a newer version of doc_id {d} came in batch {} ({id}, valid from {f}); this chunk is from batch {b}",
+                        rank_name[r]
                     ),
                 });
             }
@@ -465,7 +483,7 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
     CorpusCheck {
         chunks: n,
         as_of: input.as_of.clone(),
-        vectors: vectors.is_some(),
+        vectors: with_vector.len(),
         near_duplicate_cosine: policy.near_duplicate_cosine,
         duplicates,
         copies_within_source: copies_total,
@@ -513,8 +531,8 @@ const STOPWORDS: &[&str] = &[
     "for", "on", "with", "is", "are", "at", "by", "hasta", "desde", "entre", "sobre", "para",
 ];
 
-/// A figure and the concept it is given for: the (up to) two content words before it, back
-/// to the previous figure, and its unit (`%`, `€`, or a time unit); other numbers are not
+/// A figure and the concept it is given for: the content word before it (back to the
+/// previous figure), and its unit (`%`, `€`, or a time unit); other numbers are not
 /// figures of a concept (years, article numbers).
 fn facts(text: &str) -> BTreeMap<String, BTreeSet<String>> {
     let norm = text.to_lowercase();
@@ -554,7 +572,7 @@ fn facts(text: &str) -> BTreeMap<String, BTreeSet<String>> {
             }
             if w.chars().all(char::is_alphabetic) && !STOPWORDS.contains(&w.as_str()) {
                 words.push(w);
-                if words.len() == 2 {
+                if words.len() == 1 {
                     break;
                 }
             }
@@ -562,7 +580,6 @@ fn facts(text: &str) -> BTreeMap<String, BTreeSet<String>> {
         if words.is_empty() {
             continue;
         }
-        words.reverse();
         out.entry(format!("{} [{unit}]", words.join(" ")))
             .or_default()
             .insert(value);
@@ -750,7 +767,7 @@ mod tests {
         assert_eq!(r.duplicates[0].copies, vec!["b"]);
         assert_eq!(r.duplicates[1].verdict, "across_sources");
         assert_eq!((r.copies_within_source, r.redundant_across_sources), (1, 1));
-        assert!(!r.vectors);
+        assert_eq!(r.vectors, 0);
     }
 
     #[test]
@@ -760,7 +777,11 @@ mod tests {
             chunk("b", Some("D1"), "dos"),
             chunk("c", Some("D1"), "tres"),
         ]);
-        inp.vectors = Some(vec![vec![1.0, 0.0], vec![0.96, 0.28], vec![0.0, 1.0]]);
+        inp.vectors = vec![
+            Some(vec![1.0, 0.0]),
+            Some(vec![0.96, 0.28]),
+            Some(vec![0.0, 1.0]),
+        ];
         let r = check(&inp, &CorpusPolicy::default());
         assert_eq!(r.duplicates.len(), 1);
         assert_eq!(r.duplicates[0].kind, "near");
@@ -778,11 +799,20 @@ mod tests {
         old.valid_to = Some("2025-11-13".into());
         let mut v1 = chunk("v1", Some("D2"), "y");
         v1.ingest_batch = Some("2025-09".into());
+        v1.valid_from = Some("2025-01-01".into());
         let mut v2 = chunk("v2", Some("D2"), "z");
         v2.ingest_batch = Some("2025-11".into());
+        v2.valid_from = Some("2025-11-01".into());
+        // Re-embedded in a later batch, same version: not a new version.
+        let mut edit = chunk("edit", Some("D2"), "e");
+        edit.ingest_batch = Some("2025-12".into());
+        edit.valid_from = Some("2025-01-01".into());
         let mut current = chunk("cur", Some("D3"), "w");
         current.valid_to = Some("2025-11-20".into());
-        let r = check(&input(vec![old, v1, v2, current]), &CorpusPolicy::default());
+        let r = check(
+            &input(vec![old, v1, v2, current, edit]),
+            &CorpusPolicy::default(),
+        );
         let got: Vec<(&str, &str)> = r
             .obsolete
             .iter()

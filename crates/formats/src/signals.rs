@@ -10,7 +10,7 @@
 //! `retrieved=context.ids`: a dotted name reaches into nested objects). Errors name the
 //! file, the line and the field as the file spells it.
 
-use crate::error::{FormatError, Result};
+use crate::error::Result;
 use crate::jsonl;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -189,6 +189,7 @@ fn parse_event(line: &jsonl::ObjectLine<'_>, map: &FieldMap) -> Result<LocatedEv
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::FormatError;
 
     fn read(text: &str, map: &FieldMap) -> Result<Vec<LocatedEvent>> {
         let dir = tempfile::tempdir().unwrap();

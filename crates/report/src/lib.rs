@@ -2,11 +2,13 @@
 //! function takes the finished [`ExamReport`] and returns text; none recomputes a number.
 
 pub mod comparison;
+pub mod corpus;
 pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod signals;
 
 mod fmt;
 
