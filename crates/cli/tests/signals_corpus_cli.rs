@@ -404,9 +404,49 @@ fn rack_copy_with_duplicates_obsolete_and_poison_is_found_and_stops() {
         "--format",
         "json",
     ];
+    // An accepted exam of the clean corpus, recorded in the history of this folder.
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "exam",
+            "--golden",
+            golden.to_str().unwrap(),
+            "--run",
+            example("run-accept.trec").to_str().unwrap(),
+            "--corpus",
+            since.to_str().unwrap(),
+            "--policy",
+            example("policy.toml").to_str().unwrap(),
+            "--as-of",
+            "2025-11-20",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     let o = veredicto_in(dir.path(), &args);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let v = json_of(&o);
+    // Since that run: the batches that entered, and the one that grew (the copy of gold_002).
+    let batches: Vec<(&str, &str, u64, u64)> = v["drift"]["since_accepted_run"]["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["batch"].as_str().unwrap(),
+                b["change"].as_str().unwrap(),
+                b["chunks_then"].as_u64().unwrap(),
+                b["chunks_now"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        batches,
+        vec![
+            ("2025-09-01-inicial", "changed_size", 32, 33),
+            ("2025-11-25-reingesta", "entered", 0, 2),
+            ("manual", "entered", 0, 1),
+        ]
+    );
     // The copy of gold_002 within its document; the two rack chunks that repeat a text
     // across two documents are kept as redundancy.
     let within: Vec<&Value> = v["duplicates"]
