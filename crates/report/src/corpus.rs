@@ -53,8 +53,11 @@ pub fn human(check: &CorpusCheck) -> String {
     for o in &check.obsolete {
         s.push_str(&format!("  {:<11} {}  {}\n", o.why, o.id, o.detail));
     }
+    let chunks: std::collections::BTreeSet<&str> =
+        check.suspicious.iter().map(|x| x.id.as_str()).collect();
     s.push_str(&format!(
-        "\nsuspicious (for a person to look at; nothing is deleted): {}\n",
+        "\nsuspicious (for a person to look at; nothing is deleted): {} chunks, {} findings\n",
+        chunks.len(),
         check.suspicious.len()
     ));
     for x in &check.suspicious {
