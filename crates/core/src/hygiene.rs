@@ -26,7 +26,7 @@
 use crate::aggregation::{self, Aggregation};
 use crate::case::{Case, Chunk};
 use crate::exam::CorpusBatch;
-use crate::signals::{cosine, Groups};
+use crate::signals::Groups;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -266,25 +266,23 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
             }
         }
     }
-    let with_vector: Vec<(usize, &[f32])> = (0..n)
+    // Unit vectors once, so that each pair is one dot product.
+    let with_vector: Vec<(usize, Vec<f32>)> = (0..n)
         .filter_map(|i| {
-            input
-                .vectors
-                .get(i)
-                .and_then(|v| v.as_deref())
-                .filter(|v| !v.is_empty())
-                .map(|v| (i, v))
+            let v = input.vectors.get(i).and_then(|v| v.as_deref())?;
+            let norm = v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+            (norm > 0.0).then(|| (i, v.iter().map(|x| (f64::from(*x) / norm) as f32).collect()))
         })
         .collect();
     let mut near_pairs: Vec<(usize, usize, f64)> = Vec::new();
-    for (x, &(a, va)) in with_vector.iter().enumerate() {
-        for &(b, vb) in &with_vector[x + 1..] {
+    for (x, (a, va)) in with_vector.iter().enumerate() {
+        for (b, vb) in &with_vector[x + 1..] {
             if va.len() != vb.len() {
                 continue;
             }
-            let cs = cosine(va, vb);
+            let cs = f64::from(va.iter().zip(vb).map(|(p, q)| p * q).sum::<f32>());
             if cs >= policy.near_duplicate_cosine {
-                near_pairs.push((a, b, cs));
+                near_pairs.push((*a, *b, cs.min(1.0)));
             }
         }
     }
