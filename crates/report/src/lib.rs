@@ -3,11 +3,13 @@
 
 pub mod audit;
 pub mod comparison;
+pub mod corpus;
 pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod signals;
 
 mod fmt;
 
