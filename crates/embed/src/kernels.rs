@@ -305,19 +305,12 @@ fn softmax_row_body(row: &mut [f32]) {
     for &v in lanes.iter().chain(rest) {
         max = if v > max { v } else { max };
     }
-    let mut acc = [0f32; 8];
-    let mut chunks = row.chunks_exact_mut(8);
-    for c in &mut chunks {
-        for i in 0..8 {
-            c[i] = exp_nonpositive(c[i] - max);
-            acc[i] += c[i];
-        }
-    }
-    let mut sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for v in chunks.into_remainder() {
+    // A plain loop over the row (the vectoriser turns it into 8-wide code), then the sum
+    // over 8 lanes.
+    for v in row.iter_mut() {
         *v = exp_nonpositive(*v - max);
-        sum += *v;
     }
+    let sum = sum8(row);
     let inv = 1.0 / sum;
     for v in row.iter_mut() {
         *v *= inv;
