@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::config::{self, EncoderConfig, Pooling};
 use crate::encoder::{Encoder, Seq};
 use crate::safetensors::SafeTensors;
-use crate::tokenize::Tok;
+use crate::tokenize::{Ids, Tok};
 use crate::{EmbedError, Embedder, ModelFingerprint, TextKind};
 
 /// Overrides for what the model folder says, and run-time settings. `None` means "as the
@@ -242,9 +242,42 @@ impl LocalEmbedder {
         }
     }
 
-    fn embed_batch(&self, texts: &[&str], prefix: &str) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// Token ids of one batch (prefix added, truncated).
+    fn tokenize(&self, texts: &[&str], prefix: &str) -> Result<Vec<Ids>, EmbedError> {
         let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
-        let ids = self.tokenizer.encode(inputs)?;
+        self.tokenizer.encode(inputs)
+    }
+
+    /// Embeds `texts` batch after batch; the next batch is tokenized while the current one
+    /// runs through the encoder (both on the same thread pool, so tokenization fills the
+    /// moments the forward pass leaves a thread idle). Vectors do not depend on it: each
+    /// batch's ids are the same whenever they are computed.
+    fn embed_pipelined(&self, texts: &[&str], prefix: &str) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let batches: Vec<&[&str]> = texts.chunks(self.batch_size).collect();
+        let mut out = Vec::with_capacity(texts.len());
+        let mut next = match batches.first() {
+            Some(b) => Some(self.tokenize(b, prefix)?),
+            None => None,
+        };
+        for i in 0..batches.len() {
+            let Some(ids) = next.take() else { break };
+            let (vectors, following) = rayon::join(
+                || self.embed_ids(&ids),
+                || {
+                    batches
+                        .get(i + 1)
+                        .map(|b| self.tokenize(b, prefix))
+                        .transpose()
+                },
+            );
+            out.extend(vectors?);
+            next = following?;
+        }
+        Ok(out)
+    }
+
+    /// Runs the encoder over one tokenized batch and pools each sequence.
+    fn embed_ids(&self, ids: &[Ids]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let seqs: Vec<Seq<'_>> = ids
             .iter()
             .map(|e| Seq {
@@ -254,7 +287,7 @@ impl LocalEmbedder {
             .collect();
         let hidden = self.encoder.forward(&seqs, self.tokenizer.path())?;
         let h = hidden.hidden;
-        let mut out = Vec::with_capacity(texts.len());
+        let mut out = Vec::with_capacity(ids.len());
         for i in 0..seqs.len() {
             let rows = hidden.seq(i);
             let n = rows.len() / h;
@@ -316,13 +349,7 @@ impl Embedder for LocalEmbedder {
 
     fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>, EmbedError> {
         let prefix = self.prefix(kind);
-        let run = || {
-            let mut out = Vec::with_capacity(texts.len());
-            for chunk in texts.chunks(self.batch_size) {
-                out.extend(self.embed_batch(chunk, prefix)?);
-            }
-            Ok(out)
-        };
+        let run = || self.embed_pipelined(texts, prefix);
         match &self.pool {
             Some(pool) => pool.install(run),
             None => run(),

@@ -122,6 +122,19 @@ fn minilm_is_independent_of_batching_and_threads() {
     .embed(&texts, TextKind::Passage)
     .unwrap();
     assert_eq!(whole, split, "vectors must be bit-identical");
+    // Many small batches, each tokenized while the previous one runs through the encoder,
+    // on 3 threads: the same bits.
+    let pipelined = load(LocalEmbedderOptions {
+        threads: Some(3),
+        batch_size: Some(2),
+        ..Default::default()
+    })
+    .embed(&texts, TextKind::Passage)
+    .unwrap();
+    assert_eq!(
+        whole, pipelined,
+        "pipelined batches must give the same bits"
+    );
     // Short texts alone (3 and 12 tokens) give the same bits as inside the batch.
     let e = load(LocalEmbedderOptions::default());
     for i in [0, 10] {
