@@ -20,6 +20,7 @@
 use crate::chunk::{ChunkMeta, Entry, TextHash};
 use crate::error::{IndexError, Result};
 use memmap2::Mmap;
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -220,59 +221,27 @@ impl BinaryTable {
                 }
             )));
         }
-        let heap = heap_bytes;
-        let mut prev: Option<&[u8]> = None;
-        for row in 0..count {
-            let at = HEADER + row * ROW;
-            let row_corrupt = |m: String| corrupt(format!("row {row}: {m}"));
-            let fl = read_u32(b, at + 44);
-            if fl & !(ROW_VECTOR_HASH | ROW_META | ROW_RECORD) != 0 {
-                return Err(row_corrupt(format!("unknown row flags {fl:#x}")));
-            }
-            if fl & ROW_VECTOR_HASH != 0 && vhashes_at.is_none() {
-                return Err(row_corrupt(
-                    "a vector hash but no vector-hash section".into(),
-                ));
-            }
-            let (id_off, id_len) = (read_u64(b, at), u64::from(read_u32(b, at + 4 + 4)));
-            if id_len == 0 || id_off.checked_add(id_len).is_none_or(|end| end > heap) {
-                return Err(row_corrupt("the ID lies outside the table".into()));
-            }
-            let start = heap_at + id_off as usize;
-            let id = &b[start..start + id_len as usize];
-            if std::str::from_utf8(id).is_err() {
-                return Err(row_corrupt("the ID is not UTF-8".into()));
-            }
-            if let Some(p) = prev {
-                if p >= id {
-                    return Err(row_corrupt(format!(
-                        "chunk IDs must be strictly ascending: {:?} after {:?}",
-                        veredicto_core::redact::short(&String::from_utf8_lossy(id)),
-                        veredicto_core::redact::short(&String::from_utf8_lossy(p)),
-                    )));
-                }
-            }
-            prev = Some(id);
-            let batch = read_u32(b, at + 12) as usize;
-            if batch >= batches {
-                return Err(row_corrupt(format!(
-                    "batch {batch} but the manifest lists {batches} batches"
-                )));
-            }
-            if fl & ROW_RECORD != 0 {
-                let (off, len) = (read_u64(b, at + 16), read_u64(b, at + 24));
-                if off.checked_add(len).is_none_or(|end| end > records_bytes) {
-                    return Err(row_corrupt(format!(
-                        "record [{off}, {len}] lies outside records.jsonl"
-                    )));
-                }
-            }
-            if fl & ROW_META != 0 {
-                let (off, len) = (read_u64(b, at + 32), u64::from(read_u32(b, at + 40)));
-                if off.checked_add(len).is_none_or(|end| end > heap) {
-                    return Err(row_corrupt("the metadata lies outside the table".into()));
-                }
-            }
+        // Rows are checked in fixed blocks in parallel; the first damaged row (in row order)
+        // is the error, whatever the thread count.
+        const BLOCK: usize = 1 << 16;
+        let check = |block: usize| -> std::result::Result<(), String> {
+            let (start, end) = (block * BLOCK, ((block + 1) * BLOCK).min(count));
+            check_rows(
+                b,
+                start..end,
+                heap_at,
+                heap_bytes,
+                vhashes_at.is_some(),
+                batches,
+                records_bytes,
+            )
+        };
+        let first_bad = (0..count.div_ceil(BLOCK))
+            .into_par_iter()
+            .map(check)
+            .find_first(|r| r.is_err());
+        if let Some(Err(m)) = first_bad {
+            return Err(corrupt(m));
         }
         Ok(BinaryTable {
             path: path.to_path_buf(),
@@ -357,6 +326,90 @@ impl BinaryTable {
             .as_ref()
             .map_err(|m| IndexError::corrupt(&self.path, 0, m.clone()))
     }
+}
+
+/// Checks rows `rows` of a `chunks.bin` mapped as `b` (see [`BinaryTable::open`]).
+fn check_rows(
+    b: &[u8],
+    rows: std::ops::Range<usize>,
+    heap_at: usize,
+    heap_bytes: u64,
+    has_vhashes: bool,
+    batches: usize,
+    records_bytes: u64,
+) -> std::result::Result<(), String> {
+    let id_of = |row: usize| {
+        let at = HEADER + row * ROW;
+        let start = heap_at + read_u64(b, at) as usize;
+        &b[start..start + read_u32(b, at + 8) as usize]
+    };
+    // The row before the block was checked by its own block; its ID is in range then, and
+    // if it is not, that block reports first.
+    let mut prev: Option<&[u8]> = None;
+    if rows.start > 0 {
+        let at = HEADER + (rows.start - 1) * ROW;
+        let (off, len) = (read_u64(b, at), u64::from(read_u32(b, at + 8)));
+        if off.checked_add(len).is_some_and(|end| end <= heap_bytes) {
+            prev = Some(id_of(rows.start - 1));
+        }
+    }
+    for row in rows {
+        let at = HEADER + row * ROW;
+        let row_corrupt = |m: String| format!("row {row}: {m}");
+        let fl = read_u32(b, at + 44);
+        if fl & !(ROW_VECTOR_HASH | ROW_META | ROW_RECORD) != 0 {
+            return Err(row_corrupt(format!("unknown row flags {fl:#x}")));
+        }
+        if fl & ROW_VECTOR_HASH != 0 && !has_vhashes {
+            return Err(row_corrupt(
+                "a vector hash but no vector-hash section".into(),
+            ));
+        }
+        let (id_off, id_len) = (read_u64(b, at), u64::from(read_u32(b, at + 4 + 4)));
+        if id_len == 0
+            || id_off
+                .checked_add(id_len)
+                .is_none_or(|end| end > heap_bytes)
+        {
+            return Err(row_corrupt("the ID lies outside the table".into()));
+        }
+        let start = heap_at + id_off as usize;
+        let id = &b[start..start + id_len as usize];
+        if std::str::from_utf8(id).is_err() {
+            return Err(row_corrupt("the ID is not UTF-8".into()));
+        }
+        if let Some(p) = prev {
+            if p >= id {
+                return Err(row_corrupt(format!(
+                    "chunk IDs must be strictly ascending: {:?} after {:?}",
+                    veredicto_core::redact::short(&String::from_utf8_lossy(id)),
+                    veredicto_core::redact::short(&String::from_utf8_lossy(p)),
+                )));
+            }
+        }
+        prev = Some(id);
+        let batch = read_u32(b, at + 12) as usize;
+        if batch >= batches {
+            return Err(row_corrupt(format!(
+                "batch {batch} but the manifest lists {batches} batches"
+            )));
+        }
+        if fl & ROW_RECORD != 0 {
+            let (off, len) = (read_u64(b, at + 16), read_u64(b, at + 24));
+            if off.checked_add(len).is_none_or(|end| end > records_bytes) {
+                return Err(row_corrupt(format!(
+                    "record [{off}, {len}] lies outside records.jsonl"
+                )));
+            }
+        }
+        if fl & ROW_META != 0 {
+            let (off, len) = (read_u64(b, at + 32), u64::from(read_u32(b, at + 40)));
+            if off.checked_add(len).is_none_or(|end| end > heap_bytes) {
+                return Err(row_corrupt("the metadata lies outside the table".into()));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn read_u32(b: &[u8], at: usize) -> u32 {
