@@ -1,12 +1,15 @@
 //! Renderers for veredicto reports (STYLE item 12: compute once, render many). Each
 //! function takes the finished [`ExamReport`] and returns text; none recomputes a number.
 
+pub mod audit;
 pub mod comparison;
+pub mod corpus;
 pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod signals;
 
 mod fmt;
 

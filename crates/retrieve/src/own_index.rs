@@ -27,8 +27,11 @@ impl OwnIndex {
         &self.index
     }
 
-    /// The index query of a request: top `depth`, and the exact rank of every expected chunk.
-    fn query<'a>(&self, request: &Request<'a>) -> Result<Query<'a>, RetrieveError> {
+    /// A request's query vector (of the index's dimension) and filter, checked.
+    fn check<'a>(
+        &self,
+        request: &Request<'a>,
+    ) -> Result<(&'a [f32], Option<veredicto_index::Filter>), RetrieveError> {
         let vector = request.vector.ok_or_else(|| RetrieveError::NoVector {
             case: request.case_id.to_owned(),
         })?;
@@ -39,9 +42,31 @@ impl OwnIndex {
                 want: self.index.dimension(),
             });
         }
+        let filter = match request.filters {
+            Some(f) => Some(
+                veredicto_index::Filter::from_json(&serde_json::Value::Object(f.clone())).map_err(
+                    |e| RetrieveError::Setup {
+                        uri: self.describe(),
+                        reason: format!("case `{}`: {e}", request.case_id),
+                    },
+                )?,
+            ),
+            None => None,
+        };
+        Ok((vector, filter))
+    }
+
+    /// The index query of a request: top `depth`, and the exact rank of every expected chunk.
+    fn query<'a>(
+        &self,
+        request: &Request<'a>,
+        vector: &'a [f32],
+        filter: Option<&'a veredicto_index::Filter>,
+    ) -> Query<'a> {
         let mut q = Query::new(vector, request.depth);
         q.rank_ids = request.expected;
-        Ok(q)
+        q.filter = filter;
+        q
     }
 
     fn ranking(&self, request: &Request<'_>, result: &QueryResult) -> Ranking {
@@ -90,7 +115,8 @@ impl Retriever for OwnIndex {
     }
 
     fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError> {
-        let query = self.query(request)?;
+        let (vector, filter) = self.check(request)?;
+        let query = self.query(request, vector, filter.as_ref());
         let Some(result) = self.index.search_batch(&[query])?.pop() else {
             return Ok(Ranking::default());
         };
@@ -98,10 +124,16 @@ impl Retriever for OwnIndex {
     }
 
     fn search_batch(&self, requests: &[Request<'_>]) -> Result<Vec<Ranking>, RetrieveError> {
-        let queries = requests
+        // Checked in order, so the first failing case is the error, as one at a time.
+        let checked = requests
             .iter()
-            .map(|r| self.query(r))
+            .map(|r| self.check(r))
             .collect::<Result<Vec<_>, _>>()?;
+        let queries: Vec<Query<'_>> = requests
+            .iter()
+            .zip(&checked)
+            .map(|(r, (vector, filter))| self.query(r, vector, filter.as_ref()))
+            .collect();
         let results = self.index.search_batch(&queries)?;
         Ok(requests
             .iter()

@@ -18,7 +18,11 @@ fn vector(i: usize, dim: usize) -> Vec<f32> {
 
 fn build(dir: &std::path::Path, n: usize, dim: usize) {
     let corpus: Vec<ChunkInput> = (0..n)
-        .map(|i| ChunkInput::new(format!("c{i:04}"), format!("text {i}")))
+        .map(|i| {
+            let mut c = ChunkInput::new(format!("c{i:04}"), format!("text {i}"));
+            c.meta.domain = Some(format!("d{}", i % 3));
+            c
+        })
         .collect();
     let settings = IngestSettings {
         model: ModelFingerprint {
@@ -57,6 +61,9 @@ fn a_batch_of_cases_gets_the_same_rankings_as_one_case_at_a_time_at_any_thread_c
         })
         .collect();
     let ids: Vec<String> = (0..37).map(|q| format!("case-{q}")).collect();
+    // Every fourth case filters on a domain: its ranks count only the chunks that pass.
+    let filter = serde_json::json!({"domain": "d1"});
+    let filter = filter.as_object().unwrap();
     let requests: Vec<Request<'_>> = (0..37)
         .map(|q| Request {
             case_id: &ids[q],
@@ -65,10 +72,15 @@ fn a_batch_of_cases_gets_the_same_rankings_as_one_case_at_a_time_at_any_thread_c
             depth: 1 + q % 12,
             expected: &expected[q],
             exact: false,
+            filters: (q % 4 == 0).then_some(filter),
         })
         .collect();
     let one_by_one: Vec<Ranking> = requests.iter().map(|r| index.search(r).unwrap()).collect();
-    assert!(one_by_one.iter().all(|r| r.known.len() == 2));
+    assert!(one_by_one.iter().any(|r| r.known.len() == 2));
+    assert!(
+        one_by_one.iter().any(|r| r.known.len() < 2),
+        "some filtered out"
+    );
     for threads in [1, 2, 3] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
