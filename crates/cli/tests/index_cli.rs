@@ -407,7 +407,7 @@ fn minilm_exam_on_the_rack_is_deterministic_across_thread_counts() {
     assert_eq!(a, b, "exam JSON identical for 1 and 2 threads");
     for f in [
         "vectors.f32",
-        "chunks.jsonl",
+        "chunks.bin",
         "records.jsonl",
         "manifest.json",
     ] {

@@ -277,6 +277,7 @@ const INDEX_WORDS: &[&str] = &[
     "18446744073709551615",
     "vectors.f32",
     "chunks.jsonl",
+    "chunks.bin",
     "records.jsonl",
     "manifest.json",
     "\u{0}\u{0}\u{c0}\u{7f}",
@@ -709,7 +710,7 @@ fn index_seed() -> Vec<u8> {
     let mut files = Vec::new();
     for name in [
         "manifest.json",
-        "chunks.jsonl",
+        "chunks.bin",
         "records.jsonl",
         "vectors.f32",
     ] {

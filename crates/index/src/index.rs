@@ -3,6 +3,7 @@
 use crate::chunk::{ChunkLine, ChunkMeta, Entry, TextHash};
 use crate::error::{IndexError, Result};
 use crate::manifest::{files, BatchRecord, Manifest};
+use crate::table::{BinaryTable, Table};
 use memmap2::Mmap;
 use rayon::prelude::*;
 use serde_json::Value;
@@ -20,9 +21,11 @@ pub struct Index {
     manifest: Manifest,
     vectors: Option<Mmap>,
     records: Option<Mmap>,
-    entries: Vec<Entry>,
+    table: Table,
+    /// The manifest's SHA-256 of `chunks.bin` (format version 2), checked with the vectors.
+    table_hash: Option<String>,
     /// Result of [`Index::check_vectors`], computed once (before the first search).
-    vectors_checked: OnceLock<std::result::Result<(), String>>,
+    vectors_checked: OnceLock<std::result::Result<(), (&'static str, String)>>,
     /// The folder as opened (so that `verify` reads this version's files).
     folder: Folder,
 }
@@ -46,27 +49,27 @@ impl<'a> ChunkRef<'a> {
 
     /// The chunk ID.
     pub fn id(&self) -> &'a str {
-        &self.index.entries[self.row].id
+        self.index.table.id(self.row)
     }
 
     /// SHA-256 of the text that was embedded.
     pub fn text_hash(&self) -> TextHash {
-        self.index.entries[self.row].text_hash
+        self.index.table.text_hash(self.row)
     }
 
     /// SHA-256 of the precomputed vector given for this chunk (`None` when a model embedded it).
     pub fn vector_hash(&self) -> Option<TextHash> {
-        self.index.entries[self.row].vector_hash.as_deref().copied()
+        self.index.table.vector_hash(self.row)
     }
 
     /// The batch that brought this chunk's current text (unchanged chunks keep theirs).
     pub fn batch(&self) -> &'a BatchRecord {
-        &self.index.manifest.batches[self.index.entries[self.row].batch as usize]
+        &self.index.manifest.batches[self.index.table.batch(self.row) as usize]
     }
 
     /// Position of [`ChunkRef::batch`] in the manifest's `batches`.
     pub fn batch_position(&self) -> usize {
-        self.index.entries[self.row].batch as usize
+        self.index.table.batch(self.row) as usize
     }
 
     /// The batch label (`ingest_batch`).
@@ -81,7 +84,7 @@ impl<'a> ChunkRef<'a> {
 
     /// Filter metadata.
     pub fn meta(&self) -> &'a ChunkMeta {
-        self.index.entries[self.row].meta()
+        self.index.table.meta(self.row)
     }
 
     /// The stored (L2-normalised) vector.
@@ -92,7 +95,7 @@ impl<'a> ChunkRef<'a> {
     /// The original chunk JSON given at ingest, read from `records.jsonl` (`None` when none
     /// was kept).
     pub fn record(&self) -> Result<Option<Value>> {
-        let Some((offset, len)) = self.index.entries[self.row].record else {
+        let Some((offset, len)) = self.index.table.record(self.row) else {
             return Ok(None);
         };
         let path = self.index.dir.join(files::RECORDS);
@@ -197,15 +200,20 @@ impl Index {
             format!("expected {rbytes} bytes (from the manifest), found {found}")
         })?;
 
-        // The manifest lists exactly the three data files.
+        // The manifest lists exactly the three data files (the chunk table is JSON lines in
+        // format version 1, binary since version 2).
+        let table_name = if manifest.format_version >= 2 {
+            files::CHUNK_TABLE
+        } else {
+            files::CHUNKS
+        };
         let names: Vec<&str> = manifest.files.keys().map(String::as_str).collect();
-        if names != [files::CHUNKS, files::RECORDS, files::VECTORS] {
+        if names != [table_name, files::RECORDS, files::VECTORS] {
             return Err(IndexError::corrupt(
                 &dir.join(files::MANIFEST),
                 0,
                 format!(
-                    "`files` must list {}, {} and {}, found {names:?}",
-                    files::CHUNKS,
+                    "`files` must list {table_name}, {} and {}, found {names:?}",
                     files::RECORDS,
                     files::VECTORS
                 ),
@@ -223,8 +231,35 @@ impl Index {
             ));
         }
 
-        // Chunks: one line per row, IDs strictly ascending; size and SHA-256 as in the
-        // manifest (the file is read whole anyway, so hashing it costs little).
+        if table_name == files::CHUNK_TABLE {
+            // The binary table: mapped, its structure checked row by row without parsing;
+            // its SHA-256 is checked before the first search, with the vectors.
+            let record = &manifest.files[files::CHUNK_TABLE];
+            let (expected, sha) = (record.bytes, record.sha256.clone());
+            let map = map_file(folder, files::CHUNK_TABLE, expected, |found| {
+                format!("expected {expected} bytes (from the manifest), found {found}")
+            })?
+            .ok_or_else(|| {
+                IndexError::corrupt(&dir.join(files::CHUNK_TABLE), 0, "the file is empty")
+            })?;
+            let table = BinaryTable::open(
+                &dir.join(files::CHUNK_TABLE),
+                map,
+                count,
+                manifest.batches.len(),
+                rbytes,
+            )?;
+            return Ok(Parts {
+                manifest,
+                vectors,
+                records,
+                table: Table::Binary(table),
+                table_hash: Some(sha),
+            });
+        }
+
+        // Format version 1: one JSON line per row, IDs strictly ascending; size and SHA-256
+        // as in the manifest (the file is read whole anyway, so hashing it costs little).
         let cpath = dir.join(files::CHUNKS);
         let chunks_record = &manifest.files[files::CHUNKS];
         let file = folder.file(files::CHUNKS)?;
@@ -342,7 +377,8 @@ impl Index {
             manifest,
             vectors,
             records,
-            entries,
+            table: Table::Lines(entries),
+            table_hash: None,
         })
     }
 
@@ -351,29 +387,55 @@ impl Index {
     /// long as one search); done once per opened index, before its first search. It catches
     /// damage that changes a vector's length (NaN, infinity, a changed exponent), not every
     /// changed byte: [`Index::verify`] does that.
+    ///
+    /// In the same pass (format version 2) the binary chunk table `chunks.bin` is hashed and
+    /// compared with the manifest, as every open of a version-1 index did with `chunks.jsonl`.
     pub fn check_vectors(&self) -> Result<()> {
         let outcome = self.vectors_checked.get_or_init(|| {
-            let dim = self.dimension();
-            let bad = self.vectors().par_chunks(dim.max(1)).position_first(|row| {
-                let n = crate::kernel::dot(row, row);
-                !(n.is_finite() && (n - 1.0).abs() <= NORM_TOLERANCE)
-            });
-            match bad {
-                None => Ok(()),
-                Some(row) => {
-                    let v = self.vector(row);
-                    let n = crate::kernel::dot(v, v);
-                    Err(format!(
-                        "row {row} (chunk \"{}\") is not a finite unit vector (squared norm {n}): \
-                         the file is damaged; rebuild the index",
-                        veredicto_core::redact::short(&self.entries[row].id)
-                    ))
-                }
-            }
+            let (vectors, table) = rayon::join(|| self.vector_norms(), || self.table_digest());
+            table.and(vectors)
         });
         outcome
             .clone()
-            .map_err(|m| IndexError::corrupt(&self.dir.join(files::VECTORS), 0, m))
+            .map_err(|(file, m)| IndexError::corrupt(&self.dir.join(file), 0, m))
+    }
+
+    fn vector_norms(&self) -> std::result::Result<(), (&'static str, String)> {
+        let dim = self.dimension();
+        let bad = self.vectors().par_chunks(dim.max(1)).position_first(|row| {
+            let n = crate::kernel::dot(row, row);
+            !(n.is_finite() && (n - 1.0).abs() <= NORM_TOLERANCE)
+        });
+        match bad {
+            None => Ok(()),
+            Some(row) => {
+                let v = self.vector(row);
+                let n = crate::kernel::dot(v, v);
+                Err((
+                    files::VECTORS,
+                    format!(
+                        "row {row} (chunk \"{}\") is not a finite unit vector (squared norm {n}): \
+                         the file is damaged; rebuild the index",
+                        veredicto_core::redact::short(self.table.id(row))
+                    ),
+                ))
+            }
+        }
+    }
+
+    fn table_digest(&self) -> std::result::Result<(), (&'static str, String)> {
+        let (Some(expected), Table::Binary(table)) = (&self.table_hash, &self.table) else {
+            return Ok(());
+        };
+        let got = crate::hash_hex(&Sha256::digest(table.bytes()));
+        if &got == expected {
+            table.meta_problem().map_err(|m| (files::CHUNK_TABLE, m))
+        } else {
+            Err((
+                files::CHUNK_TABLE,
+                format!("content does not match the manifest: {got}, expected {expected}"),
+            ))
+        }
     }
 
     /// Checks every data file's size and SHA-256 against the manifest (reads all of them),
@@ -422,12 +484,12 @@ impl Index {
 
     /// Number of chunks.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.table.len()
     }
 
     /// Whether the index holds no chunk.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.table.len() == 0
     }
 
     /// Number of components per vector.
@@ -471,7 +533,7 @@ impl Index {
 
     /// The row of chunk `id` (binary search: rows are in ID order).
     pub fn row_of(&self, id: &str) -> Option<usize> {
-        self.entries.binary_search_by(|e| (*e.id).cmp(id)).ok()
+        self.table.row_of(id)
     }
 
     /// Every chunk, in row (= ID) order.
@@ -495,12 +557,9 @@ impl Index {
         }
     }
 
-    pub(crate) fn entry(&self, row: usize) -> &Entry {
-        &self.entries[row]
-    }
-
-    pub(crate) fn entries(&self) -> &[Entry] {
-        &self.entries
+    /// The chunk table.
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
     }
 }
 
@@ -517,7 +576,9 @@ struct Parts {
     manifest: Manifest,
     vectors: Option<Mmap>,
     records: Option<Mmap>,
-    entries: Vec<Entry>,
+    table: Table,
+    /// The manifest's SHA-256 of `chunks.bin`, checked before the first search.
+    table_hash: Option<String>,
 }
 
 impl Parts {
@@ -527,7 +588,8 @@ impl Parts {
             manifest: self.manifest,
             vectors: self.vectors,
             records: self.records,
-            entries: self.entries,
+            table: self.table,
+            table_hash: self.table_hash,
             vectors_checked: OnceLock::new(),
             folder,
         }

@@ -1,7 +1,7 @@
 //! Incremental ingest: compare a new corpus with the index, embed only what is new, write
 //! the new index atomically.
 
-use crate::chunk::{ChunkInput, ChunkLine, TextHash};
+use crate::chunk::{ChunkInput, TextHash};
 use crate::error::{IndexError, Result};
 use crate::index::Index;
 use crate::kernel;
@@ -9,6 +9,7 @@ use crate::manifest::{
     files, BatchRecord, EmbeddedField, FileRecord, Manifest, Metric, ModelFingerprint, FORMAT_NAME,
     FORMAT_VERSION, ROW_ORDER, VECTOR_DTYPE,
 };
+use crate::table::TableWriter;
 use crate::write::{AtomicDir, HashingWriter};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -182,8 +183,9 @@ impl<'a> Plan<'a> {
         // Lookup only (never iterated): the first row holding each text hash.
         let mut stored_by_hash: HashMap<TextHash, usize> = HashMap::new();
         if let (Some(index), true) = (reuse, share) {
-            for (row, e) in index.entries().iter().enumerate() {
-                stored_by_hash.entry(e.text_hash).or_insert(row);
+            let table = index.table();
+            for row in 0..table.len() {
+                stored_by_hash.entry(table.text_hash(row)).or_insert(row);
             }
         }
         let mut new_by_hash: HashMap<TextHash, usize> = HashMap::new();
@@ -206,9 +208,8 @@ impl<'a> Plan<'a> {
         for (i, c) in corpus.iter().enumerate() {
             let hash = hashes[i];
             let old_row = base.and_then(|b| b.row_of(&c.id));
-            let old_hash = old_row.and_then(|r| base.map(|b| b.entry(r).text_hash));
-            let old_vector_hash =
-                old_row.and_then(|r| base.and_then(|b| b.entry(r).vector_hash.as_deref().copied()));
+            let old_hash = old_row.and_then(|r| base.map(|b| b.table().text_hash(r)));
+            let old_vector_hash = old_row.and_then(|r| base.and_then(|b| b.table().vector_hash(r)));
             let vector_hash = vector_hashes.get(i).copied();
             let unchanged = old_hash == Some(hash) && old_vector_hash == vector_hash;
             match (old_row, unchanged) {
@@ -218,7 +219,7 @@ impl<'a> Plan<'a> {
             }
             let source = match (old_row, reuse) {
                 (Some(row), Some(index)) if unchanged => {
-                    plan.keep_batch.push(Some(index.entry(row).batch));
+                    plan.keep_batch.push(Some(index.table().batch(row)));
                     Source::Stored(row)
                 }
                 _ => {
@@ -241,9 +242,11 @@ impl<'a> Plan<'a> {
             plan.sources.push(source);
         }
         if let Some(index) = base {
-            for e in index.entries() {
-                if !positions.contains_key(&*e.id) {
-                    plan.removed.push(e.id.to_string());
+            let table = index.table();
+            for row in 0..table.len() {
+                let id = table.id(row);
+                if !positions.contains_key(id) {
+                    plan.removed.push(id.to_string());
                 }
             }
         }
@@ -423,7 +426,7 @@ impl<'a> Plan<'a> {
             }
         }
         let target = AtomicDir::create(dir)?;
-        let result = self.write_files(&target, &order, &fresh, &ok, batch_pos, &batches);
+        let result = self.write_files(&target, &order, &fresh, &ok, batch_pos);
         let file_records = match result {
             Ok(records) => records,
             Err(e) => {
@@ -463,12 +466,11 @@ impl<'a> Plan<'a> {
         fresh: &[f32],
         ok: &[bool],
         batch_pos: u32,
-        batches: &[BatchRecord],
     ) -> Result<BTreeMap<String, FileRecord>> {
         let dim = self.settings.dimension;
         let mut vectors = HashingWriter::create(target, files::VECTORS)?;
         let mut records = HashingWriter::create(target, files::RECORDS)?;
-        let mut chunks = HashingWriter::create(target, files::CHUNKS)?;
+        let mut chunks = TableWriter::default();
         let mut row_bytes = Vec::with_capacity(dim * 4);
         for &i in order {
             let c = &self.chunks[i];
@@ -495,8 +497,17 @@ impl<'a> Plan<'a> {
 
             let record = match &c.record {
                 Some(value) => {
-                    // Serialising a JSON value cannot fail.
-                    let mut line = serde_json::to_vec(value).unwrap_or_default();
+                    // The vector is in vectors.f32: the record keeps everything else.
+                    let mut line = match value {
+                        serde_json::Value::Object(map) if map.contains_key("vector") => {
+                            let mut map = map.clone();
+                            map.remove("vector");
+                            serde_json::to_vec(&map)
+                        }
+                        // Serialising a JSON value cannot fail.
+                        other => serde_json::to_vec(other),
+                    }
+                    .unwrap_or_default();
                     line.push(b'\n');
                     let at = records.position();
                     records.write(&line)?;
@@ -505,27 +516,21 @@ impl<'a> Plan<'a> {
                 None => None,
             };
             let batch = self.keep_batch[i].unwrap_or(batch_pos);
-            let b = &batches[batch as usize];
-            let line = ChunkLine {
-                id: c.id.clone(),
-                text_hash: self.hashes[i].to_string(),
-                vector_hash: self.vector_hashes.get(i).map(ToString::to_string),
+            chunks.push(
+                &c.id,
+                &self.hashes[i],
+                self.vector_hashes.get(i),
                 batch,
-                ingest_batch: b.name.clone(),
-                ingested_at: b.time.clone(),
-                domain: c.meta.domain.clone(),
-                labels: c.meta.labels.clone(),
-                facets: c.meta.facets.clone(),
-                valid_from: c.meta.valid_from.clone(),
-                valid_to: c.meta.valid_to.clone(),
+                &c.meta,
                 record,
-            };
-            let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
-            bytes.push(b'\n');
-            chunks.write(&bytes)?;
+            )?;
+        }
+        let mut table = HashingWriter::create(target, files::CHUNK_TABLE)?;
+        for part in chunks.finish() {
+            table.write(&part)?;
         }
         let mut out = BTreeMap::new();
-        for w in [vectors, records, chunks] {
+        for w in [vectors, records, table] {
             let (name, rec) = w.finish()?;
             out.insert(name, rec);
         }

@@ -33,6 +33,7 @@ mod lock;
 mod manifest;
 pub mod retriever;
 mod search;
+mod table;
 mod write;
 
 pub use chunk::{ChunkInput, ChunkMeta, TextHash};

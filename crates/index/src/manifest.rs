@@ -10,7 +10,7 @@ use std::path::Path;
 pub const FORMAT_NAME: &str = "veredicto-index";
 
 /// The on-disk format version this build writes and the highest it reads.
-pub const FORMAT_VERSION: u64 = 1;
+pub const FORMAT_VERSION: u64 = 2;
 
 /// File names inside an index folder.
 pub mod files {
@@ -18,8 +18,10 @@ pub mod files {
     pub const MANIFEST: &str = "manifest.json";
     /// Row-major little-endian f32 vectors, `count × dimension`.
     pub const VECTORS: &str = "vectors.f32";
-    /// One JSON line of metadata per row.
+    /// One JSON line of metadata per row (format version 1; read, no longer written).
     pub const CHUNKS: &str = "chunks.jsonl";
+    /// The binary chunk table (format version 2): fixed-width rows, memory-mapped.
+    pub const CHUNK_TABLE: &str = "chunks.bin";
     /// The original chunk JSON lines, for rehydration; addressed by byte offsets.
     pub const RECORDS: &str = "records.jsonl";
 }

@@ -278,22 +278,31 @@ pub fn retrieve(
 /// The index's chunks as a corpus for the diagnosis (from the records kept at ingest), each
 /// with the batch that brought it and the batch's time from the index's batch records.
 pub fn corpus_of(index: &Index) -> Result<Corpus, RetrieveError> {
+    use rayon::prelude::*;
     let records = index.dir().join("records.jsonl");
-    let mut chunks: Vec<Chunk> = Vec::with_capacity(index.len());
-    for c in index.chunks() {
-        match c.record()? {
-            Some(serde_json::Value::Object(map)) => chunks.push(
-                veredicto_formats::corpus::chunk_from_object(&records, c.row() + 1, map)?,
-            ),
-            _ => chunks.push(Chunk {
-                id: c.id().to_owned(),
-                domain: c.meta().domain.clone(),
-                labels: c.meta().labels.clone(),
-                valid_from: c.meta().valid_from.clone(),
-                valid_to: c.meta().valid_to.clone(),
-                ..Chunk::default()
-            }),
-        }
+    // Records are parsed in parallel; the first failing row (in row order) is the error.
+    let parsed: Vec<Result<Chunk, RetrieveError>> = (0..index.len())
+        .into_par_iter()
+        .map(|row| {
+            let c = index.chunk(row);
+            Ok(match c.record()? {
+                Some(serde_json::Value::Object(map)) => {
+                    veredicto_formats::corpus::chunk_from_object(&records, row + 1, map)?
+                }
+                _ => Chunk {
+                    id: c.id().to_owned(),
+                    domain: c.meta().domain.clone(),
+                    labels: c.meta().labels.clone(),
+                    valid_from: c.meta().valid_from.clone(),
+                    valid_to: c.meta().valid_to.clone(),
+                    ..Chunk::default()
+                },
+            })
+        })
+        .collect();
+    let mut chunks: Vec<Chunk> = Vec::with_capacity(parsed.len());
+    for chunk in parsed {
+        chunks.push(chunk?);
     }
     // The batch is the index's own record (the batch that brought the chunk's current
     // text, with its time), not what the corpus line said.

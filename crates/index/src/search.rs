@@ -481,6 +481,10 @@ impl Index {
                     }),
             );
         }
+        if !distinct.is_empty() {
+            // Binary tables parse their filter metadata on first use: damage is an error.
+            self.table().check_meta()?;
+        }
         let bitmaps: Vec<Vec<u64>> = distinct.iter().map(|f| self.filter_bitmap(f)).collect();
         // Targets: rows and scores of the chunks whose rank is asked for.
         let padded = queries.len().div_ceil(8) * 8;
@@ -594,7 +598,7 @@ impl Index {
                 0,
                 format!(
                     "row {row} (chunk \"{}\") scores {score}: the vector is damaged",
-                    veredicto_core::redact::short(&self.entry(row as usize).id)
+                    veredicto_core::redact::short(self.table().id(row as usize))
                 ),
             ));
         }
@@ -623,7 +627,7 @@ impl Index {
         let n = self.len();
         let mut bits = vec![0u64; n.div_ceil(64)];
         for row in 0..n {
-            if filter.matches(self.entry(row).meta()) {
+            if filter.matches(self.table().meta(row)) {
                 bits[row / 64] |= 1u64 << (row % 64);
             }
         }

@@ -110,30 +110,48 @@ fn a_nan_vector_is_an_error_never_rank_one() {
 }
 
 #[test]
-fn chunk_table_and_manifest_damage_is_caught_on_open() {
+fn chunk_table_damage_is_caught_before_the_first_search_and_manifest_damage_on_open() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("kb");
-    build(&dir, &items(10, 4), |_| ChunkMeta::default());
-    // Same size, one character changed: caught by the hash checked on every open.
-    let cpath = dir.join(files::CHUNKS);
-    let clean = std::fs::read_to_string(&cpath).unwrap();
-    // A hex digit of a text hash: still a valid line, so only the hash can tell.
-    let at = clean.find("sha256:").unwrap() + 7;
-    let digit = if &clean[at..at + 1] == "0" { "1" } else { "0" };
-    let changed = format!("{}{digit}{}", &clean[..at], &clean[at + 1..]);
-    assert_eq!(changed.len(), clean.len());
+    build(&dir, &items(10, 4), |i| ChunkMeta {
+        domain: Some(format!("d{}", i % 2)),
+        ..ChunkMeta::default()
+    });
+    let cpath = dir.join(files::CHUNK_TABLE);
+    let clean = std::fs::read(&cpath).unwrap();
+    let query = [0.3f32, -0.2, 0.9, 0.1];
+    // One bit of a text hash (rows: 64 + 10 × 48 bytes; hashes follow): the structure is
+    // intact, so the index opens, but its first search compares the table's SHA-256 with the
+    // manifest and refuses; so does verify().
+    let mut changed = clean.clone();
+    changed[64 + 10 * 48 + 5] ^= 0x01;
     std::fs::write(&cpath, &changed).unwrap();
-    let e = Index::open(&dir).unwrap_err();
+    let index = Index::open(&dir).unwrap();
+    let e = index.search(&query, 3, None).unwrap_err();
     assert!(
-        e.to_string().contains("chunks.jsonl") && e.to_string().contains("does not match"),
+        e.to_string().contains("chunks.bin") && e.to_string().contains("does not match"),
         "{e}"
     );
-    // Same lines, one more space inside the last one: caught by the size.
-    let spaced = format!("{} }}\n", clean.trim_end().trim_end_matches('}'));
-    std::fs::write(&cpath, &spaced).unwrap();
+    let e = Index::open(&dir).unwrap().verify().unwrap_err();
+    assert!(e.to_string().contains("chunks.bin"), "{e}");
+    // A metadata byte garbled (same size): refused before the first search too, filtered or not.
+    let heap = clean.len() - 1;
+    let mut garbled = clean.clone();
+    garbled[heap] ^= 0x20;
+    std::fs::write(&cpath, &garbled).unwrap();
+    let filter: Filter = "domain=d1".parse().unwrap();
+    let e = Index::open(&dir)
+        .unwrap()
+        .search(&query, 3, Some(&filter))
+        .unwrap_err();
+    assert!(e.to_string().contains("chunks.bin"), "{e}");
+    // One byte more: caught on open by the size.
+    let mut longer = clean.clone();
+    longer.push(b' ');
+    std::fs::write(&cpath, &longer).unwrap();
     let e = Index::open(&dir).unwrap_err();
     assert!(
-        e.to_string().contains("chunks.jsonl") && e.to_string().contains("bytes"),
+        e.to_string().contains("chunks.bin") && e.to_string().contains("bytes"),
         "{e}"
     );
     std::fs::write(&cpath, &clean).unwrap();
@@ -181,4 +199,34 @@ fn ingest_refuses_to_copy_damaged_vectors_into_a_new_version() {
         .unwrap_err();
     assert!(e.to_string().contains("vectors.f32"), "{e}");
     assert_eq!(std::fs::read(dir.join(files::MANIFEST)).unwrap(), before);
+}
+
+#[test]
+fn a_format_1_chunk_table_is_still_hashed_on_every_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("v1");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/index-v1");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in [
+        "manifest.json",
+        "chunks.jsonl",
+        "records.jsonl",
+        "vectors.f32",
+    ] {
+        std::fs::copy(src.join(name), dir.join(name)).unwrap();
+    }
+    let cpath = dir.join("chunks.jsonl");
+    let clean = std::fs::read_to_string(&cpath).unwrap();
+    // A hex digit of a text hash: still a valid line, so only the hash can tell.
+    let at = clean.find("sha256:").unwrap() + 7;
+    let digit = if &clean[at..at + 1] == "0" { "1" } else { "0" };
+    let changed = format!("{}{digit}{}", &clean[..at], &clean[at + 1..]);
+    std::fs::write(&cpath, &changed).unwrap();
+    let e = Index::open(&dir).unwrap_err();
+    assert!(
+        e.to_string().contains("chunks.jsonl") && e.to_string().contains("does not match"),
+        "{e}"
+    );
+    std::fs::write(&cpath, &clean).unwrap();
+    Index::open(&dir).unwrap().verify().unwrap();
 }

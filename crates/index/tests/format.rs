@@ -53,7 +53,7 @@ fn same_inputs_give_identical_files_whatever_the_thread_count() {
     assert_eq!(
         a.keys().collect::<Vec<_>>(),
         [
-            "chunks.jsonl",
+            "chunks.bin",
             "manifest.json",
             "records.jsonl",
             "vectors.f32"
@@ -73,7 +73,7 @@ fn files_have_the_documented_shape() {
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(m["format"], "veredicto-index");
-    assert_eq!(m["format_version"], 1);
+    assert_eq!(m["format_version"], 2);
     assert_eq!(m["dimension"], 2);
     assert_eq!(m["count"], 3);
     assert_eq!(m["metric"], "cosine");
@@ -90,15 +90,37 @@ fn files_have_the_documented_shape() {
     assert_eq!(first_row, index.vector(0));
     let norm: f32 = first_row.iter().map(|x| x * x).sum();
     assert!((norm - 1.0).abs() < 1e-6);
-    // chunks.jsonl: one line per row.
-    let chunks = std::fs::read_to_string(dir.join("chunks.jsonl")).unwrap();
-    let line: serde_json::Value = serde_json::from_str(chunks.lines().next().unwrap()).unwrap();
-    assert_eq!(line["id"], index.chunk(0).id());
-    assert!(line["text_hash"].as_str().unwrap().starts_with("sha256:"));
-    assert_eq!(line["ingest_batch"], "b1");
-    assert_eq!(line["ingested_at"], "2025-01-01T00:00:00Z");
-    assert_eq!(line["valid_from"], "2024-01-01");
-    assert_eq!(chunks.lines().count(), 3);
+    // chunks.bin: a 64-byte header, 48-byte rows, 32-byte text hashes, then the heap of IDs
+    // and metadata (no vector-hash section: a model embedded these chunks).
+    let table = std::fs::read(dir.join("chunks.bin")).unwrap();
+    let u32_at = |at: usize| u32::from_le_bytes(table[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(table[at..at + 8].try_into().unwrap());
+    assert_eq!(&table[..8], b"VRDCHNK\0");
+    assert_eq!(
+        (u32_at(8), u32_at(12), u64_at(16), u64_at(24)),
+        (1, 48, 3, 0)
+    );
+    let heap_at = 64 + 3 * 48 + 3 * 32;
+    assert_eq!(table.len() as u64, heap_at as u64 + u64_at(32));
+    let (id_off, id_len) = (u64_at(64) as usize, u32_at(72) as usize);
+    let id = &table[heap_at + id_off..heap_at + id_off + id_len];
+    assert_eq!(id, index.chunk(0).id().as_bytes());
+    assert_eq!(u32_at(76), 0, "batch position");
+    let hash = &table[64 + 3 * 48..64 + 3 * 48 + 32];
+    assert_eq!(hash, index.chunk(0).text_hash().0);
+    let flags = u32_at(64 + 44);
+    assert_eq!(flags, 2 | 4, "metadata and record, no vector hash");
+    let (meta_off, meta_len) = (u64_at(64 + 32) as usize, u32_at(64 + 40) as usize);
+    let meta: serde_json::Value =
+        serde_json::from_slice(&table[heap_at + meta_off..heap_at + meta_off + meta_len]).unwrap();
+    assert_eq!(meta["valid_from"], "2024-01-01");
+    let (rec_off, rec_len) = (u64_at(64 + 16) as usize, u64_at(64 + 24) as usize);
+    let records = std::fs::read(dir.join("records.jsonl")).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_slice(&records[rec_off..rec_off + rec_len]).unwrap();
+    assert_eq!(record["id"], index.chunk(0).id());
+    assert_eq!(index.chunk(0).ingest_batch(), "b1");
+    assert_eq!(index.chunk(0).ingested_at(), "2025-01-01T00:00:00Z");
 }
 
 #[test]
@@ -116,8 +138,8 @@ fn a_newer_format_version_is_refused_naming_the_manifest() {
         matches!(
             e,
             IndexError::NewerFormat {
-                found: 2,
-                supported: 1,
+                found: 3,
+                supported: 2,
                 ..
             }
         ),
@@ -153,20 +175,42 @@ fn corrupt_files_give_errors_naming_them() {
     assert!(e.to_string().contains("vectors.f32"), "{e}");
     std::fs::write(&vpath, &bytes).unwrap();
 
-    // A truncated chunks.jsonl.
-    let cpath = dir.join("chunks.jsonl");
+    // A truncated chunks.bin.
+    let cpath = dir.join("chunks.bin");
+    let table = std::fs::read(&cpath).unwrap();
+    std::fs::write(&cpath, &table[..table.len() - 5]).unwrap();
+    let e = Index::open(&dir).unwrap_err();
+    assert!(e.to_string().contains("chunks.bin"), "{e}");
+    assert!(e.to_string().contains("bytes"), "{e}");
+
+    // Rows out of ID order name the row (same size: found by the structure check on open).
+    let mut swapped = table.clone();
+    let (a, b) = (64 + 3 * 48, 64 + 4 * 48);
+    let row3 = swapped[a..a + 48].to_vec();
+    let row4 = swapped[b..b + 48].to_vec();
+    swapped[a..a + 48].copy_from_slice(&row4);
+    swapped[b..b + 48].copy_from_slice(&row3);
+    std::fs::write(&cpath, &swapped).unwrap();
+    let e = Index::open(&dir).unwrap_err();
+    assert!(e.to_string().contains("chunks.bin"), "{e}");
+    assert!(e.to_string().contains("row 4"), "{e}");
+    assert!(e.to_string().contains("ascending"), "{e}");
+    std::fs::write(&cpath, &table).unwrap();
+
+    // Format version 1 (chunks.jsonl): a truncated table, and a garbled line naming the line.
+    let v1 = tmp.path().join("v1");
+    copy_v1_fixture(&v1);
+    let cpath = v1.join("chunks.jsonl");
     let chunks = std::fs::read_to_string(&cpath).unwrap();
     let cut: String = chunks.lines().take(9).map(|l| format!("{l}\n")).collect();
     std::fs::write(&cpath, cut).unwrap();
-    let e = Index::open(&dir).unwrap_err();
+    let e = Index::open(&v1).unwrap_err();
     assert!(e.to_string().contains("chunks.jsonl"), "{e}");
     assert!(e.to_string().contains("9 lines"), "{e}");
-
-    // A garbled line names the line.
     let mut lines: Vec<&str> = chunks.lines().collect();
     lines[3] = "{not json";
     std::fs::write(&cpath, lines.join("\n") + "\n").unwrap();
-    let e = Index::open(&dir).unwrap_err();
+    let e = Index::open(&v1).unwrap_err();
     assert!(e.to_string().contains("chunks.jsonl:4:"), "{e}");
 
     // Not an index at all.
@@ -271,4 +315,90 @@ fn an_empty_index_opens_and_searches() {
         Rank::NotInIndex
     );
     Index::open(&dir).unwrap().verify().unwrap();
+}
+
+#[test]
+fn a_format_1_index_opens_searches_alike_and_is_rewritten_as_format_2_by_the_next_ingest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v1 = tmp.path().join("v1");
+    copy_v1_fixture(&v1);
+    let old = Index::open(&v1).unwrap();
+    assert_eq!(old.manifest().format_version, 1);
+    old.verify().unwrap();
+    assert_eq!(old.len(), 10);
+    assert_eq!(old.chunk(3).id(), "c03");
+    assert_eq!(old.chunk(3).meta().domain.as_deref(), Some("d1"));
+    assert_eq!(
+        old.chunk(3).record().unwrap().unwrap(),
+        serde_json::json!({"id": "c03", "n": 3})
+    );
+    // The same chunks rebuilt in format 2 answer every query identically.
+    let items: Vec<(String, Vec<f32>)> = (0..10)
+        .map(|i| {
+            let v = (0..4)
+                .map(|d| ((i * 7 + d * 3) % 11) as f32 - 4.5)
+                .collect();
+            (format!("c{i:02}"), v)
+        })
+        .collect();
+    let v2 = build(&tmp.path().join("v2"), &items, |i| ChunkMeta {
+        domain: Some(format!("d{}", i % 2)),
+        labels: if i % 3 == 0 { vec!["L".into()] } else { vec![] },
+        ..ChunkMeta::default()
+    });
+    assert_eq!(v2.manifest().format_version, 2);
+    let filter: Filter = "domain=d1".parse().unwrap();
+    let ids: Vec<String> = vec!["c00".into(), "c05".into(), "nope".into()];
+    for q in [[0.3f32, -0.2, 0.9, 0.1], [-1.0, 0.5, 0.0, 0.25]] {
+        for f in [None, Some(&filter)] {
+            let query = Query {
+                vector: &q,
+                k: 4,
+                filter: f,
+                rank_ids: &ids,
+            };
+            assert_eq!(
+                old.search_batch(&[query]).unwrap(),
+                v2.search_batch(&[query]).unwrap()
+            );
+        }
+    }
+    // The next ingest (nothing changed) writes format 2 and keeps every vector bit for bit.
+    let corpus: Vec<ChunkInput> = old
+        .chunks()
+        .map(|c| ChunkInput {
+            id: c.id().to_string(),
+            text: format!("text of {}", c.id()),
+            meta: c.meta().clone(),
+            record: c.record().unwrap(),
+        })
+        .collect();
+    let plan = Plan::new(Some(&old), corpus, settings(4, 1)).unwrap();
+    assert_eq!(plan.embed_count(), 0);
+    let new = plan
+        .apply(
+            &[] as &[Vec<f32>],
+            &batch("b2", "2025-02-01T00:00:00Z"),
+            &v1,
+        )
+        .unwrap();
+    assert_eq!(new.manifest().format_version, 2);
+    assert!(v1.join("chunks.bin").is_file() && !v1.join("chunks.jsonl").exists());
+    assert_eq!(new.vectors(), old.vectors());
+    assert_eq!(new.chunk(3).meta(), old.chunk(3).meta());
+    assert_eq!(new.chunk(3).ingest_batch(), "b1");
+    new.verify().unwrap();
+}
+
+fn copy_v1_fixture(dest: &Path) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/index-v1");
+    std::fs::create_dir_all(dest).unwrap();
+    for name in [
+        "manifest.json",
+        "chunks.jsonl",
+        "records.jsonl",
+        "vectors.f32",
+    ] {
+        std::fs::copy(src.join(name), dest.join(name)).unwrap();
+    }
 }

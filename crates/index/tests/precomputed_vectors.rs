@@ -121,7 +121,7 @@ fn unchanged_precomputed_vectors_are_kept_and_the_index_is_reproducible() {
     assert_eq!(plan.unchanged(), ["a", "b"]);
     assert_eq!(plan.new_vectors(), 0);
     let two = ingest(None, &items, vectors, &tmp.path().join("two"), "b1");
-    for name in [files::VECTORS, files::CHUNKS, files::MANIFEST] {
+    for name in [files::VECTORS, files::CHUNK_TABLE, files::MANIFEST] {
         assert_eq!(
             std::fs::read(one.dir().join(name)).unwrap(),
             std::fs::read(two.dir().join(name)).unwrap(),
@@ -205,4 +205,40 @@ fn bad_precomputed_vectors_are_refused_naming_the_chunk() {
         .apply(&[vec![1.0f32; 3]], &batch("b", "t"), &tmp.path().join("kb"))
         .unwrap_err();
     assert!(matches!(e, IndexError::VectorCount { .. }), "{e}");
+}
+
+#[test]
+fn records_are_kept_without_their_vectors_and_vector_hashes_survive_reopening() {
+    // Regression: records.jsonl repeated every precomputed vector as JSON text (365 MB of
+    // 541 MB for 100k × 384); the vector lives in vectors.f32 only.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("kb");
+    let vectors = vec![vec![1.0, 2.0, 3.0], vec![3.0, 2.0, 1.0]];
+    let corpus: Vec<ChunkInput> = [("a", "x"), ("b", "y")]
+        .iter()
+        .zip(&vectors)
+        .map(|((id, text), v)| ChunkInput {
+            record: Some(serde_json::json!({"id": id, "text": text, "vector": v})),
+            ..ChunkInput::new(*id, *text)
+        })
+        .collect();
+    let plan = Plan::with_vectors(None, corpus, vectors.clone(), settings(3, 7)).unwrap();
+    let index = plan
+        .apply(&[] as &[Vec<f32>], &batch("b1", "t"), &dir)
+        .unwrap();
+    let records = std::fs::read_to_string(dir.join(files::RECORDS)).unwrap();
+    assert!(!records.contains("vector"), "{records}");
+    assert_eq!(
+        index.get("b").unwrap().record().unwrap().unwrap(),
+        serde_json::json!({"id": "b", "text": "y"})
+    );
+    let reopened = Index::open(&dir).unwrap();
+    assert_eq!(
+        reopened.get("b").unwrap().vector_hash(),
+        Some(TextHash::of_vector(&vectors[1]))
+    );
+    assert_eq!(
+        reopened.get("a").unwrap().vector(),
+        unit(&vectors[0]).as_slice()
+    );
 }

@@ -153,6 +153,12 @@ pub trait Retriever: Send + Sync {
     }
     /// The results for one case.
     fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError>;
+    /// The results for several cases, in order: what [`Retriever::search`] gives for each,
+    /// identical bit for bit. By default one case at a time; the own index answers the whole
+    /// batch in one pass over its vectors.
+    fn search_batch(&self, requests: &[Request<'_>]) -> Result<Vec<Ranking>, RetrieveError> {
+        requests.iter().map(|r| self.search(r)).collect()
+    }
     /// A whole run known in advance (a run file): queries that are not golden cases are
     /// then counted as ignored, as with a run file read directly.
     fn preloaded(&self) -> Option<&Run> {

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use veredicto_core::case::Corpus;
-use veredicto_index::{Index, Query, Rank};
+use veredicto_index::{Index, Query, QueryResult, Rank};
 
 use crate::{Hit, Ranking, Request, RetrieveError, Retriever, Vectors};
 
@@ -25,6 +25,66 @@ impl OwnIndex {
     /// The opened index.
     pub fn index(&self) -> &Index {
         &self.index
+    }
+
+    /// A request's query vector (of the index's dimension) and filter, checked.
+    fn check<'a>(
+        &self,
+        request: &Request<'a>,
+    ) -> Result<(&'a [f32], Option<veredicto_index::Filter>), RetrieveError> {
+        let vector = request.vector.ok_or_else(|| RetrieveError::NoVector {
+            case: request.case_id.to_owned(),
+        })?;
+        if vector.len() != self.index.dimension() {
+            return Err(RetrieveError::QueryDimension {
+                case: request.case_id.to_owned(),
+                got: vector.len(),
+                want: self.index.dimension(),
+            });
+        }
+        let filter = match request.filters {
+            Some(f) => Some(
+                veredicto_index::Filter::from_json(&serde_json::Value::Object(f.clone())).map_err(
+                    |e| RetrieveError::Setup {
+                        uri: self.describe(),
+                        reason: format!("case `{}`: {e}", request.case_id),
+                    },
+                )?,
+            ),
+            None => None,
+        };
+        Ok((vector, filter))
+    }
+
+    /// The index query of a request: top `depth`, and the exact rank of every expected chunk.
+    fn query<'a>(
+        &self,
+        request: &Request<'a>,
+        vector: &'a [f32],
+        filter: Option<&'a veredicto_index::Filter>,
+    ) -> Query<'a> {
+        let mut q = Query::new(vector, request.depth);
+        q.rank_ids = request.expected;
+        q.filter = filter;
+        q
+    }
+
+    fn ranking(&self, request: &Request<'_>, result: &QueryResult) -> Ranking {
+        let hits = result
+            .hits
+            .iter()
+            .map(|h| Hit {
+                id: self.index.chunk(h.row).id().to_owned(),
+                score: Some(f64::from(h.score)),
+            })
+            .collect();
+        let mut known = std::collections::BTreeMap::new();
+        for (id, rank) in request.expected.iter().zip(&result.ranks) {
+            if let Rank::Ranked { rank, score } = rank {
+                known.insert(id.clone(), (*rank, Some(f64::from(*score))));
+            }
+        }
+        Ranking { hits, known }
     }
 }
 
@@ -55,48 +115,31 @@ impl Retriever for OwnIndex {
     }
 
     fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError> {
-        let vector = request.vector.ok_or_else(|| RetrieveError::NoVector {
-            case: request.case_id.to_owned(),
-        })?;
-        if vector.len() != self.index.dimension() {
-            return Err(RetrieveError::QueryDimension {
-                case: request.case_id.to_owned(),
-                got: vector.len(),
-                want: self.index.dimension(),
-            });
-        }
-        let filter = match request.filters {
-            Some(f) => Some(
-                veredicto_index::Filter::from_json(&serde_json::Value::Object(f.clone())).map_err(
-                    |e| RetrieveError::Setup {
-                        uri: self.describe(),
-                        reason: format!("case `{}`: {e}", request.case_id),
-                    },
-                )?,
-            ),
-            None => None,
-        };
-        let mut q = Query::new(vector, request.depth);
-        q.rank_ids = request.expected;
-        q.filter = filter.as_ref();
-        let Some(result) = self.index.search_batch(&[q])?.pop() else {
+        let (vector, filter) = self.check(request)?;
+        let query = self.query(request, vector, filter.as_ref());
+        let Some(result) = self.index.search_batch(&[query])?.pop() else {
             return Ok(Ranking::default());
         };
-        let hits = result
-            .hits
+        Ok(self.ranking(request, &result))
+    }
+
+    fn search_batch(&self, requests: &[Request<'_>]) -> Result<Vec<Ranking>, RetrieveError> {
+        // Checked in order, so the first failing case is the error, as one at a time.
+        let checked = requests
             .iter()
-            .map(|h| Hit {
-                id: self.index.chunk(h.row).id().to_owned(),
-                score: Some(f64::from(h.score)),
-            })
+            .map(|r| self.check(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let queries: Vec<Query<'_>> = requests
+            .iter()
+            .zip(&checked)
+            .map(|(r, (vector, filter))| self.query(r, vector, filter.as_ref()))
             .collect();
-        let mut known = std::collections::BTreeMap::new();
-        for (id, rank) in request.expected.iter().zip(&result.ranks) {
-            if let Rank::Ranked { rank, score } = rank {
-                known.insert(id.clone(), (*rank, Some(f64::from(*score))));
-            }
-        }
-        Ok(Ranking { hits, known })
+        let results = self.index.search_batch(&queries)?;
+        Ok(requests
+            .iter()
+            .zip(&results)
+            .map(|(r, result)| self.ranking(r, result))
+            .collect())
     }
 
     fn corpus(&self) -> Result<Option<Corpus>, RetrieveError> {

@@ -251,7 +251,10 @@ fn run() -> Result<(), String> {
         .parent()
         .and_then(Path::parent)
         .map_or(here.clone(), Path::to_path_buf);
-    let data = root.join("target/bench-data");
+    // Under the cargo target folder (CARGO_TARGET_DIR when set at run time).
+    let data = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), PathBuf::from)
+        .join("bench-data");
     std::fs::create_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
     let script = root.join("scripts/bench-search-numpy.py");
     let threads = rayon::current_num_threads();
@@ -284,10 +287,21 @@ fn run() -> Result<(), String> {
 
         let before = rss_bytes();
         let t = Instant::now();
+        let c = cpu_seconds();
         let index = Index::open(&dir).map_err(|e| e.to_string())?;
         let open_ms = t.elapsed().as_secs_f64() * 1e3;
+        let open_cpu_ms = (cpu_seconds() - c) * 1e3;
         let after_open = rss_bytes();
         let raw = (n * args.dim * 4) as f64;
+        let on_disk: u64 = std::fs::read_dir(&dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        // The check made once before the first search (vectors' norms, chunk table's hash).
+        let t = Instant::now();
+        index.check_vectors().map_err(|e| e.to_string())?;
+        let check_ms = t.elapsed().as_secs_f64() * 1e3;
 
         let mut numpy = match &args.python {
             Some(py) => {
@@ -430,7 +444,13 @@ fn run() -> Result<(), String> {
              one query at a time: {single_m:.2} ms per query (median of 20; {single_cpu_ms:.2} CPU-ms)"
         );
         println!(
-            "          memory: raw vectors {:.1} MB; open {open_ms:.0} ms, RSS +{:.1} MB after open ({:.3}x raw), +{:.1} MB after a search ({:.3}x raw)",
+            "          index format {}: {:.1} MB on disk ({:.3}x raw); open {open_ms:.1} ms ({open_cpu_ms:.1} CPU-ms), check before the first search {check_ms:.0} ms",
+            index.manifest().format_version,
+            on_disk as f64 / 1e6,
+            on_disk as f64 / raw
+        );
+        println!(
+            "          memory: raw vectors {:.1} MB; RSS +{:.1} MB after open ({:.3}x raw), +{:.1} MB after a search ({:.3}x raw)",
             raw / 1e6,
             open_delta / 1e6,
             open_delta / raw,
