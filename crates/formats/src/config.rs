@@ -428,8 +428,10 @@ impl Settings {
         if let Some(v) = path("VEREDICTO_POLICY") {
             s.policy = Some(PolicySource::File(v));
         }
+        // As written: a relative path is relative to the working folder anyway, and
+        // messages show it the way the user gave it.
         if let Some(v) = var("VEREDICTO_HISTORY") {
-            s.history = Some(history_value(cwd, &v));
+            s.history = Some(v);
         }
         if let Some(v) = var("VEREDICTO_MODEL") {
             s.model = Some(model_value(cwd, &v));
