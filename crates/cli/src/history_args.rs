@@ -80,14 +80,95 @@ impl HistoryArgs {
     }
 }
 
-/// The baseline run `which` names for `run`: `previous` (the last earlier run with the same
-/// golden set and policy), `last-accepted` (the last accepted run before it), or a run ID /
-/// unique prefix. `None` when the history holds no such run yet.
+/// Runs of history the cross-run diagnosis and the trends look at, in every command.
+pub const DEFAULT_WINDOW: usize = 20;
+
+/// `--baseline`, the same values in every command: `previous` (the last earlier run with
+/// the same golden set and policy), `last-accepted` (the last accepted run before it),
+/// `none` (no comparison), or a run ID / unique prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Baseline {
+    Previous,
+    LastAccepted,
+    None,
+    Run(String),
+}
+
+impl std::str::FromStr for Baseline {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.trim() {
+            "previous" => Baseline::Previous,
+            "last-accepted" => Baseline::LastAccepted,
+            "none" => Baseline::None,
+            "" => return Err("expected previous, last-accepted, none or a run ID".to_owned()),
+            other => {
+                if other.len() > 64
+                    || !other
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                {
+                    let hint = veredicto_formats::config::did_you_mean(
+                        other,
+                        ["previous", "last-accepted", "none"],
+                    )
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                    return Err(format!(
+                        "`{}` is neither previous, last-accepted, none nor a run ID{hint}",
+                        veredicto_core::redact::short(other)
+                    ));
+                }
+                Baseline::Run(other.to_owned())
+            }
+        })
+    }
+}
+
+impl std::fmt::Display for Baseline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Baseline::Previous => f.write_str("previous"),
+            Baseline::LastAccepted => f.write_str("last-accepted"),
+            Baseline::None => f.write_str("none"),
+            Baseline::Run(id) => f.write_str(id),
+        }
+    }
+}
+
+impl Baseline {
+    /// Checks, before anything is recorded, that a baseline named by run ID is in the
+    /// history (a typo found after the run was written left a run nobody wanted).
+    pub fn check(&self, history: &History) -> anyhow::Result<()> {
+        if let Baseline::Run(id) = self {
+            history
+                .resolve(id)
+                .map_err(|e| anyhow::anyhow!("--baseline {id}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// [`baseline_of`] for a `--baseline` value as text.
 pub fn baseline(history: &History, run: &RunMeta, which: &str) -> anyhow::Result<Option<String>> {
+    let which: Baseline = which
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("--baseline: {e}"))?;
+    baseline_of(history, run, &which)
+}
+
+/// The baseline run `which` names for `run`; `None` when the history holds no such run yet
+/// or `which` is `none`.
+pub fn baseline_of(
+    history: &History,
+    run: &RunMeta,
+    which: &Baseline,
+) -> anyhow::Result<Option<String>> {
     Ok(match which {
-        "previous" => history.previous_compatible(run)?.map(|s| s.id),
-        "last-accepted" => history.last_accepted(Some(&run.id), None)?.map(|s| s.id),
-        other => Some(history.resolve(other)?),
+        Baseline::Previous => history.previous_compatible(run)?.map(|s| s.id),
+        Baseline::LastAccepted => history.last_accepted(Some(&run.id), None)?.map(|s| s.id),
+        Baseline::None => None,
+        Baseline::Run(other) => Some(history.resolve(other)?),
     })
 }
 

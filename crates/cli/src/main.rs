@@ -19,6 +19,7 @@ mod models;
 mod models_cmd;
 mod output;
 mod printer;
+mod progress;
 mod project;
 mod report_cmd;
 mod retrieval;
@@ -117,12 +118,12 @@ fn main() -> ExitCode {
         }
         Command::Exam(args) => exam_cmd::run(*args),
         Command::Trec(args) => trec_cmd::run(args),
-        Command::Ingest(args) => ingest_cmd::run(args),
+        Command::Ingest(args) => ingest_cmd::run(args).map(ExitCode::from),
         Command::Index(args) => index_cmd::run(args),
         Command::Search(args) => search_cmd::run(args),
-        Command::Runs(args) => runs_cmd::run(args),
-        Command::Compare(args) => compare_cmd::run(args),
-        Command::Report(args) => report_cmd::run(args),
+        Command::Runs(args) => runs_cmd::run(args).map(ExitCode::from),
+        Command::Compare(args) => compare_cmd::run(args).map(ExitCode::from),
+        Command::Report(args) => report_cmd::run(args).map(ExitCode::from),
         Command::Audit(args) => audit_cmd::run(args),
         Command::History(args) => history_cmd::run(args),
         Command::Models(args) => models_cmd::run(args),

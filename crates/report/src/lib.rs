@@ -7,6 +7,7 @@ pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod runs;
 
 mod fmt;
 
