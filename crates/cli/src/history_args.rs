@@ -31,13 +31,16 @@ pub struct HistoryArgs {
 pub struct HistorySpec(String);
 
 impl std::str::FromStr for HistorySpec {
-    type Err = String;
+    type Err = std::convert::Infallible;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if !s.is_empty() {
             return Ok(HistorySpec(s.to_owned()));
         }
-        let settings = crate::project::settings().map_err(|e| e.to_string())?;
-        Ok(HistorySpec(settings.history_or_default()))
+        // A broken project file is reported by the command itself, once, on one line.
+        Ok(HistorySpec(match crate::project::settings() {
+            Ok(settings) => settings.history_or_default(),
+            Err(_) => DEFAULT_HISTORY.to_owned(),
+        }))
     }
 }
 
@@ -103,11 +106,12 @@ impl std::str::FromStr for Baseline {
             "none" => Baseline::None,
             "" => return Err("expected previous, last-accepted, none or a run ID".to_owned()),
             other => {
-                if other.len() > 64
-                    || !other
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-                {
+                // Run IDs are ULIDs: Crockford base32 (no I, L, O, U), 26 characters; a
+                // unique prefix is enough.
+                let crockford = |c: char| {
+                    c.is_ascii_alphanumeric() && !matches!(c.to_ascii_uppercase(), 'I' | 'L' | 'O' | 'U')
+                };
+                if other.len() > 26 || !other.chars().all(crockford) {
                     let hint = veredicto_formats::config::did_you_mean(
                         other,
                         ["previous", "last-accepted", "none"],

@@ -31,7 +31,10 @@ struct MigrateArgs {
     /// The history to copy into (created when absent).
     #[arg(long, value_name = "PATH|URL")]
     to: String,
-    /// Print the result as JSON.
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     json: bool,
 }
@@ -40,7 +43,10 @@ struct MigrateArgs {
 struct CheckArgs {
     #[command(flatten)]
     history: HistoryArgs,
-    /// Print the result as JSON.
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     json: bool,
 }
@@ -62,7 +68,7 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitCode> {
         }
     })?;
     let mut out = std::io::stdout().lock();
-    if a.json {
+    if a.json || a.format == crate::printer::Format::Json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         writeln!(
@@ -88,7 +94,7 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let history = a.history.open_existing()?;
     let report = history.check()?;
     let mut out = std::io::stdout().lock();
-    if a.json {
+    if a.json || a.format == crate::printer::Format::Json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         writeln!(

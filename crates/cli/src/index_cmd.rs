@@ -22,7 +22,10 @@ pub struct VerifyArgs {
     /// The index folder.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
-    /// Print the result as JSON.
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -38,7 +41,7 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     index.verify()?;
     let files = &index.manifest().files;
     let bytes: u64 = files.values().map(|f| f.bytes).sum();
-    let text = if args.json {
+    let text = if args.json || args.format == crate::printer::Format::Json {
         let summary = serde_json::json!({
             "index": args.dir.display().to_string(),
             "ok": true,

@@ -40,12 +40,18 @@ struct Cli {
     /// Colours: `auto` (on a terminal, unless NO_COLOR is set), `always`, `never`.
     #[arg(long, value_enum, default_value = "auto", global = true)]
     color: printer::ColorArg,
-    /// Print only the result and warnings (no notes, no progress).
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    /// Print only the result and warnings (no notes, no progress). `-q` goes before the
+    /// command (`veredicto -q exam`: `trec -q` is trec_eval's per-query flag).
+    #[arg(long, global = true, conflicts_with = "verbose")]
     quiet: bool,
-    /// Print more about what is done (the project file used, the sources).
-    #[arg(short, long, global = true)]
+    #[arg(short = 'q', hide = true)]
+    quiet_short: bool,
+    /// Print more about what is done (the project file used, the sources). `-v` goes
+    /// before the command.
+    #[arg(long, global = true)]
     verbose: bool,
+    #[arg(short = 'v', hide = true)]
+    verbose_short: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -92,9 +98,9 @@ fn main() -> ExitCode {
         }
     };
     Printer {
-        verbosity: if cli.quiet {
+        verbosity: if cli.quiet || cli.quiet_short {
             Verbosity::Quiet
-        } else if cli.verbose {
+        } else if cli.verbose || cli.verbose_short {
             Verbosity::Verbose
         } else {
             Verbosity::Normal
@@ -102,9 +108,19 @@ fn main() -> ExitCode {
         color: cli.color,
     }
     .install();
-    if let Ok(s) = project::settings() {
-        if let Some(p) = &s.project {
-            printer::detail(&format!("project file {}", p.display()));
+    // A broken project file stops every command but those that do not read it (`init
+    // --force` rewrites it).
+    if !matches!(cli.command, Command::Init(_) | Command::Completions { .. }) {
+        match project::settings() {
+            Ok(s) => {
+                if let Some(p) = &s.project {
+                    printer::detail(&format!("project file {}", p.display()));
+                }
+            }
+            Err(e) => {
+                printer::error(&veredicto_core::redact::message(&e.to_string()));
+                return ExitStatus::Error.into();
+            }
         }
     }
     let result: anyhow::Result<ExitCode> = match cli.command {
@@ -130,6 +146,15 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // A reader that went away (`| head`) is not a failure of the command.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitStatus::Success.into()
+        }
         Err(e) => {
             // Each line cut to a readable length (a parser may quote a 10 MB value whole)
             // with control characters from the data escaped.

@@ -14,7 +14,10 @@ pub struct ModelsArgs {
 pub enum ModelsCommand {
     /// The known models: whether they are fetched, where, and their files' SHA-256.
     List {
-        /// Print JSON.
+        /// Output format.
+        #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+        format: crate::printer::Format,
+        /// Alias of `--format json`.
         #[arg(long)]
         json: bool,
     },
@@ -33,7 +36,8 @@ pub enum ModelsCommand {
 pub fn run(args: ModelsArgs) -> anyhow::Result<ExitCode> {
     let root = crate::models::models_root()?;
     match args.command {
-        ModelsCommand::List { json } => {
+        ModelsCommand::List { json, format } => {
+            let json = json || format == crate::printer::Format::Json;
             let all: Vec<_> = KNOWN_MODELS
                 .iter()
                 .map(|m| (m, veredicto_embed::model_status(m, &root.join(m.name))))

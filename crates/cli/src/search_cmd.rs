@@ -29,7 +29,10 @@ pub struct SearchArgs {
     pub filter: Vec<String>,
     #[command(flatten)]
     pub embedder: EmbedderArgs,
-    /// Print JSON.
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -81,7 +84,7 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
             })
         })
         .collect();
-    let out = if args.json {
+    let out = if args.json || args.format == crate::printer::Format::Json {
         format!(
             "{}\n",
             serde_json::to_string_pretty(&serde_json::json!({
@@ -151,7 +154,7 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitCode> {
         expected: &[],
         exact: false,
     })?;
-    let out = if args.json {
+    let out = if args.json || args.format == crate::printer::Format::Json {
         let rows: Vec<serde_json::Value> = ranking
             .hits
             .iter()
