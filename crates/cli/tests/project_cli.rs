@@ -308,3 +308,27 @@ fn every_command_with_output_takes_format_and_json() {
         assert!(help.contains("--json"), "{cmd:?}");
     }
 }
+
+/// Regression: a buried chunk's score was printed with every digit of an f64
+/// (`score 0.46958407759666443`); queries of the run outside the golden set are named.
+#[test]
+fn scores_have_the_tables_precision_and_stray_queries_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let golden = write(
+        dir.path(),
+        "g.jsonl",
+        "{\"id\": \"q1\", \"query\": \"x\", \"expected\": [\"d3\"], \"top_k\": 2}\n",
+    );
+    let run = write(
+        dir.path(),
+        "r.trec",
+        "q1 Q0 d1 1 0.9 t\nq1 Q0 d2 2 0.8 t\nq1 Q0 d3 3 0.46958407759666443 t\nq-stray Q0 d1 1 0.5 t\n",
+    );
+    let o = veredicto_in(dir.path(), &["exam", "--golden", &golden, "--run", &run, "--no-record"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("(score 0.4696)"), "{out}");
+    assert!(!out.contains("0.46958407759666443"), "{out}");
+    let all = format!("{out}{}", stderr(&o));
+    assert!(all.contains("q-stray"), "{all}");
+}
