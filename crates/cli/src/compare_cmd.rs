@@ -77,7 +77,9 @@ pub fn recent_runs(
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
     if args.baseline == Baseline::None && args.base.is_none() {
-        anyhow::bail!("--baseline none: compare needs a baseline (previous, last-accepted or a run ID)");
+        anyhow::bail!(
+            "--baseline none: compare needs a baseline (previous, last-accepted or a run ID)"
+        );
     }
     let format = if args.markdown {
         Format::Markdown
@@ -88,17 +90,15 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
     let new = history.get(args.run.as_deref().unwrap_or("latest"))?;
     let base_id = match &args.base {
         Some(b) => history.resolve(b)?,
-        None => {
-            match crate::history_args::baseline_of(&history, &new.meta, &args.baseline)? {
-                Some(id) => id,
-                None => anyhow::bail!(
-                    "no {} baseline for run {} in {}",
-                    args.baseline,
-                    new.meta.id,
-                    args.history.history.display()
-                ),
-            }
-        }
+        None => match crate::history_args::baseline_of(&history, &new.meta, &args.baseline)? {
+            Some(id) => id,
+            None => anyhow::bail!(
+                "no {} baseline for run {} in {}",
+                args.baseline,
+                new.meta.id,
+                args.history.history.display()
+            ),
+        },
     };
     let base = history.get(&base_id)?;
     let corpus = match &args.corpus {
@@ -128,7 +128,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
             "diagnosis": diagnosis,
         }))?,
         Format::Markdown => veredicto_report::comparison::markdown(&comparison),
-        Format::Junit => veredicto_report::junit::render_with_comparison(&new.report, Some(&comparison)),
+        Format::Junit => {
+            veredicto_report::junit::render_with_comparison(&new.report, Some(&comparison))
+        }
         _ => {
             let mut s = veredicto_report::comparison::human(&comparison);
             s.push('\n');

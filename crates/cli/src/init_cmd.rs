@@ -46,10 +46,7 @@ pub struct InitArgs {
 pub fn run(args: InitArgs) -> anyhow::Result<ExitStatus> {
     let path = args.dir.join(config::FILE_NAME);
     if path.exists() && !args.force {
-        anyhow::bail!(
-            "{} already exists (--force overwrites it)",
-            path.display()
-        );
+        anyhow::bail!("{} already exists (--force overwrites it)", path.display());
     }
     if veredicto_core::redact::url_has_credentials(&args.history) {
         anyhow::bail!(
@@ -101,7 +98,10 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitStatus> {
         "veredicto exam      # examines {} against the {}, records the run",
         args.golden, source.0
     ));
-    next.push("veredicto calibrate # proposes the policy's noise ceiling from the healthy cases".to_owned());
+    next.push(
+        "veredicto calibrate # proposes the policy's noise ceiling from the healthy cases"
+            .to_owned(),
+    );
     let out = match args.format.or_json(args.json) {
         Format::Json => printer::json(&serde_json::json!({
             "config": path.display().to_string(),
@@ -112,7 +112,9 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitStatus> {
         _ => {
             let mut s = format!("wrote {}\n", path.display());
             for m in &missing {
-                s.push_str(&format!("note: {m} does not exist yet: put your data there or edit the file\n"));
+                s.push_str(&format!(
+                    "note: {m} does not exist yet: put your data there or edit the file\n"
+                ));
             }
             s.push_str("next:\n");
             for n in &next {

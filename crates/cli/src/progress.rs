@@ -68,7 +68,12 @@ impl Progress {
 
     /// `1024/5000 chunks embedded (20%) · 310.2/s · about 13 s left`.
     fn line(&self, now: Instant) -> String {
-        line(self.what, self.done, self.total, now.duration_since(self.started))
+        line(
+            self.what,
+            self.done,
+            self.total,
+            now.duration_since(self.started),
+        )
     }
 
     /// Clears the bar.
@@ -83,9 +88,12 @@ impl Progress {
 pub fn line(what: &str, done: u64, total: u64, elapsed: Duration) -> String {
     let secs = elapsed.as_secs_f64();
     let rate = if secs > 0.0 { done as f64 / secs } else { 0.0 };
-    let pct = if total > 0 { 100 * done / total } else { 100 };
+    let pct = (100 * done).checked_div(total).unwrap_or(100);
     let eta = if rate > 0.0 {
-        format!("about {:.0} s left", (total - done.min(total)) as f64 / rate)
+        format!(
+            "about {:.0} s left",
+            (total - done.min(total)) as f64 / rate
+        )
     } else {
         "time left unknown".to_owned()
     };
@@ -97,7 +105,12 @@ mod tests {
     #[test]
     fn plain_line_has_done_total_rate_and_eta() {
         assert_eq!(
-            super::line("chunks embedded", 1000, 5000, std::time::Duration::from_secs(10)),
+            super::line(
+                "chunks embedded",
+                1000,
+                5000,
+                std::time::Duration::from_secs(10)
+            ),
             "1000/5000 chunks embedded (20%) · 100.0/s · about 40 s left"
         );
     }

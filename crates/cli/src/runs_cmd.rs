@@ -149,4 +149,3 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitStatus> {
     }
     Ok(ExitStatus::Success)
 }
-

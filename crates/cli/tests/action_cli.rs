@@ -45,7 +45,15 @@ fn the_comment_is_capped_under_githubs_limit_with_the_report_link() {
     std::fs::write(dir.path().join("r.md"), &long).unwrap();
     let o = action(
         dir.path(),
-        &["cap", "--in", "r.md", "--out", "c.md", "--link", "https://example.invalid/a/1"],
+        &[
+            "cap",
+            "--in",
+            "r.md",
+            "--out",
+            "c.md",
+            "--link",
+            "https://example.invalid/a/1",
+        ],
         None,
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -56,7 +64,11 @@ fn the_comment_is_capped_under_githubs_limit_with_the_report_link() {
     assert!(body.trim_end().ends_with("(https://example.invalid/a/1)"));
     // Cut at a line end: no half row.
     let before_note = body.split("\n\n… ").next().unwrap();
-    assert!(before_note.ends_with("noise 3/3 |"), "{}", &before_note[before_note.len() - 80..]);
+    assert!(
+        before_note.ends_with("noise 3/3 |"),
+        "{}",
+        &before_note[before_note.len() - 80..]
+    );
 
     std::fs::write(dir.path().join("s.md"), "## veredicto: ACCEPT\n").unwrap();
     let o = action(dir.path(), &["cap", "--in", "s.md", "--out", "d.md"], None);
@@ -105,7 +117,13 @@ fn failing_cases_are_annotated_on_their_golden_lines() {
     assert!(!failing.is_empty());
     let o = action(
         dir.path(),
-        &["annotate", "--exam", "exam.json", "--golden", golden.to_str().unwrap()],
+        &[
+            "annotate",
+            "--exam",
+            "exam.json",
+            "--golden",
+            golden.to_str().unwrap(),
+        ],
         None,
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -115,12 +133,20 @@ fn failing_cases_are_annotated_on_their_golden_lines() {
     for (id, line) in failing.iter().zip(&lines) {
         let n = text
             .lines()
-            .position(|l| l.contains(&format!("\"id\": \"{id}\"")) || l.contains(&format!("\"id\":\"{id}\"")))
+            .position(|l| {
+                l.contains(&format!("\"id\": \"{id}\"")) || l.contains(&format!("\"id\":\"{id}\""))
+            })
             .unwrap()
             + 1;
-        let file = golden.to_str().unwrap().replace(':', "%3A").replace(',', "%2C");
+        let file = golden
+            .to_str()
+            .unwrap()
+            .replace(':', "%3A")
+            .replace(',', "%2C");
         assert!(
-            line.starts_with(&format!("::error file={file},line={n},title=veredicto%3A case {id} fails::")),
+            line.starts_with(&format!(
+                "::error file={file},line={n},title=veredicto%3A case {id} fails::"
+            )),
             "{line}"
         );
     }
@@ -151,7 +177,11 @@ fn one_sticky_comment_is_posted_then_updated() {
     let bin = fake_gh(dir.path());
     let log = dir.path().join("gh.log");
     let comments = dir.path().join("comments.json");
-    std::fs::write(dir.path().join("c.md"), "<!-- veredicto-exam-comment -->\nhi\n").unwrap();
+    std::fs::write(
+        dir.path().join("c.md"),
+        "<!-- veredicto-exam-comment -->\nhi\n",
+    )
+    .unwrap();
     let run = || {
         let mut c = Command::new("python3");
         c.arg(script())
@@ -161,7 +191,11 @@ fn one_sticky_comment_is_posted_then_updated() {
             .env("GH_COMMENTS", &comments)
             .env(
                 "PATH",
-                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+                format!(
+                    "{}:{}",
+                    bin.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
             );
         c.output().unwrap()
     };
@@ -170,7 +204,10 @@ fn one_sticky_comment_is_posted_then_updated() {
     let o = run();
     assert!(o.status.success(), "{}", stderr(&o));
     let calls = std::fs::read_to_string(&log).unwrap();
-    assert!(calls.contains("api -X POST repos/o/r/issues/7/comments -F body=@c.md"), "{calls}");
+    assert!(
+        calls.contains("api -X POST repos/o/r/issues/7/comments -F body=@c.md"),
+        "{calls}"
+    );
     // Ours is there now: updated in place, never a second one.
     std::fs::write(
         &comments,
@@ -181,7 +218,10 @@ fn one_sticky_comment_is_posted_then_updated() {
     let o = run();
     assert!(o.status.success(), "{}", stderr(&o));
     let calls = std::fs::read_to_string(&log).unwrap();
-    assert!(calls.contains("api -X PATCH repos/o/r/issues/comments/42 -F body=@c.md"), "{calls}");
+    assert!(
+        calls.contains("api -X PATCH repos/o/r/issues/comments/42 -F body=@c.md"),
+        "{calls}"
+    );
     assert!(!calls.contains("POST"), "{calls}");
 }
 
@@ -197,7 +237,13 @@ fn the_gate_fails_the_job_on_stop() {
 }
 
 fn runs_in(history: &Path) -> usize {
-    let o = veredicto(&["runs", "list", "--json", "--history", history.to_str().unwrap()]);
+    let o = veredicto(&[
+        "runs",
+        "list",
+        "--json",
+        "--history",
+        history.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     v.as_array().unwrap().len()
@@ -224,10 +270,21 @@ fn exam_into(history: &Path, run: &str) {
 fn the_history_branch_keeps_every_run() {
     let dir = tempfile::tempdir().unwrap();
     let remote = dir.path().join("remote.git");
-    git(dir.path(), &["init", "--quiet", "--bare", remote.to_str().unwrap()]);
+    git(
+        dir.path(),
+        &["init", "--quiet", "--bare", remote.to_str().unwrap()],
+    );
     let clone = |name: &str| {
         let p = dir.path().join(name);
-        git(dir.path(), &["clone", "--quiet", remote.to_str().unwrap(), p.to_str().unwrap()]);
+        git(
+            dir.path(),
+            &[
+                "clone",
+                "--quiet",
+                remote.to_str().unwrap(),
+                p.to_str().unwrap(),
+            ],
+        );
         p
     };
     let a = clone("a");
@@ -242,7 +299,13 @@ fn the_history_branch_keeps_every_run() {
     let push = |repo: &Path, h: &Path| {
         let o = action(
             repo,
-            &["history-push", "--src", h.to_str().unwrap(), "--veredicto", bin],
+            &[
+                "history-push",
+                "--src",
+                h.to_str().unwrap(),
+                "--veredicto",
+                bin,
+            ],
             None,
         );
         assert!(o.status.success(), "{} {}", stdout(&o), stderr(&o));
@@ -254,7 +317,10 @@ fn the_history_branch_keeps_every_run() {
     assert!(!ha.exists());
     exam_into(&ha, "run-accept.trec");
     push(&a, &ha);
-    let files = git(&remote, &["ls-tree", "--name-only", "-r", "veredicto-history"]);
+    let files = git(
+        &remote,
+        &["ls-tree", "--name-only", "-r", "veredicto-history"],
+    );
     assert_eq!(stdout(&files), "history.db\n");
     assert_eq!(
         stdout(&git(&a, &["status", "--porcelain", "--untracked-files=no"])),
@@ -270,7 +336,11 @@ fn the_history_branch_keeps_every_run() {
     exam_into(&hb, "run-accept.trec");
     push(&a, &ha);
     let o = push(&b, &hb);
-    assert!(stdout(&o).contains("moved since the pull"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("moved since the pull"),
+        "{}",
+        stdout(&o)
+    );
 
     // A third run sees all three runs.
     let c = clone("c");

@@ -32,7 +32,10 @@ fn init_writes_a_project_file_and_refuses_to_overwrite_it() {
     assert!(text.contains("veredicto exam"), "{text}");
     let toml = std::fs::read_to_string(dir.path().join("veredicto.toml")).unwrap();
     assert!(toml.contains("run = \"run-accept.trec\""), "{toml}");
-    assert!(toml.contains("[policy]") && toml.contains("top_k = 10"), "{toml}");
+    assert!(
+        toml.contains("[policy]") && toml.contains("top_k = 10"),
+        "{toml}"
+    );
 
     let again = veredicto_in(dir.path(), &["init"]);
     assert_eq!(again.status.code(), Some(2));
@@ -46,7 +49,10 @@ fn init_writes_a_project_file_and_refuses_to_overwrite_it() {
     assert_eq!(forced.status.code(), Some(0), "{}", stderr(&forced));
     let v: serde_json::Value = serde_json::from_slice(&forced.stdout).unwrap();
     assert_eq!(v["source"]["kind"], "index");
-    assert!(v["next"][0].as_str().unwrap().starts_with("veredicto ingest"));
+    assert!(v["next"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("veredicto ingest"));
 }
 
 #[test]
@@ -67,7 +73,11 @@ fn init_keeps_credentials_out_of_the_project_file() {
 fn exam_compare_from_a_subfolder_finds_the_project_history_and_its_baseline() {
     let dir = tempfile::tempdir().unwrap();
     rack_project(dir.path());
-    std::fs::write(dir.path().join("veredicto.toml"), "golden = \"golden.jsonl\"\n").unwrap();
+    std::fs::write(
+        dir.path().join("veredicto.toml"),
+        "golden = \"golden.jsonl\"\n",
+    )
+    .unwrap();
     let sub = dir.path().join("docs/deep");
     std::fs::create_dir_all(&sub).unwrap();
     let exam = |cwd: &Path, run: &str| {
@@ -97,11 +107,23 @@ fn exam_compare_from_a_subfolder_finds_the_project_history_and_its_baseline() {
     let err = stderr(&second);
     assert!(!err.contains("no baseline"), "{err}");
     assert!(
-        err.contains(&dir.path().join(".veredicto/history.db").display().to_string()),
+        err.contains(
+            &dir.path()
+                .join(".veredicto/history.db")
+                .display()
+                .to_string()
+        ),
         "{err}"
     );
-    assert!(stdout(&second).contains("comparison with"), "{}", stdout(&second));
-    assert!(!sub.join(".veredicto").exists(), "no second history in the subfolder");
+    assert!(
+        stdout(&second).contains("comparison with"),
+        "{}",
+        stdout(&second)
+    );
+    assert!(
+        !sub.join(".veredicto").exists(),
+        "no second history in the subfolder"
+    );
     let runs = veredicto_in(&sub, &["runs", "list", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 2);
@@ -146,7 +168,10 @@ fn a_bad_project_file_is_one_line_with_file_line_and_a_suggestion() {
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("veredicto.toml:5: field `policy.noise_celing`"), "{err}");
+    assert!(
+        err.contains("veredicto.toml:5: field `policy.noise_celing`"),
+        "{err}"
+    );
     assert!(err.contains("did you mean `noise_ceiling`?"), "{err}");
 }
 
@@ -162,7 +187,10 @@ fn baseline_takes_the_same_values_everywhere_and_is_checked_first() {
     }
     for cmd in ["compare", "report"] {
         let o = veredicto(&[cmd, "--help"]);
-        assert!(stdout(&o).contains("[default: 20]"), "{cmd}: one --window default");
+        assert!(
+            stdout(&o).contains("[default: 20]"),
+            "{cmd}: one --window default"
+        );
     }
 }
 
@@ -172,7 +200,10 @@ fn completions_for_each_shell() {
         let o = veredicto(&["completions", shell]);
         assert_eq!(o.status.code(), Some(0), "{shell}");
         let text = stdout(&o);
-        assert!(text.contains("veredicto") && text.contains("init"), "{shell}");
+        assert!(
+            text.contains("veredicto") && text.contains("init"),
+            "{shell}"
+        );
     }
 }
 
@@ -194,7 +225,12 @@ fn a_closed_pipe_ends_quietly_with_zero() {
             .unwrap();
         drop(child.stdout.take());
         let mut err = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(0), "{args:?}: {err}");
         assert!(!err.contains("error"), "{args:?}: {err}");
@@ -220,7 +256,10 @@ fn color_follows_the_flag_and_no_color() {
     let never = run(&[&bad[..], &["--color", "never"]].concat(), false);
     assert!(!stderr(&never).contains('\u{1b}'));
     let auto = run(&bad, false);
-    assert!(!stderr(&auto).contains('\u{1b}'), "not a terminal: no colour");
+    assert!(
+        !stderr(&auto).contains('\u{1b}'),
+        "not a terminal: no colour"
+    );
 }
 
 #[test]
@@ -231,11 +270,17 @@ fn quiet_silences_notes_but_not_results() {
         "{\"id\":\"a\",\"text\":\"uno\",\"vector\":[1,0,0]}\n",
     )
     .unwrap();
-    let o = veredicto_in(dir.path(), &["ingest", "--corpus", "c.jsonl", "--index", "i", "--quiet"]);
+    let o = veredicto_in(
+        dir.path(),
+        &["ingest", "--corpus", "c.jsonl", "--index", "i", "--quiet"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
     assert!(stdout(&o).contains("1 chunks"));
-    let o = veredicto_in(dir.path(), &["ingest", "--corpus", "c.jsonl", "--index", "j"]);
+    let o = veredicto_in(
+        dir.path(),
+        &["ingest", "--corpus", "c.jsonl", "--index", "j"],
+    );
     assert!(stderr(&o).contains("ingest took"), "{}", stderr(&o));
 }
 
@@ -324,7 +369,10 @@ fn scores_have_the_tables_precision_and_stray_queries_are_named() {
         "r.trec",
         "q1 Q0 d1 1 0.9 t\nq1 Q0 d2 2 0.8 t\nq1 Q0 d3 3 0.46958407759666443 t\nq-stray Q0 d1 1 0.5 t\n",
     );
-    let o = veredicto_in(dir.path(), &["exam", "--golden", &golden, "--run", &run, "--no-record"]);
+    let o = veredicto_in(
+        dir.path(),
+        &["exam", "--golden", &golden, "--run", &run, "--no-record"],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("(score 0.4696)"), "{out}");

@@ -11,20 +11,41 @@ use std::path::Path;
 fn redactions(tmp: &Path) -> Vec<(String, String)> {
     vec![
         (regex_escape(&tmp.display().to_string()), "[TMP]".to_owned()),
-        (regex_escape(&workspace().display().to_string()), "[REPO]".to_owned()),
+        (
+            regex_escape(&workspace().display().to_string()),
+            "[REPO]".to_owned(),
+        ),
         // ULID run IDs.
-        (r"\b[0-9A-HJKMNP-TV-Z]{26}\b".to_owned(), "[RUN-ID]".to_owned()),
+        (
+            r"\b[0-9A-HJKMNP-TV-Z]{26}\b".to_owned(),
+            "[RUN-ID]".to_owned(),
+        ),
         // RFC 3339 times.
         (
             r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})".to_owned(),
             "[TIME]".to_owned(),
         ),
         (r"(?m)^latency .*\n".to_owned(), String::new()),
-        (r"tool \d+\.\d+\.\d+".to_owned(), "tool [VERSION]".to_owned()),
-        (r"git [0-9a-f]{40}(-dirty)?".to_owned(), "git [REV]".to_owned()),
-        (r#""git_revision": "[0-9a-f]{40}(-dirty)?""#.to_owned(), r#""git_revision": "[REV]""#.to_owned()),
-        (r#""tool_version": "[^"]*""#.to_owned(), r#""tool_version": "[VERSION]""#.to_owned()),
-        (r#""(p50|p95|p99|max)_ms": [0-9.e-]+"#.to_owned(), r#""$1_ms": "[MS]""#.to_owned()),
+        (
+            r"tool \d+\.\d+\.\d+".to_owned(),
+            "tool [VERSION]".to_owned(),
+        ),
+        (
+            r"git [0-9a-f]{40}(-dirty)?".to_owned(),
+            "git [REV]".to_owned(),
+        ),
+        (
+            r#""git_revision": "[0-9a-f]{40}(-dirty)?""#.to_owned(),
+            r#""git_revision": "[REV]""#.to_owned(),
+        ),
+        (
+            r#""tool_version": "[^"]*""#.to_owned(),
+            r#""tool_version": "[VERSION]""#.to_owned(),
+        ),
+        (
+            r#""(p50|p95|p99|max)_ms": [0-9.e-]+"#.to_owned(),
+            r#""$1_ms": "[MS]""#.to_owned(),
+        ),
     ]
 }
 
@@ -107,14 +128,20 @@ fn exam_compare_and_runs_outputs() {
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         snapshot(dir, name, &stdout(&o));
     }
-    let o = veredicto_in(dir, &["compare", "--fail-on-regression", "--format", "json"]);
+    let o = veredicto_in(
+        dir,
+        &["compare", "--fail-on-regression", "--format", "json"],
+    );
     assert_eq!(o.status.code(), Some(1), "a regression: exit 1");
 
     for (args, name) in [
         (&["runs", "list"][..], "runs_list_human"),
         (&["runs", "list", "--json"], "runs_list_json"),
         (&["runs", "show"], "runs_show_human"),
-        (&["runs", "show", "--format", "markdown"], "runs_show_markdown"),
+        (
+            &["runs", "show", "--format", "markdown"],
+            "runs_show_markdown",
+        ),
         (&["runs", "show", "--format", "junit"], "runs_show_junit"),
         (&["runs", "show", "--json"], "runs_show_json"),
     ] {

@@ -638,10 +638,7 @@ mod tests {
         });
         let p = parse(&text).unwrap();
         assert_eq!(p.golden, Some(PathBuf::from("/p/golden.jsonl")));
-        assert_eq!(
-            p.policy,
-            Some(PolicySource::Table(Box::new(Policy::default())))
-        );
+        assert_eq!(p.policy, Some(PolicySource::Table(Box::default())));
     }
 
     #[test]
