@@ -255,6 +255,10 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
             && m.field == field
             && m.model_hash == model.hash
     }) {
+        // What a rewrite would have checked while copying the vectors: a damaged index is
+        // an error here too, not "unchanged".
+        o.verify()
+            .with_context(|| format!("checking the index {}", index_path.display()))?;
         let text = if json {
             crate::printer::json(&serde_json::json!({
                 "chunks": o.len(),
