@@ -92,6 +92,10 @@ pub struct ReplayArgs {
     pub cases: PathBuf,
     #[command(flatten)]
     pub recording: Recording,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -101,6 +105,10 @@ pub struct RunsArgs {
     /// Newest N runs only.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -135,6 +143,10 @@ pub struct SuggestArgs {
     /// Time recorded with the suggestions (default: now, UTC).
     #[arg(long)]
     pub time: Option<String>,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -145,6 +157,10 @@ pub struct CompareArgs {
     pub base: String,
     /// The new recording (the replay): an audit run or a case file.
     pub new: String,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -156,6 +172,10 @@ pub struct AgreementArgs {
     /// Compare the verdicts in force with the latest model suggestions instead of reviewers.
     #[arg(long)]
     pub suggestions: bool,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -180,6 +200,10 @@ pub struct ImpactArgs {
     /// Current sources: `{ sources: [...] }` in YAML or JSON.
     #[arg(long)]
     pub sources: PathBuf,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -194,6 +218,10 @@ pub struct CheckArgs {
     /// Cut-offs for document recall (default: 1..=retrieved, at most 10).
     #[arg(long, value_delimiter = ',')]
     pub k: Vec<usize>,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -263,6 +291,10 @@ pub struct PackageArgs {
 pub struct VerifyArgs {
     /// Package directory or `.tar.gz`.
     pub package: PathBuf,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
     /// Largest member read, in bytes (a larger one is an error, exit 2).
@@ -311,7 +343,7 @@ fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let out = g::check(&t.set, &t.reviews, &opts);
     let run = t.run_meta().map(|m| m.id.as_str());
     print(
-        a.json,
+        a.json || a.format == crate::printer::Format::Json,
         &report::check_json(&out, &t.origin, run),
         &report::check_human(&out),
     )?;
@@ -451,7 +483,7 @@ fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     check_against_history(&mut v, h)?;
     let package = a.package.display().to_string();
     print(
-        a.json,
+        a.json || a.format == crate::printer::Format::Json,
         &report::verification_json(&v, &package),
         &report::verification_human(&v, &package),
     )?;
@@ -518,7 +550,7 @@ fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let hits = g::impact(&t.set, &new);
     let reopened = g::reopened_absences(&t.set, &new);
     print(
-        a.json,
+        a.json || a.format == crate::printer::Format::Json,
         &report::impact_json(
             &hits,
             &reopened,
@@ -569,7 +601,7 @@ fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     };
     let ag = g::cohen_kappa(&pairs);
     print(
-        a.json,
+        a.json || a.format == crate::printer::Format::Json,
         &report::agreement_json(&ag),
         &report::agreement_human(&ag, a.suggestions),
     )?;
@@ -579,7 +611,11 @@ fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
 fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let base = target::open(&a.base, h)?;
     let new = target::open(&a.new, h)?;
-    print_comparison(&base, &new, a.json)?;
+    print_comparison(
+        &base,
+        &new,
+        a.json || a.format == crate::printer::Format::Json,
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -612,7 +648,7 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
             .and_then(|c| g::effective_support(c, &t.reviews))
     };
     print(
-        a.json,
+        a.json || a.format == crate::printer::Format::Json,
         &report::suggestions_json(&recs),
         &report::suggestions_human(&recs, &reviewer),
     )?;
@@ -735,7 +771,7 @@ fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         c.claims,
         t.raw_records().len()
     );
-    println!("{id}");
+    crate::printer::stdout(&format!("{id}\n"))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -792,14 +828,18 @@ fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let id = record_target(&new, Some(base_id.clone()), a.recording, h)?;
     eprintln!("recorded audit run {id} (replay of {base_id})");
     let recorded = Target::from_run(h.open_existing()?, &id)?;
-    print_comparison(&base, &recorded, a.json)?;
+    print_comparison(
+        &base,
+        &recorded,
+        a.json || a.format == crate::printer::Format::Json,
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let history = h.open_read_only()?;
     let list = history.audit_runs(a.limit)?;
-    match a.json {
+    match a.json || a.format == crate::printer::Format::Json {
         true => print_raw(report::runs_json(&list).as_bytes())?,
         false => print_raw(report::runs_human(&list, &h.history.display()).as_bytes())?,
     }

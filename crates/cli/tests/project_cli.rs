@@ -341,6 +341,10 @@ fn every_command_with_output_takes_format_and_json() {
         (&["history", "check"], "human, json"),
         (&["history", "migrate"], "human, json"),
         (&["models", "list"], "human, json"),
+        (&["audit", "check"], "human, json"),
+        (&["audit", "verify"], "human, json"),
+        (&["audit", "impact"], "human, json"),
+        (&["audit", "compare"], "human, json"),
     ] {
         let mut args = cmd.to_vec();
         args.push("--help");
