@@ -384,3 +384,13 @@ fn scores_have_the_tables_precision_and_stray_queries_are_named() {
     let all = format!("{out}{}", stderr(&o));
     assert!(all.contains("q-stray"), "{all}");
 }
+
+#[test]
+fn unknown_flags_and_commands_get_a_suggestion() {
+    let o = veredicto(&["compare", "--baselin", "previous"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("a similar argument exists: '--baseline'"), "{}", stderr(&o));
+    let o = veredicto(&["runs", "lst"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("a similar subcommand exists: 'list'"), "{}", stderr(&o));
+}
