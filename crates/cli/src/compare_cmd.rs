@@ -101,7 +101,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
         },
     };
     let base = history.get(&base_id)?;
-    let corpus = match &args.corpus {
+    // The flag, else `corpus` of veredicto.toml.
+    let corpus_path = args
+        .corpus
+        .clone()
+        .or_else(|| crate::project::settings().ok()?.corpus.clone());
+    let corpus = match &corpus_path {
         Some(p) => Some(Corpus::new(veredicto_formats::corpus::read_corpus(p)?)),
         None => None,
     };

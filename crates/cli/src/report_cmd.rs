@@ -42,7 +42,12 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
     let history = args.history.open_read_only()?;
     let current = history.get(&args.run)?;
-    let corpus = match &args.corpus {
+    // The flag, else `corpus` of veredicto.toml.
+    let corpus_path = args
+        .corpus
+        .clone()
+        .or_else(|| crate::project::settings().ok()?.corpus.clone());
+    let corpus = match &corpus_path {
         Some(p) => Some(Corpus::new(veredicto_formats::corpus::read_corpus(p)?)),
         None => None,
     };

@@ -7,9 +7,9 @@ use veredicto_embed::TextKind;
 use veredicto_index::{Filter, Index};
 
 #[derive(Debug, clap::Args)]
-#[command(group = clap::ArgGroup::new("source").required(true).multiple(false))]
+#[command(group = clap::ArgGroup::new("source").multiple(false))]
 pub struct SearchArgs {
-    /// The index folder.
+    /// The index folder (default: the [source] of veredicto.toml).
     #[arg(long, value_name = "DIR", group = "source")]
     pub index: Option<PathBuf>,
     /// A live retriever instead: `http(s)://…`, `cmd:…`, `postgres://…`,
@@ -44,7 +44,15 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
             Some(dir) => PathBuf::from(dir),
             None => return run_live(&args, uri),
         },
-        (None, None) => anyhow::bail!("give --index DIR or --retriever URI"),
+        (None, None) => match &crate::project::settings()?.source {
+            Some(veredicto_formats::config::Source::Index(dir)) => dir.clone(),
+            Some(veredicto_formats::config::Source::Retriever(uri)) => {
+                return run_live(&args, &uri.clone())
+            }
+            _ => anyhow::bail!(
+                "search needs an index or a retriever: give --index DIR or --retriever URI (or a [source] in veredicto.toml)"
+            ),
+        },
     };
     // The arguments first: a bad filter is reported before a model is loaded.
     let filter = if args.filter.is_empty() {

@@ -389,8 +389,16 @@ fn scores_have_the_tables_precision_and_stray_queries_are_named() {
 fn unknown_flags_and_commands_get_a_suggestion() {
     let o = veredicto(&["compare", "--baselin", "previous"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("a similar argument exists: '--baseline'"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a similar argument exists: '--baseline'"),
+        "{}",
+        stderr(&o)
+    );
     let o = veredicto(&["runs", "lst"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("a similar subcommand exists: 'list'"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a similar subcommand exists: 'list'"),
+        "{}",
+        stderr(&o)
+    );
 }
