@@ -347,3 +347,33 @@ fn the_history_branch_keeps_every_run() {
     let hc = pull(&c);
     assert_eq!(runs_in(&hc), 3);
 }
+
+/// action.yml is a valid composite action: every `run` step names its shell (composite
+/// actions require it), every script call names a subcommand the script has.
+#[test]
+fn action_yml_is_a_composite_action_whose_steps_call_the_tested_script() {
+    let text = std::fs::read_to_string(workspace().join("action.yml")).unwrap();
+    let v: serde_json::Value = serde_norway::from_str(&text).unwrap();
+    assert_eq!(v["runs"]["using"], "composite");
+    let steps = v["runs"]["steps"].as_array().unwrap();
+    let help = stdout(&action(&workspace(), &["--help"], None));
+    for s in steps {
+        if let Some(run) = s["run"].as_str() {
+            assert_eq!(s["shell"], "bash", "{s}");
+            let words: Vec<&str> = run.split_whitespace().collect();
+            for w in words.windows(2) {
+                if w[0].ends_with("veredicto_action.py\"") && w[0].starts_with('"')
+                    || w[0] == "\"$script\""
+                {
+                    assert!(help.contains(w[1]), "{} not in {help}", w[1]);
+                }
+            }
+        } else {
+            assert!(s["uses"].as_str().unwrap().contains("@v"), "{s}");
+        }
+    }
+    let example =
+        std::fs::read_to_string(workspace().join("docs/github-actions-example.yml")).unwrap();
+    let _: serde_json::Value = serde_norway::from_str(&example).unwrap();
+    assert!(example.contains("uses: your-org/veredicto@"));
+}
