@@ -4,11 +4,11 @@
 
 use crate::audit_target::{self as target, Target};
 use crate::history_args::HistoryArgs;
+use crate::printer::ExitStatus;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_grounding as g;
 use veredicto_report::audit as report;
 
@@ -312,7 +312,7 @@ fn parse_support(s: &str) -> Result<g::Support, String> {
     s.parse()
 }
 
-pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: AuditArgs) -> anyhow::Result<ExitStatus> {
     let h = &args.history;
     match args.command {
         AuditCommand::Check(a) => check(a, h),
@@ -331,7 +331,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let opts = g::CheckOptions {
         policy: match &a.policy {
@@ -348,9 +348,9 @@ fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         &report::check_human(&out),
     )?;
     Ok(if out.pass {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
-        ExitCode::from(1)
+        ExitStatus::Stop
     })
 }
 
@@ -371,7 +371,7 @@ fn print_raw(bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let rows = g::build_sheet(&t.set, &t.reviews, &t.suggestions);
     let bytes = match a.format {
@@ -388,10 +388,10 @@ fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         Some(p) => crate::output::write_atomic(p, &bytes)?,
         None => print_raw(&bytes)?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let rec = g::new_review(
@@ -424,10 +424,10 @@ fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         a.claim,
         a.reviewer,
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     // The previous recording: as asked, else (for a run) the run it replays or the
     // previous run of the same case file.
@@ -470,10 +470,10 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
                 .join(", ")
         }
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let limits = g::ReadLimits {
         max_member_bytes: a.max_member_bytes,
         max_total_bytes: a.max_total_bytes,
@@ -488,9 +488,9 @@ fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         &report::verification_human(&v, &package),
     )?;
     Ok(if v.verified() {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
-        ExitCode::from(1)
+        ExitStatus::Stop
     })
 }
 
@@ -544,7 +544,7 @@ fn check_against_history(v: &mut g::Verification, h: &HistoryArgs) -> anyhow::Re
     Ok(())
 }
 
-fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let new = g::load_sources(&a.sources)?;
     let hits = g::impact(&t.set, &new);
@@ -560,13 +560,13 @@ fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         &report::impact_human(&hits, &reopened),
     )?;
     Ok(if hits.is_empty() && reopened.is_empty() {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
-        ExitCode::from(1)
+        ExitStatus::Stop
     })
 }
 
-fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitCode> {
+fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitStatus> {
     let set = g::scifact_cases(&a.corpus, &a.claims)?;
     let json = a.out.extension().and_then(|e| e.to_str()) == Some("json");
     let text = if json {
@@ -589,10 +589,10 @@ fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitCode> {
         set.cases.len(),
         with_evidence
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let pairs = if a.suggestions {
         g::suggestion_pairs(&t.set, &t.reviews, &t.suggestions)
@@ -605,10 +605,10 @@ fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         &report::agreement_json(&ag),
         &report::agreement_human(&ag, a.suggestions),
     )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let base = target::open(&a.base, h)?;
     let new = target::open(&a.new, h)?;
     print_comparison(
@@ -616,7 +616,7 @@ fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         &new,
         a.json || a.format == crate::printer::Format::Json,
     )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// Prints the comparison of two recordings (text, or JSON with both origins).
@@ -629,7 +629,7 @@ fn print_comparison(base: &Target, new: &Target, json: bool) -> anyhow::Result<(
     )
 }
 
-fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let (recs, failures) = match (&a.nli, &a.judge) {
@@ -663,13 +663,13 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         recs.len(),
     );
     Ok(if failures.is_empty() {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
         eprintln!(
             "{} claim(s) got no suggestion: the judge's reply could not be read",
             failures.len()
         );
-        ExitCode::from(1)
+        ExitStatus::Stop
     })
 }
 
@@ -759,7 +759,7 @@ fn judge_suggestions(
     Ok((out.records, out.failures))
 }
 
-fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::from_file(&a.cases)?;
     let id = record_target(&t, None, a.recording, h)?;
     let c = t.counts();
@@ -772,7 +772,7 @@ fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         t.raw_records().len()
     );
     crate::printer::stdout(&format!("{id}\n"))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// Records `t` as a new audit run (with the reviews and suggestions beside its file).
@@ -802,7 +802,7 @@ fn record_target(
     Ok(history.record_audit_run(&meta, &t.bytes, notes.as_deref(), &t.raw_records())?)
 }
 
-fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     if !h.history.is_file() {
         bail!(
             "no history at {}: record the base first (`veredicto audit record CASES`)",
@@ -833,15 +833,15 @@ fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         &recorded,
         a.json || a.format == crate::printer::Format::Json,
     )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let history = h.open_read_only()?;
     let list = history.audit_runs(a.limit)?;
     match a.json || a.format == crate::printer::Format::Json {
         true => print_raw(report::runs_json(&list).as_bytes())?,
         false => print_raw(report::runs_human(&list, &h.history.display()).as_bytes())?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }

@@ -2,8 +2,8 @@
 //! one.
 
 use crate::history_args::HistoryArgs;
+use crate::printer::ExitStatus;
 use std::io::Write;
-use std::process::ExitCode;
 use veredicto_store::History;
 
 #[derive(Debug, clap::Args)]
@@ -51,14 +51,14 @@ struct CheckArgs {
     json: bool,
 }
 
-pub fn run(args: HistoryCmdArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: HistoryCmdArgs) -> anyhow::Result<ExitStatus> {
     match args.command {
         HistoryCommand::Migrate(a) => migrate(a),
         HistoryCommand::Check(a) => check(a),
     }
 }
 
-fn migrate(a: MigrateArgs) -> anyhow::Result<ExitCode> {
+fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
     let from = History::open_spec_existing(&a.from)?;
     let to = History::open_spec(&a.to)?;
     let started = std::time::Instant::now();
@@ -87,10 +87,10 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitCode> {
             report.digest
         )?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
+fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
     let history = a.history.open_existing()?;
     let report = history.check()?;
     let mut out = std::io::stdout().lock();
@@ -129,8 +129,8 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(if report.is_ok() {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
-        ExitCode::from(1)
+        ExitStatus::Stop
     })
 }

@@ -1,7 +1,7 @@
 //! `veredicto index`: maintenance of an index folder (`verify`).
 
+use crate::printer::ExitStatus;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_index::Index;
 
 #[derive(Debug, clap::Args)]
@@ -30,13 +30,13 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
-pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: IndexArgs) -> anyhow::Result<ExitStatus> {
     match args.command {
         IndexCommand::Verify(v) => verify(v),
     }
 }
 
-fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+fn verify(args: VerifyArgs) -> anyhow::Result<ExitStatus> {
     let index = Index::open(&args.dir)?;
     index.verify()?;
     let files = &index.manifest().files;
@@ -58,5 +58,5 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         )
     };
     crate::output::print_stdout(&text)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }

@@ -133,16 +133,16 @@ fn main() -> ExitCode {
                 .map_err(Into::into)
         }
         Command::Exam(args) => exam_cmd::run(*args),
-        Command::Trec(args) => trec_cmd::run(args),
+        Command::Trec(args) => trec_cmd::run(args).map(ExitCode::from),
         Command::Ingest(args) => ingest_cmd::run(args).map(ExitCode::from),
-        Command::Index(args) => index_cmd::run(args),
-        Command::Search(args) => search_cmd::run(args),
+        Command::Index(args) => index_cmd::run(args).map(ExitCode::from),
+        Command::Search(args) => search_cmd::run(args).map(ExitCode::from),
         Command::Runs(args) => runs_cmd::run(args).map(ExitCode::from),
         Command::Compare(args) => compare_cmd::run(args).map(ExitCode::from),
         Command::Report(args) => report_cmd::run(args).map(ExitCode::from),
-        Command::Audit(args) => audit_cmd::run(args),
-        Command::History(args) => history_cmd::run(args),
-        Command::Models(args) => models_cmd::run(args),
+        Command::Audit(args) => audit_cmd::run(args).map(ExitCode::from),
+        Command::History(args) => history_cmd::run(args).map(ExitCode::from),
+        Command::Models(args) => models_cmd::run(args).map(ExitCode::from),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,6 @@
 //! `veredicto models list|fetch`: the models veredicto knows by name.
 
-use std::process::ExitCode;
+use crate::printer::ExitStatus;
 
 use veredicto_embed::{FetchOptions, FetchOutcome, FileState, KNOWN_MODELS};
 
@@ -33,7 +33,7 @@ pub enum ModelsCommand {
     },
 }
 
-pub fn run(args: ModelsArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: ModelsArgs) -> anyhow::Result<ExitStatus> {
     let root = crate::models::models_root()?;
     match args.command {
         ModelsCommand::List { json, format } => {
@@ -90,7 +90,7 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<ExitCode> {
                 t
             };
             crate::output::print_stdout(&text)?;
-            Ok(ExitCode::SUCCESS)
+            Ok(ExitStatus::Success)
         }
         ModelsCommand::Fetch { name, python } => {
             let Some(m) = veredicto_embed::known_model(&name) else {
@@ -116,7 +116,7 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<ExitCode> {
                 dir.display(),
                 m.name
             ))?;
-            Ok(ExitCode::SUCCESS)
+            Ok(ExitStatus::Success)
         }
     }
 }

@@ -1,8 +1,8 @@
 //! `veredicto search`: one query against the index, exact top-k.
 
 use crate::models::EmbedderArgs;
+use crate::printer::ExitStatus;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_embed::TextKind;
 use veredicto_index::{Filter, Index};
 
@@ -37,7 +37,7 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
-pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: SearchArgs) -> anyhow::Result<ExitStatus> {
     let dir = match (&args.index, &args.retriever) {
         (Some(dir), _) => dir.clone(),
         (None, Some(uri)) => match uri.strip_prefix("index:") {
@@ -120,11 +120,11 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
         s
     };
     crate::output::print_stdout(&out)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// `search --retriever URI`: one query against a live retriever.
-fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitCode> {
+fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
     if !args.filter.is_empty() {
         anyhow::bail!("--filter applies to veredicto's index only; put the condition in the retriever (e.g. `where=` for pgvector)");
     }
@@ -194,5 +194,5 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitCode> {
         s
     };
     crate::output::print_stdout(&out)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
