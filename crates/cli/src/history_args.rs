@@ -155,14 +155,6 @@ impl Baseline {
     }
 }
 
-/// [`baseline_of`] for a `--baseline` value as text.
-pub fn baseline(history: &History, run: &RunMeta, which: &str) -> anyhow::Result<Option<String>> {
-    let which: Baseline = which
-        .parse()
-        .map_err(|e: String| anyhow::anyhow!("--baseline: {e}"))?;
-    baseline_of(history, run, &which)
-}
-
 /// The baseline run `which` names for `run`; `None` when the history holds no such run yet
 /// or `which` is `none`.
 pub fn baseline_of(

@@ -9,6 +9,7 @@ mod audit_cmd;
 mod audit_target;
 mod clock;
 mod compare_cmd;
+mod corpus_cmd;
 mod exam_cmd;
 mod history_args;
 mod history_cmd;
@@ -26,6 +27,7 @@ mod retrieval;
 mod retriever_args;
 mod runs_cmd;
 mod search_cmd;
+mod signals_cmd;
 mod trec_cmd;
 
 #[derive(Debug, Parser)]
@@ -86,6 +88,10 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Production signals: import interaction logs, propose candidate golden cases, triage.
+    Signals(signals_cmd::SignalsArgs),
+    /// Corpus hygiene: duplicates, obsolete, suspicious, drift, aggregation questions.
+    Corpus(corpus_cmd::CorpusArgs),
 }
 
 fn main() -> ExitCode {
@@ -143,6 +149,8 @@ fn main() -> ExitCode {
         Command::Audit(args) => audit_cmd::run(args).map(ExitCode::from),
         Command::History(args) => history_cmd::run(args).map(ExitCode::from),
         Command::Models(args) => models_cmd::run(args).map(ExitCode::from),
+        Command::Signals(args) => signals_cmd::run(args),
+        Command::Corpus(args) => corpus_cmd::run(args),
     };
     match result {
         Ok(code) => code,

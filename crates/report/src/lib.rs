@@ -3,12 +3,14 @@
 
 pub mod audit;
 pub mod comparison;
+pub mod corpus;
 pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod runs;
+pub mod signals;
 
 mod fmt;
 
