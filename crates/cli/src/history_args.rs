@@ -144,7 +144,6 @@ impl std::fmt::Display for Baseline {
 impl Baseline {
     /// Checks, before anything is recorded, that a baseline named by run ID is in the
     /// history (a typo found after the run was written left a run nobody wanted).
-    #[allow(dead_code)] // the exam calls it once its pipeline settles
     pub fn check(&self, history: &History) -> anyhow::Result<()> {
         if let Baseline::Run(id) = self {
             history

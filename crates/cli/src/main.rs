@@ -138,7 +138,7 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
                 .map_err(Into::into)
         }
-        Command::Exam(args) => exam_cmd::run(*args),
+        Command::Exam(args) => exam_cmd::run(*args).map(ExitCode::from),
         Command::Trec(args) => trec_cmd::run(args).map(ExitCode::from),
         Command::Ingest(args) => ingest_cmd::run(args).map(ExitCode::from),
         Command::Index(args) => index_cmd::run(args).map(ExitCode::from),

@@ -177,7 +177,11 @@ fn a_bad_project_file_is_one_line_with_file_line_and_a_suggestion() {
 
 #[test]
 fn baseline_takes_the_same_values_everywhere_and_is_checked_first() {
-    for cmd in [&["compare"][..], &["report"]] {
+    for cmd in [
+        &["compare"][..],
+        &["report"],
+        &["exam", "--golden", "g", "--run", "r"],
+    ] {
         let mut args = cmd.to_vec();
         args.extend(["--baseline", "previus"]);
         let o = veredicto(&args);
@@ -401,4 +405,73 @@ fn unknown_flags_and_commands_get_a_suggestion() {
         "{}",
         stderr(&o)
     );
+}
+
+/// Regression: a bad `--baseline` was found after the run had been written.
+#[test]
+fn a_missing_baseline_run_is_found_before_anything_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    rack_project(dir.path());
+    let exam = |extra: &[&str]| {
+        let mut args = vec![
+            "exam",
+            "--golden",
+            "golden.jsonl",
+            "--run",
+            "run-accept.trec",
+        ];
+        args.extend_from_slice(extra);
+        veredicto_in(dir.path(), &args)
+    };
+    assert_eq!(exam(&[]).status.code(), Some(0));
+    let runs = || {
+        let o = veredicto_in(dir.path(), &["runs", "list", "--json"]);
+        serde_json::from_slice::<serde_json::Value>(&o.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(runs(), 1);
+    let o = exam(&["--compare", "--baseline", "01ZZZZZZZZ"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("--baseline 01ZZZZZZZZ"), "{err}");
+    assert!(!err.contains("recorded run"), "{err}");
+    assert_eq!(runs(), 1, "nothing recorded");
+    // `none`: recorded, no comparison.
+    let o = exam(&["--compare", "--baseline", "none"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("comparison with"));
+}
+
+#[test]
+fn exam_runs_from_the_project_file_alone_and_names_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    rack_project(dir.path());
+    let o = veredicto_in(dir.path(), &["exam"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("give --golden FILE"), "{}", stderr(&o));
+    let o = veredicto_in(dir.path(), &["exam", "--golden", "golden.jsonl"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("give --run FILE, --index DIR or --retriever URI"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(
+        dir.path().join("veredicto.toml"),
+        "golden = \"golden.jsonl\"\ncorpus = \"corpus.jsonl\"\n[source]\nrun = \"run-stop.trec\"\n[policy]\ntop_k = 10\nnoise_ceiling = 0.9\nmin_mean_quality = 0\nmax_failing_fraction = 1.0\ngold_label = \"nothing\"\n",
+    )
+    .unwrap();
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let o = veredicto_in(&sub, &["exam", "--json", "--no-record"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["policy"]["noise_ceiling"], 0.9,
+        "the [policy] table is the policy"
+    );
+    assert_eq!(v["cases"].as_array().unwrap().len(), 12);
 }
