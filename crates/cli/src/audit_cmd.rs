@@ -4,11 +4,11 @@
 
 use crate::audit_target::{self as target, Target};
 use crate::history_args::HistoryArgs;
+use crate::printer::ExitStatus;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_grounding as g;
 use veredicto_report::audit as report;
 
@@ -92,6 +92,10 @@ pub struct ReplayArgs {
     pub cases: PathBuf,
     #[command(flatten)]
     pub recording: Recording,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -101,6 +105,10 @@ pub struct RunsArgs {
     /// Newest N runs only.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -135,6 +143,10 @@ pub struct SuggestArgs {
     /// Time recorded with the suggestions (default: now, UTC).
     #[arg(long)]
     pub time: Option<String>,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -145,6 +157,10 @@ pub struct CompareArgs {
     pub base: String,
     /// The new recording (the replay): an audit run or a case file.
     pub new: String,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -156,6 +172,10 @@ pub struct AgreementArgs {
     /// Compare the verdicts in force with the latest model suggestions instead of reviewers.
     #[arg(long)]
     pub suggestions: bool,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -180,6 +200,10 @@ pub struct ImpactArgs {
     /// Current sources: `{ sources: [...] }` in YAML or JSON.
     #[arg(long)]
     pub sources: PathBuf,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -194,6 +218,10 @@ pub struct CheckArgs {
     /// Cut-offs for document recall (default: 1..=retrieved, at most 10).
     #[arg(long, value_delimiter = ',')]
     pub k: Vec<usize>,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -263,6 +291,10 @@ pub struct PackageArgs {
 pub struct VerifyArgs {
     /// Package directory or `.tar.gz`.
     pub package: PathBuf,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
     /// Largest member read, in bytes (a larger one is an error, exit 2).
@@ -280,7 +312,7 @@ fn parse_support(s: &str) -> Result<g::Support, String> {
     s.parse()
 }
 
-pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: AuditArgs) -> anyhow::Result<ExitStatus> {
     let h = &args.history;
     match args.command {
         AuditCommand::Check(a) => check(a, h),
@@ -299,7 +331,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let opts = g::CheckOptions {
         policy: match &a.policy {
@@ -311,14 +343,14 @@ fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let out = g::check(&t.set, &t.reviews, &opts);
     let run = t.run_meta().map(|m| m.id.as_str());
     print(
-        a.json,
+        a.json || a.format == crate::printer::Format::Json,
         &report::check_json(&out, &t.origin, run),
         &report::check_human(&out),
     )?;
     Ok(if out.pass {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
-        ExitCode::from(1)
+        ExitStatus::Stop
     })
 }
 
@@ -339,7 +371,7 @@ fn print_raw(bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let rows = g::build_sheet(&t.set, &t.reviews, &t.suggestions);
     let bytes = match a.format {
@@ -356,10 +388,10 @@ fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         Some(p) => crate::output::write_atomic(p, &bytes)?,
         None => print_raw(&bytes)?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let rec = g::new_review(
@@ -392,10 +424,10 @@ fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         a.claim,
         a.reviewer,
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     // The previous recording: as asked, else (for a run) the run it replays or the
     // previous run of the same case file.
@@ -438,10 +470,10 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
                 .join(", ")
         }
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let limits = g::ReadLimits {
         max_member_bytes: a.max_member_bytes,
         max_total_bytes: a.max_total_bytes,
@@ -451,14 +483,14 @@ fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     check_against_history(&mut v, h)?;
     let package = a.package.display().to_string();
     print(
-        a.json,
+        a.json || a.format == crate::printer::Format::Json,
         &report::verification_json(&v, &package),
         &report::verification_human(&v, &package),
     )?;
     Ok(if v.verified() {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
-        ExitCode::from(1)
+        ExitStatus::Stop
     })
 }
 
@@ -512,13 +544,13 @@ fn check_against_history(v: &mut g::Verification, h: &HistoryArgs) -> anyhow::Re
     Ok(())
 }
 
-fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let new = g::load_sources(&a.sources)?;
     let hits = g::impact(&t.set, &new);
     let reopened = g::reopened_absences(&t.set, &new);
     print(
-        a.json,
+        a.json || a.format == crate::printer::Format::Json,
         &report::impact_json(
             &hits,
             &reopened,
@@ -528,13 +560,13 @@ fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         &report::impact_human(&hits, &reopened),
     )?;
     Ok(if hits.is_empty() && reopened.is_empty() {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
-        ExitCode::from(1)
+        ExitStatus::Stop
     })
 }
 
-fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitCode> {
+fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitStatus> {
     let set = g::scifact_cases(&a.corpus, &a.claims)?;
     let json = a.out.extension().and_then(|e| e.to_str()) == Some("json");
     let text = if json {
@@ -557,10 +589,10 @@ fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitCode> {
         set.cases.len(),
         with_evidence
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let pairs = if a.suggestions {
         g::suggestion_pairs(&t.set, &t.reviews, &t.suggestions)
@@ -569,18 +601,22 @@ fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     };
     let ag = g::cohen_kappa(&pairs);
     print(
-        a.json,
+        a.json || a.format == crate::printer::Format::Json,
         &report::agreement_json(&ag),
         &report::agreement_human(&ag, a.suggestions),
     )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let base = target::open(&a.base, h)?;
     let new = target::open(&a.new, h)?;
-    print_comparison(&base, &new, a.json)?;
-    Ok(ExitCode::SUCCESS)
+    print_comparison(
+        &base,
+        &new,
+        a.json || a.format == crate::printer::Format::Json,
+    )?;
+    Ok(ExitStatus::Success)
 }
 
 /// Prints the comparison of two recordings (text, or JSON with both origins).
@@ -593,7 +629,7 @@ fn print_comparison(base: &Target, new: &Target, json: bool) -> anyhow::Result<(
     )
 }
 
-fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let (recs, failures) = match (&a.nli, &a.judge) {
@@ -612,7 +648,7 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
             .and_then(|c| g::effective_support(c, &t.reviews))
     };
     print(
-        a.json,
+        a.json || a.format == crate::printer::Format::Json,
         &report::suggestions_json(&recs),
         &report::suggestions_human(&recs, &reviewer),
     )?;
@@ -627,13 +663,13 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         recs.len(),
     );
     Ok(if failures.is_empty() {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
         eprintln!(
             "{} claim(s) got no suggestion: the judge's reply could not be read",
             failures.len()
         );
-        ExitCode::from(1)
+        ExitStatus::Stop
     })
 }
 
@@ -723,7 +759,7 @@ fn judge_suggestions(
     Ok((out.records, out.failures))
 }
 
-fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::from_file(&a.cases)?;
     let id = record_target(&t, None, a.recording, h)?;
     let c = t.counts();
@@ -735,8 +771,8 @@ fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
         c.claims,
         t.raw_records().len()
     );
-    println!("{id}");
-    Ok(ExitCode::SUCCESS)
+    crate::printer::stdout(&format!("{id}\n"))?;
+    Ok(ExitStatus::Success)
 }
 
 /// Records `t` as a new audit run (with the reviews and suggestions beside its file).
@@ -766,7 +802,7 @@ fn record_target(
     Ok(history.record_audit_run(&meta, &t.bytes, notes.as_deref(), &t.raw_records())?)
 }
 
-fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     if !h.history.is_file() {
         bail!(
             "no history at {}: record the base first (`veredicto audit record CASES`)",
@@ -792,16 +828,20 @@ fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let id = record_target(&new, Some(base_id.clone()), a.recording, h)?;
     eprintln!("recorded audit run {id} (replay of {base_id})");
     let recorded = Target::from_run(h.open_existing()?, &id)?;
-    print_comparison(&base, &recorded, a.json)?;
-    Ok(ExitCode::SUCCESS)
+    print_comparison(
+        &base,
+        &recorded,
+        a.json || a.format == crate::printer::Format::Json,
+    )?;
+    Ok(ExitStatus::Success)
 }
 
-fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
+fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let history = h.open_read_only()?;
     let list = history.audit_runs(a.limit)?;
-    match a.json {
+    match a.json || a.format == crate::printer::Format::Json {
         true => print_raw(report::runs_json(&list).as_bytes())?,
         false => print_raw(report::runs_human(&list, &h.history.display()).as_bytes())?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }

@@ -1,9 +1,9 @@
 //! `veredicto compare [BASE] [RUN]`: a run against its baseline, with significance, and the
 //! cross-run diagnosis of the recent history.
 
-use crate::history_args::HistoryArgs;
+use crate::history_args::{Baseline, HistoryArgs};
+use crate::printer::{self, ExitStatus, Format};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_core::case::Corpus;
 use veredicto_core::compare::{self, CompareOptions, DiagnoseOptions};
 use veredicto_core::history::RecordedRun;
@@ -16,9 +16,9 @@ pub struct CompareArgs {
     /// The run to judge (ID, unique prefix, `latest`); default: the latest run.
     pub run: Option<String>,
     /// When BASE is not given: `previous` (the last run with the same golden set and
-    /// policy before RUN) or `last-accepted`.
-    #[arg(long, value_name = "WHICH", default_value = "previous")]
-    pub baseline: String,
+    /// policy before RUN), `last-accepted`, or a run ID.
+    #[arg(long, value_name = "RUN", default_value = "previous")]
+    pub baseline: Baseline,
     /// The current corpus, to tell the ingest batch of chunks that displaced expected ones.
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
@@ -32,16 +32,19 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 10_000)]
     pub bootstrap: usize,
     /// Runs of history the cross-run diagnosis looks at.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = crate::history_args::DEFAULT_WINDOW)]
     pub window: usize,
     /// Exit 1 on a significant drop or a newly failing gold case.
     #[arg(long)]
     pub fail_on_regression: bool,
-    /// Print JSON.
-    #[arg(long)]
+    /// Output format (markdown: a pull-request comment).
+    #[arg(long, value_parser = printer::formats(&["human", "json", "markdown", "junit"]), default_value = "human")]
+    pub format: Format,
+    /// Alias of `--format json`.
+    #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
-    /// Print a Markdown summary (pull-request comment).
-    #[arg(long, conflicts_with = "json")]
+    /// Alias of `--format markdown`.
+    #[arg(long)]
     pub markdown: bool,
     #[command(flatten)]
     pub history: HistoryArgs,
@@ -72,31 +75,38 @@ pub fn recent_runs(
     Ok(runs)
 }
 
-pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
+    if args.baseline == Baseline::None && args.base.is_none() {
+        anyhow::bail!(
+            "--baseline none: compare needs a baseline (previous, last-accepted or a run ID)"
+        );
+    }
+    let format = if args.markdown {
+        Format::Markdown
+    } else {
+        args.format.or_json(args.json)
+    };
     let history = args.history.open_read_only()?;
     let new = history.get(args.run.as_deref().unwrap_or("latest"))?;
     let base_id = match &args.base {
         Some(b) => history.resolve(b)?,
-        None => {
-            if !matches!(args.baseline.as_str(), "previous" | "last-accepted") {
-                anyhow::bail!(
-                    "--baseline must be `previous` or `last-accepted`, got `{}` (give a run ID as BASE instead)",
-                    args.baseline
-                );
-            }
-            match crate::history_args::baseline(&history, &new.meta, &args.baseline)? {
-                Some(id) => id,
-                None => anyhow::bail!(
-                    "no {} baseline for run {} in {}",
-                    args.baseline,
-                    new.meta.id,
-                    args.history.history.display()
-                ),
-            }
-        }
+        None => match crate::history_args::baseline_of(&history, &new.meta, &args.baseline)? {
+            Some(id) => id,
+            None => anyhow::bail!(
+                "no {} baseline for run {} in {}",
+                args.baseline,
+                new.meta.id,
+                args.history.history.display()
+            ),
+        },
     };
     let base = history.get(&base_id)?;
-    let corpus = match &args.corpus {
+    // The flag, else `corpus` of veredicto.toml.
+    let corpus_path = args
+        .corpus
+        .clone()
+        .or_else(|| crate::project::settings().ok()?.corpus.clone());
+    let corpus = match &corpus_path {
         Some(p) => Some(Corpus::new(veredicto_formats::corpus::read_corpus(p)?)),
         None => None,
     };
@@ -117,25 +127,24 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             ..DiagnoseOptions::default()
         },
     );
-    let text = if args.json {
-        let mut s = serde_json::to_string_pretty(&serde_json::json!({
+    let text = match format {
+        Format::Json => printer::json(&serde_json::json!({
             "comparison": comparison,
             "diagnosis": diagnosis,
-        }))?;
-        s.push('\n');
-        s
-    } else if args.markdown {
-        veredicto_report::comparison::markdown(&comparison)
-    } else {
-        let mut s = veredicto_report::comparison::human(&comparison);
-        s.push('\n');
-        s.push_str(&veredicto_report::comparison::diagnosis_human(&diagnosis));
-        s
+        }))?,
+        Format::Markdown => veredicto_report::comparison::markdown(&comparison),
+        Format::Junit => {
+            veredicto_report::junit::render_with_comparison(&new.report, Some(&comparison))
+        }
+        _ => {
+            let mut s = veredicto_report::comparison::human(&comparison);
+            s.push('\n');
+            s.push_str(&veredicto_report::comparison::diagnosis_human(&diagnosis));
+            s
+        }
     };
-    crate::output::print_stdout(&text)?;
-    Ok(if args.fail_on_regression && comparison.regression {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    printer::stdout(&text)?;
+    Ok(ExitStatus::stop_if(
+        args.fail_on_regression && comparison.regression,
+    ))
 }

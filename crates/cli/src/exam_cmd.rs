@@ -3,30 +3,22 @@
 use crate::history_args::HistoryArgs;
 use anyhow::Context;
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_core::case::Corpus;
 use veredicto_core::policy::Policy;
 use veredicto_formats as formats;
+use veredicto_formats::config::{PolicySource, Source};
 use veredicto_report::Format;
 use veredicto_retrieve::conclude::{Baseline, Notice, Recording};
 use veredicto_retrieve::ExamRequest;
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum FormatArg {
-    Human,
-    Json,
-    Markdown,
-    Junit,
-}
-
 #[derive(Debug, clap::Args)]
-#[command(group = clap::ArgGroup::new("source").required(true).multiple(false))]
+#[command(group = clap::ArgGroup::new("source").multiple(false))]
 pub struct ExamArgs {
-    /// Golden set: JSONL cases, or a BEIR folder (queries.jsonl + qrels/test.tsv).
+    /// Golden set: JSONL cases, or a BEIR folder (queries.jsonl + qrels/test.tsv). Default:
+    /// `golden` of veredicto.toml.
     #[arg(long, value_name = "GOLDEN")]
-    pub golden: PathBuf,
+    pub golden: Option<PathBuf>,
     /// The retriever's results: TREC run (`qid Q0 docid rank score tag`) or JSONL; `-` reads
     /// standard input. Short for `--retriever run:FILE`.
     #[arg(long, value_name = "RUN", group = "source")]
@@ -69,17 +61,17 @@ pub struct ExamArgs {
     /// Chunk JSONL (or BEIR corpus.jsonl): gold labels, domains, validity, text for the diagnosis.
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
-    /// Policy TOML; the documented defaults when absent.
+    /// Policy TOML; default: the [policy] of veredicto.toml, else the documented defaults.
     #[arg(long, value_name = "POLICY.toml")]
     pub policy: Option<PathBuf>,
     /// Diagnosis notes: JSONL `{"id": CASE_ID, "note": "..."}`.
     #[arg(long, value_name = "NOTES")]
     pub notes: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value = "human")]
-    pub format: FormatArg,
-    /// Shorthand for `--format json`.
-    #[arg(long, conflicts_with = "format")]
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json", "markdown", "junit"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
+    #[arg(long)]
     pub json: bool,
     /// Write the report to FILE (atomically) instead of stdout.
     #[arg(long, value_name = "FILE")]
@@ -106,9 +98,9 @@ pub struct RecordArgs {
     #[arg(long)]
     pub compare: bool,
     /// The baseline: `previous` (the last run with the same golden set and policy),
-    /// `last-accepted`, or a run ID / unique prefix.
+    /// `last-accepted`, `none`, or a run ID / unique prefix.
     #[arg(long, value_name = "RUN", default_value = "previous")]
-    pub baseline: String,
+    pub baseline: crate::history_args::Baseline,
     /// Exit 1 on a statistically significant drop or a newly failing gold case, even when
     /// the absolute gate accepts (implies --compare).
     #[arg(long)]
@@ -139,12 +131,53 @@ fn parse_date(s: &str) -> Result<String, String> {
     }
 }
 
-pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
-    let policy = match &args.policy {
-        Some(p) => formats::policy::read_policy(p)?,
-        None => Policy::default(),
+pub fn run(args: ExamArgs) -> anyhow::Result<crate::printer::ExitStatus> {
+    // Flags, else the environment and veredicto.toml (see docs/config.md).
+    let settings = crate::project::settings()?;
+    let mut args = args;
+    let golden = match (&args.golden, &settings.golden) {
+        (Some(g), _) | (None, Some(g)) => g.clone(),
+        (None, None) => anyhow::bail!(
+            "exam needs a golden set: give --golden FILE, or `golden` in veredicto.toml (`veredicto init` writes one)"
+        ),
     };
-    let cases = formats::golden::read_golden(&args.golden)?;
+    if args.corpus.is_none() {
+        args.corpus = settings.corpus.clone();
+    }
+    let policy = match (&args.policy, &settings.policy) {
+        (Some(p), _) => formats::policy::read_policy(p)?,
+        (None, Some(PolicySource::File(p))) => formats::policy::read_policy(p)?,
+        (None, Some(PolicySource::Table(p))) => (**p).clone(),
+        (None, None) => Policy::default(),
+    };
+    if (args.run.is_none() && args.index.is_none() && args.retriever.is_none())
+        && settings.source.is_some()
+    {
+        match settings.source.clone() {
+            Some(Source::Index(d)) => args.index = Some(d),
+            Some(Source::Run(f)) => args.run = Some(f.display().to_string()),
+            Some(Source::Retriever(u)) => args.retriever = Some(u),
+            None => {}
+        }
+    }
+    // Everything the run will need is checked before anything is recorded: a baseline
+    // named by run ID must be in the history now, not after the run was written.
+    if !args.record.no_record
+        && (args.record.compare || args.record.fail_on_regression)
+        && matches!(args.record.baseline, crate::history_args::Baseline::Run(_))
+    {
+        if !args.record.history.history.is_file() {
+            anyhow::bail!(
+                "--baseline {}: there is no history at {} yet",
+                args.record.baseline,
+                args.record.history.history.display()
+            );
+        }
+        args.record
+            .baseline
+            .check(&args.record.history.open_read_only()?)?;
+    }
+    let cases = formats::golden::read_golden(&golden)?;
     let corpus = match &args.corpus {
         Some(p) => Some(Corpus::new(formats::corpus::read_corpus(p)?)),
         None => None,
@@ -153,7 +186,9 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         (Some(run), _, _) => format!("run:{run}"),
         (_, Some(dir), _) => format!("index:{}", dir.display()),
         (_, _, Some(uri)) => uri.clone(),
-        _ => anyhow::bail!("give --retriever URI, --index DIR or --run FILE"),
+        _ => anyhow::bail!(
+            "exam needs something to examine: give --run FILE, --index DIR or --retriever URI (or a [source] in veredicto.toml)"
+        ),
     };
     // One total deadline for every request of the run: retriever, embedder, reranker.
     let deadline = args.net.total_deadline();
@@ -194,13 +229,14 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
             git_revision: crate::history_args::git_revision(&cwd),
             chunk_size: rec.chunk_size,
             chunk_overlap: rec.chunk_overlap,
-            compare: (rec.compare || rec.fail_on_regression)
-                .then(|| Baseline::parse(&rec.baseline)),
+            compare: ((rec.compare || rec.fail_on_regression)
+                && rec.baseline != crate::history_args::Baseline::None)
+                .then(|| Baseline::parse(&rec.baseline.to_string())),
             fail_on_regression: rec.fail_on_regression,
             seed: rec.seed,
         }
     });
-    let print_notice = |n: &Notice| eprintln!("veredicto: {n}");
+    let print_notice = |n: &Notice| crate::printer::note(&n.to_string());
     let outcome = veredicto_retrieve::run_exam(ExamRequest {
         retriever: retriever.as_ref(),
         embedder: embedder.as_deref(),
@@ -226,25 +262,27 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.save_run {
         crate::retrieval::write_trec_run(path, &outcome.retrieval.run, "veredicto")?;
     }
-    let format = match (args.json, args.format) {
-        (true, _) | (_, FormatArg::Json) => Format::Json,
-        (_, FormatArg::Human) => Format::Human,
-        (_, FormatArg::Markdown) => Format::Markdown,
-        (_, FormatArg::Junit) => Format::Junit,
+    let format = match args.format.or_json(args.json) {
+        crate::printer::Format::Json => Format::Json,
+        crate::printer::Format::Markdown => Format::Markdown,
+        crate::printer::Format::Junit => Format::Junit,
+        _ => Format::Human,
     };
-    let color = args.out.is_none()
-        && std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let color = args.out.is_none() && crate::printer::get().color_stdout();
     let text = outcome.render(format, color)?;
     match &args.out {
         Some(path) => crate::output::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?,
-        None => crate::output::print_stdout(&text)?,
+        None => crate::printer::stdout(&text)?,
     }
     if outcome.regression {
-        eprintln!("veredicto: regression against the baseline (--fail-on-regression)");
+        crate::printer::warn("regression against the baseline (--fail-on-regression)");
     }
-    Ok(ExitCode::from(outcome.exit_code()))
+    Ok(match outcome.exit_code() {
+        0 => crate::printer::ExitStatus::Success,
+        1 => crate::printer::ExitStatus::Stop,
+        _ => crate::printer::ExitStatus::Error,
+    })
 }
 
 /// `sha256:` of a file's bytes.

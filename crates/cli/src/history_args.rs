@@ -5,18 +5,16 @@ use std::process::Command;
 use veredicto_core::history::RunMeta;
 use veredicto_store::History;
 
-/// The default history file, relative to the working directory.
+/// The default history file without a project file, relative to the working folder.
 pub const DEFAULT_HISTORY: &str = ".veredicto/history.db";
-
-/// The environment variable that names the history when `--history` is not given.
-pub const HISTORY_ENV: &str = "VEREDICTO_HISTORY";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct HistoryArgs {
     /// Run history: an SQLite file, or a PostgreSQL database
     /// (postgres://user@host:port/db; the password from PGPASSWORD or ~/.pgpass, never in
-    /// the URL of a shared command line). Default: $VEREDICTO_HISTORY, else
-    /// .veredicto/history.db.
+    /// the URL of a shared command line). Default: $VEREDICTO_HISTORY, else `history` of
+    /// veredicto.toml, else .veredicto/history.db beside veredicto.toml (or in the working
+    /// folder without one).
     #[arg(
         long,
         value_name = "PATH|URL",
@@ -28,7 +26,7 @@ pub struct HistoryArgs {
 }
 
 /// Where the history is: a file path or a `postgres://` URL, resolved from `--history`,
-/// then `VEREDICTO_HISTORY`, then the default file.
+/// then `VEREDICTO_HISTORY`, then the project file, then the default file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistorySpec(String);
 
@@ -38,12 +36,11 @@ impl std::str::FromStr for HistorySpec {
         if !s.is_empty() {
             return Ok(HistorySpec(s.to_owned()));
         }
-        Ok(HistorySpec(
-            std::env::var(HISTORY_ENV)
-                .ok()
-                .filter(|v| !v.trim().is_empty())
-                .unwrap_or_else(|| DEFAULT_HISTORY.to_owned()),
-        ))
+        // A broken project file is reported by the command itself, once, on one line.
+        Ok(HistorySpec(match crate::project::settings() {
+            Ok(settings) => settings.history_or_default(),
+            Err(_) => DEFAULT_HISTORY.to_owned(),
+        }))
     }
 }
 
@@ -86,14 +83,89 @@ impl HistoryArgs {
     }
 }
 
-/// The baseline run `which` names for `run`: `previous` (the last earlier run with the same
-/// golden set and policy), `last-accepted` (the last accepted run before it), or a run ID /
-/// unique prefix. `None` when the history holds no such run yet.
-pub fn baseline(history: &History, run: &RunMeta, which: &str) -> anyhow::Result<Option<String>> {
+/// Runs of history the cross-run diagnosis and the trends look at, in every command.
+pub const DEFAULT_WINDOW: usize = 20;
+
+/// `--baseline`, the same values in every command: `previous` (the last earlier run with
+/// the same golden set and policy), `last-accepted` (the last accepted run before it),
+/// `none` (no comparison), or a run ID / unique prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Baseline {
+    Previous,
+    LastAccepted,
+    None,
+    Run(String),
+}
+
+impl std::str::FromStr for Baseline {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.trim() {
+            "previous" => Baseline::Previous,
+            "last-accepted" => Baseline::LastAccepted,
+            "none" => Baseline::None,
+            "" => return Err("expected previous, last-accepted, none or a run ID".to_owned()),
+            other => {
+                // Run IDs are ULIDs: Crockford base32 (no I, L, O, U), 26 characters; a
+                // unique prefix is enough.
+                let crockford = |c: char| {
+                    c.is_ascii_alphanumeric()
+                        && !matches!(c.to_ascii_uppercase(), 'I' | 'L' | 'O' | 'U')
+                };
+                if other.len() > 26 || !other.chars().all(crockford) {
+                    let hint = veredicto_formats::config::did_you_mean(
+                        other,
+                        ["previous", "last-accepted", "none"],
+                    )
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                    return Err(format!(
+                        "`{}` is neither previous, last-accepted, none nor a run ID{hint}",
+                        veredicto_core::redact::short(other)
+                    ));
+                }
+                Baseline::Run(other.to_owned())
+            }
+        })
+    }
+}
+
+impl std::fmt::Display for Baseline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Baseline::Previous => f.write_str("previous"),
+            Baseline::LastAccepted => f.write_str("last-accepted"),
+            Baseline::None => f.write_str("none"),
+            Baseline::Run(id) => f.write_str(id),
+        }
+    }
+}
+
+impl Baseline {
+    /// Checks, before anything is recorded, that a baseline named by run ID is in the
+    /// history (a typo found after the run was written left a run nobody wanted).
+    pub fn check(&self, history: &History) -> anyhow::Result<()> {
+        if let Baseline::Run(id) = self {
+            history
+                .resolve(id)
+                .map_err(|e| anyhow::anyhow!("--baseline {id}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// The baseline run `which` names for `run`; `None` when the history holds no such run yet
+/// or `which` is `none`.
+pub fn baseline_of(
+    history: &History,
+    run: &RunMeta,
+    which: &Baseline,
+) -> anyhow::Result<Option<String>> {
     Ok(match which {
-        "previous" => history.previous_compatible(run)?.map(|s| s.id),
-        "last-accepted" => history.last_accepted(Some(&run.id), None)?.map(|s| s.id),
-        other => Some(history.resolve(other)?),
+        Baseline::Previous => history.previous_compatible(run)?.map(|s| s.id),
+        Baseline::LastAccepted => history.last_accepted(Some(&run.id), None)?.map(|s| s.id),
+        Baseline::None => None,
+        Baseline::Run(other) => Some(history.resolve(other)?),
     })
 }
 

@@ -2,8 +2,8 @@
 //! one.
 
 use crate::history_args::HistoryArgs;
+use crate::printer::ExitStatus;
 use std::io::Write;
-use std::process::ExitCode;
 use veredicto_store::History;
 
 #[derive(Debug, clap::Args)]
@@ -31,7 +31,10 @@ struct MigrateArgs {
     /// The history to copy into (created when absent).
     #[arg(long, value_name = "PATH|URL")]
     to: String,
-    /// Print the result as JSON.
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     json: bool,
 }
@@ -40,19 +43,22 @@ struct MigrateArgs {
 struct CheckArgs {
     #[command(flatten)]
     history: HistoryArgs,
-    /// Print the result as JSON.
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     json: bool,
 }
 
-pub fn run(args: HistoryCmdArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: HistoryCmdArgs) -> anyhow::Result<ExitStatus> {
     match args.command {
         HistoryCommand::Migrate(a) => migrate(a),
         HistoryCommand::Check(a) => check(a),
     }
 }
 
-fn migrate(a: MigrateArgs) -> anyhow::Result<ExitCode> {
+fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
     let from = History::open_spec_existing(&a.from)?;
     let to = History::open_spec(&a.to)?;
     let started = std::time::Instant::now();
@@ -62,7 +68,7 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitCode> {
         }
     })?;
     let mut out = std::io::stdout().lock();
-    if a.json {
+    if a.json || a.format == crate::printer::Format::Json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         writeln!(
@@ -81,14 +87,14 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitCode> {
             report.digest
         )?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
-fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
+fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
     let history = a.history.open_existing()?;
     let report = history.check()?;
     let mut out = std::io::stdout().lock();
-    if a.json {
+    if a.json || a.format == crate::printer::Format::Json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         writeln!(
@@ -123,8 +129,8 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(if report.is_ok() {
-        ExitCode::SUCCESS
+        ExitStatus::Success
     } else {
-        ExitCode::from(1)
+        ExitStatus::Stop
     })
 }

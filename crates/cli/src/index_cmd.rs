@@ -1,7 +1,7 @@
 //! `veredicto index`: maintenance of an index folder (`verify`).
 
+use crate::printer::ExitStatus;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_index::Index;
 
 #[derive(Debug, clap::Args)]
@@ -22,23 +22,26 @@ pub struct VerifyArgs {
     /// The index folder.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
-    /// Print the result as JSON.
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: IndexArgs) -> anyhow::Result<ExitStatus> {
     match args.command {
         IndexCommand::Verify(v) => verify(v),
     }
 }
 
-fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+fn verify(args: VerifyArgs) -> anyhow::Result<ExitStatus> {
     let index = Index::open(&args.dir)?;
     index.verify()?;
     let files = &index.manifest().files;
     let bytes: u64 = files.values().map(|f| f.bytes).sum();
-    let text = if args.json {
+    let text = if args.json || args.format == crate::printer::Format::Json {
         let summary = serde_json::json!({
             "index": args.dir.display().to_string(),
             "ok": true,
@@ -55,5 +58,5 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         )
     };
     crate::output::print_stdout(&text)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }

@@ -2,9 +2,7 @@
 
 use crate::models::{index_fingerprint, EmbedderArgs};
 use anyhow::Context;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use veredicto_embed::TextKind;
 use veredicto_formats::corpus::CorpusLine;
 use veredicto_index::{
@@ -22,12 +20,14 @@ pub enum FieldArg {
 
 #[derive(Debug, clap::Args)]
 pub struct IngestArgs {
-    /// Chunk JSONL (SPEC §1) or a BEIR corpus.jsonl (embedded as title + " " + text).
+    /// Chunk JSONL or a BEIR corpus.jsonl (embedded as title + " " + text). Default:
+    /// `corpus` of veredicto.toml.
     #[arg(long, value_name = "CORPUS.jsonl")]
-    pub corpus: PathBuf,
-    /// The index folder (created, or updated incrementally).
+    pub corpus: Option<PathBuf>,
+    /// The index folder (created, or updated incrementally). Default: `source.index` of
+    /// veredicto.toml.
     #[arg(long, value_name = "DIR")]
-    pub index: PathBuf,
+    pub index: Option<PathBuf>,
     #[command(flatten)]
     pub embedder: EmbedderArgs,
     /// Per-request timeout of an embeddings server (`--embedder`), in seconds.
@@ -49,7 +49,9 @@ pub struct IngestArgs {
     /// a byte-identical index (reproducible builds).
     #[arg(long, value_name = "TIME", value_parser = rfc3339)]
     pub time: Option<String>,
-    /// Print what happened as JSON.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
     /// How long to wait for another ingest into the same index to finish (one writer at a
@@ -120,10 +122,25 @@ fn rfc3339(text: &str) -> Result<String, String> {
     }
 }
 
-pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
-    let lines = veredicto_formats::corpus::read_corpus_lines(&args.corpus)?;
+pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
+    let started = std::time::Instant::now();
+    let settings = crate::project::settings()?;
+    let corpus_path = match (&args.corpus, &settings.corpus) {
+        (Some(p), _) | (None, Some(p)) => p.clone(),
+        (None, None) => anyhow::bail!(
+            "ingest needs a corpus: give --corpus FILE, or `corpus` in veredicto.toml (`veredicto init` writes one)"
+        ),
+    };
+    let index_path = match (&args.index, &settings.source) {
+        (Some(p), _) | (None, Some(veredicto_formats::config::Source::Index(p))) => p.clone(),
+        (None, _) => anyhow::bail!(
+            "ingest needs an index folder: give --index DIR, or `index` under [source] in veredicto.toml"
+        ),
+    };
+    let json = args.format.or_json(args.json) == crate::printer::Format::Json;
+    let lines = veredicto_formats::corpus::read_corpus_lines(&corpus_path)?;
     if lines.is_empty() {
-        anyhow::bail!("{}: the corpus has no chunks", args.corpus.display());
+        anyhow::bail!("{}: the corpus has no chunks", corpus_path.display());
     }
     let beir = lines.iter().any(|l| l.raw.contains_key("_id"));
     let field = match (beir, args.field) {
@@ -142,7 +159,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
                 if got != dim {
                     anyhow::bail!(
                         "{}:{}: field `vector`: dimension {got}, but the first line has {dim}",
-                        args.corpus.display(),
+                        corpus_path.display(),
                         l.line
                     );
                 }
@@ -153,7 +170,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
                 {
                     anyhow::bail!(
                         "{}:{}: field `vector`: chunk \"{}\": a NaN or infinite component, or all zeros (cannot be normalised)",
-                        args.corpus.display(),
+                        corpus_path.display(),
                         l.line,
                         veredicto_core::redact::short(&l.chunk.id)
                     );
@@ -173,16 +190,16 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
                 .map_or(0, |l| l.line);
             anyhow::bail!(
                 "{}:{first}: field `vector`: missing, while other lines carry precomputed vectors (give all or none)",
-                args.corpus.display()
+                corpus_path.display()
             );
         }
     };
-    let inputs = chunk_inputs(&args.corpus, &lines, field)?;
+    let inputs = chunk_inputs(&corpus_path, &lines, field)?;
 
     let embedder = match precomputed {
         Some(_) => None,
         None => Some(args.embedder.load_for_index(
-            Some(&args.index),
+            Some(&index_path),
             Some((
                 std::time::Duration::from_secs_f64(args.timeout),
                 args.retries,
@@ -205,9 +222,9 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
     })?;
     // Taken before the index is read and kept until the new version is in place, so that
     // no other writer's batch can land in between and be lost.
-    let _lock = WriterLock::acquire(&args.index, wait)?;
-    let old = if args.index.join("manifest.json").is_file() {
-        Some(Index::open(&args.index)?)
+    let _lock = WriterLock::acquire(&index_path, wait)?;
+    let old = if index_path.join("manifest.json").is_file() {
+        Some(Index::open(&index_path)?)
     } else {
         None
     };
@@ -225,12 +242,54 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
         Some(vectors) => Plan::with_vectors(old.as_ref(), inputs, vectors, settings)?,
         None => Plan::new(old.as_ref(), inputs, settings)?,
     };
+    // A corpus identical to the one last ingested, with the same model and field, changes
+    // nothing: no batch is written and no index file is touched.
+    let corpus_hash = crate::exam_cmd::file_fingerprint(&corpus_path)?;
+    if let Some(o) = old.as_ref().filter(|o| {
+        let m = o.manifest();
+        !args.rebuild
+            && plan.added().is_empty()
+            && plan.changed().is_empty()
+            && plan.removed().is_empty()
+            && m.corpus_hash == corpus_hash
+            && m.field == field
+            && m.model_hash == model.hash
+    }) {
+        // What a rewrite would have checked while copying the vectors: a damaged index is
+        // an error here too, not "unchanged".
+        o.verify()
+            .with_context(|| format!("checking the index {}", index_path.display()))?;
+        let text = if json {
+            crate::printer::json(&serde_json::json!({
+                "chunks": o.len(),
+                "added": 0,
+                "changed": 0,
+                "removed": 0,
+                "embedded": 0,
+                "reused": o.len(),
+                "index": index_path.display().to_string(),
+                "fingerprint": model.hash,
+                "field": field.to_string(),
+                "batch": null,
+                "truncated": null,
+                "unchanged": true,
+            }))?
+        } else {
+            format!(
+                "{}: unchanged: {} chunks; the corpus is the one last ingested (no batch written)\n",
+                index_path.display(),
+                o.len()
+            )
+        };
+        crate::printer::stdout(&text)?;
+        return Ok(crate::printer::ExitStatus::Success);
+    }
     let to_embed = plan.to_embed();
     let truncated = embedder
         .as_ref()
         .and_then(|e| crate::models::truncated(e.as_ref(), &to_embed));
     let vectors: Vec<Vec<f32>> = match &embedder {
-        Some(e) => embed_with_progress(e.as_ref(), &to_embed, !args.json)?,
+        Some(e) => embed_with_progress(e.as_ref(), &to_embed, !json)?,
         None => Vec::new(),
     };
     let embedded = plan.new_vectors();
@@ -248,11 +307,11 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
             .clone()
             .unwrap_or_else(|| format!("ingest-{now}")),
         time: now,
-        corpus_hash: crate::exam_cmd::file_fingerprint(&args.corpus)?,
+        corpus_hash,
     };
     let index = plan
-        .apply(&vectors, &batch, &args.index)
-        .with_context(|| format!("writing the index {}", args.index.display()))?;
+        .apply(&vectors, &batch, &index_path)
+        .with_context(|| format!("writing the index {}", index_path.display()))?;
     let summary = serde_json::json!({
         "chunks": index.len(),
         "added": added,
@@ -260,18 +319,19 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
         "removed": removed,
         "embedded": embedded,
         "reused": reused,
-        "index": args.index.display().to_string(),
+        "index": index_path.display().to_string(),
         "fingerprint": model.hash,
         "field": field.to_string(),
         "batch": batch.name,
         "truncated": truncated.map(|t| serde_json::json!({"chunks": t.0, "max_tokens": t.1})),
+        "unchanged": false,
     });
-    let text = if args.json {
+    let text = if json {
         format!("{}\n", serde_json::to_string_pretty(&summary)?)
     } else {
         format!(
             "{}: {} chunks ({} added, {} changed, {} removed); embedded {}, reused {}; model {}; field {}; batch {}\n",
-            args.index.display(),
+            index_path.display(),
             index.len(),
             added,
             changed,
@@ -288,38 +348,31 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
             _ => String::new(),
         }
     };
-    crate::output::print_stdout(&text)?;
-    Ok(ExitCode::SUCCESS)
+    crate::printer::stdout(&text)?;
+    // On stderr: the result on stdout stays the same for the same inputs.
+    crate::printer::note(&format!(
+        "ingest took {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(crate::printer::ExitStatus::Success)
 }
 
-/// Embeds passages in slices of 256 with a progress bar on stderr (when it is a terminal).
+/// Embeds passages in slices of 256, reporting progress on stderr (see [`crate::progress`]).
 fn embed_with_progress(
     e: &dyn veredicto_embed::Embedder,
     items: &[(&str, &str)],
     show: bool,
 ) -> anyhow::Result<Vec<Vec<f32>>> {
-    let bar = if show && std::io::stderr().is_terminal() && !items.is_empty() {
-        let b = indicatif::ProgressBar::new(items.len() as u64);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "embedding {bar:40} {pos}/{len} chunks · {per_sec} · eta {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        Some(b)
-    } else {
-        None
-    };
+    let mut progress = crate::progress::Progress::new(
+        "chunks embedded",
+        if show { items.len() as u64 } else { 0 },
+    );
     let mut out = Vec::with_capacity(items.len());
     for slice in items.chunks(256) {
         let texts: Vec<&str> = slice.iter().map(|(_, t)| *t).collect();
         out.extend(e.embed(&texts, TextKind::Passage)?);
-        if let Some(b) = &bar {
-            b.inc(slice.len() as u64);
-        }
+        progress.inc(slice.len() as u64);
     }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    progress.finish();
     Ok(out)
 }

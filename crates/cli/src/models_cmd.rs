@@ -1,6 +1,6 @@
 //! `veredicto models list|fetch`: the models veredicto knows by name.
 
-use std::process::ExitCode;
+use crate::printer::ExitStatus;
 
 use veredicto_embed::{FetchOptions, FetchOutcome, FileState, KNOWN_MODELS};
 
@@ -14,7 +14,10 @@ pub struct ModelsArgs {
 pub enum ModelsCommand {
     /// The known models: whether they are fetched, where, and their files' SHA-256.
     List {
-        /// Print JSON.
+        /// Output format.
+        #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+        format: crate::printer::Format,
+        /// Alias of `--format json`.
         #[arg(long)]
         json: bool,
     },
@@ -30,10 +33,11 @@ pub enum ModelsCommand {
     },
 }
 
-pub fn run(args: ModelsArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: ModelsArgs) -> anyhow::Result<ExitStatus> {
     let root = crate::models::models_root()?;
     match args.command {
-        ModelsCommand::List { json } => {
+        ModelsCommand::List { json, format } => {
+            let json = json || format == crate::printer::Format::Json;
             let all: Vec<_> = KNOWN_MODELS
                 .iter()
                 .map(|m| (m, veredicto_embed::model_status(m, &root.join(m.name))))
@@ -86,7 +90,7 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<ExitCode> {
                 t
             };
             crate::output::print_stdout(&text)?;
-            Ok(ExitCode::SUCCESS)
+            Ok(ExitStatus::Success)
         }
         ModelsCommand::Fetch { name, python } => {
             let Some(m) = veredicto_embed::known_model(&name) else {
@@ -112,7 +116,7 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<ExitCode> {
                 dir.display(),
                 m.name
             ))?;
-            Ok(ExitCode::SUCCESS)
+            Ok(ExitStatus::Success)
         }
     }
 }

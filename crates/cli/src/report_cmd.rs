@@ -3,39 +3,35 @@
 //! JUnit or JSON. Computed once, rendered many ways.
 
 use crate::compare_cmd::recent_runs;
-use crate::history_args::HistoryArgs;
+use crate::history_args::{Baseline, HistoryArgs};
+use crate::printer::{self, ExitStatus, Format};
 use anyhow::Context;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_core::case::Corpus;
 use veredicto_core::compare::{self, CompareOptions, DiagnoseOptions};
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ReportFormat {
-    Html,
-    Markdown,
-    Junit,
-    Json,
-}
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// The run (ID, unique prefix, `latest`).
     #[arg(default_value = "latest")]
     pub run: String,
-    #[arg(long, value_enum, default_value = "html")]
-    pub format: ReportFormat,
+    /// Output format (html: one self-contained file).
+    #[arg(long, value_parser = printer::formats(&["html", "human", "json", "markdown", "junit"]), default_value = "html")]
+    pub format: Format,
+    /// Alias of `--format json`.
+    #[arg(long)]
+    pub json: bool,
     /// Write to FILE (atomically); default stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Baseline for the comparison: `previous`, `last-accepted`, a run ID, or `none`.
     #[arg(long, value_name = "RUN", default_value = "previous")]
-    pub baseline: String,
+    pub baseline: Baseline,
     /// The current corpus (ingest batches of displacing chunks).
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
     /// Runs of history for the trends and the cross-run diagnosis.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = crate::history_args::DEFAULT_WINDOW)]
     pub window: usize,
     #[arg(long, default_value_t = compare::DEFAULT_SEED)]
     pub seed: u64,
@@ -43,17 +39,19 @@ pub struct ReportArgs {
     pub history: HistoryArgs,
 }
 
-pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
     let history = args.history.open_read_only()?;
     let current = history.get(&args.run)?;
-    let corpus = match &args.corpus {
+    // The flag, else `corpus` of veredicto.toml.
+    let corpus_path = args
+        .corpus
+        .clone()
+        .or_else(|| crate::project::settings().ok()?.corpus.clone());
+    let corpus = match &corpus_path {
         Some(p) => Some(Corpus::new(veredicto_formats::corpus::read_corpus(p)?)),
         None => None,
     };
-    let base_id = match args.baseline.as_str() {
-        "none" => None,
-        which => crate::history_args::baseline(&history, &current.meta, which)?,
-    };
+    let base_id = crate::history_args::baseline_of(&history, &current.meta, &args.baseline)?;
     let comparison = match base_id {
         Some(id) => {
             let base = history.get(&id)?;
@@ -78,35 +76,44 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             ..DiagnoseOptions::default()
         },
     );
-    let text = match args.format {
-        ReportFormat::Html => veredicto_report::html::render(&veredicto_report::html::HtmlInput {
+    let text = match args.format.or_json(args.json) {
+        Format::Html => veredicto_report::html::render(&veredicto_report::html::HtmlInput {
             current: &current,
             baseline_comparison: comparison.as_ref(),
             diagnosis: Some(&diagnosis),
             history: &runs,
         }),
-        ReportFormat::Markdown => {
+        Format::Human => {
+            let color = args.out.is_none() && printer::get().color_stdout();
+            let mut s = veredicto_report::human::render(&current.report, color);
+            if let Some(c) = &comparison {
+                s.push('\n');
+                s.push_str(&veredicto_report::comparison::human(c));
+            }
+            s.push('\n');
+            s.push_str(&veredicto_report::comparison::diagnosis_human(&diagnosis));
+            s
+        }
+        Format::Markdown => {
             let mut s = veredicto_report::markdown::render(&current.report);
             if let Some(c) = &comparison {
                 s.push_str(&veredicto_report::comparison::markdown(c));
             }
             s
         }
-        ReportFormat::Junit => veredicto_report::junit::render(&current.report),
-        ReportFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&serde_json::json!({
-                "run": current,
-                "comparison": comparison,
-                "diagnosis": diagnosis,
-            }))?;
-            s.push('\n');
-            s
+        Format::Junit => {
+            veredicto_report::junit::render_with_comparison(&current.report, comparison.as_ref())
         }
+        Format::Json => printer::json(&serde_json::json!({
+            "run": current,
+            "comparison": comparison,
+            "diagnosis": diagnosis,
+        }))?,
     };
     match &args.out {
         Some(path) => crate::output::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?,
-        None => crate::output::print_stdout(&text)?,
+        None => printer::stdout(&text)?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }

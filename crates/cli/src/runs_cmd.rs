@@ -1,10 +1,9 @@
 //! `veredicto runs list|show`: the run history.
 
-use crate::exam_cmd::FormatArg;
 use crate::history_args::HistoryArgs;
-use std::process::ExitCode;
+use crate::printer::{self, ExitStatus, Format};
 use veredicto_core::exam::Verdict;
-use veredicto_store::{short_fingerprint, RunFilter, RunSummary};
+use veredicto_store::{short_fingerprint, RunFilter};
 
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
@@ -72,7 +71,9 @@ pub struct ListArgs {
     /// At most this many runs (0: all).
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
-    /// Print JSON.
+    #[arg(long, value_parser = printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -82,35 +83,32 @@ pub struct ShowArgs {
     /// Run ID, unique prefix, or `latest`.
     #[arg(default_value = "latest")]
     pub run: String,
-    /// Output format of the stored report.
-    #[arg(long, value_enum, default_value = "human")]
-    pub format: FormatArg,
-    /// The whole recorded run (provenance + report) as JSON.
-    #[arg(long, conflicts_with = "format")]
+    /// Output format: json is the whole recorded run (provenance and report); markdown and
+    /// junit render its report.
+    #[arg(long, value_parser = printer::formats(&["human", "json", "markdown", "junit"]), default_value = "human")]
+    pub format: Format,
+    /// Alias of `--format json`.
+    #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: RunsArgs) -> anyhow::Result<ExitStatus> {
     let history = args.history.open_read_only()?;
     match args.command {
         RunsCommand::List(a) => {
             let limit = (a.limit > 0).then_some(a.limit);
             let runs = history.list(&a.filter.filter(limit))?;
-            let text = if a.json {
-                let mut s = serde_json::to_string_pretty(&runs)?;
-                s.push('\n');
-                s
-            } else {
-                list_table(&runs)
+            let text = match a.format.or_json(a.json) {
+                Format::Json => printer::json(&runs)?,
+                _ => veredicto_report::runs::list_table(&runs),
             };
-            crate::output::print_stdout(&text)?;
+            printer::stdout(&text)?;
         }
         RunsCommand::Show(a) => {
             let run = history.get(&a.run)?;
-            let text = if a.json {
-                let mut s = serde_json::to_string_pretty(&run)?;
-                s.push('\n');
-                s
+            let format = a.format.or_json(a.json);
+            let text = if format == Format::Json {
+                printer::json(&run)?
             } else {
                 let m = &run.meta;
                 let mut s = format!(
@@ -133,86 +131,21 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     ));
                 }
                 s.push('\n');
-                let format = match a.format {
-                    FormatArg::Human => veredicto_report::Format::Human,
-                    FormatArg::Json => veredicto_report::Format::Json,
-                    FormatArg::Markdown => veredicto_report::Format::Markdown,
-                    FormatArg::Junit => veredicto_report::Format::Junit,
+                let format = match format {
+                    Format::Markdown => veredicto_report::Format::Markdown,
+                    Format::Junit => veredicto_report::Format::Junit,
+                    _ => veredicto_report::Format::Human,
                 };
                 if matches!(format, veredicto_report::Format::Human) {
-                    s.push_str(&veredicto_report::render(&run.report, format, false));
+                    let color = printer::get().color_stdout();
+                    s.push_str(&veredicto_report::render(&run.report, format, color));
                     s
                 } else {
                     veredicto_report::render(&run.report, format, false)
                 }
             };
-            crate::output::print_stdout(&text)?;
+            printer::stdout(&text)?;
         }
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn list_table(runs: &[RunSummary]) -> String {
-    let header = [
-        "run",
-        "created",
-        "label",
-        "verdict",
-        "cases",
-        "failing",
-        "gold fail",
-        "mean QS",
-        "recall",
-        "MRR",
-        "golden",
-    ];
-    let rows: Vec<[String; 11]> = runs
-        .iter()
-        .map(|r| {
-            [
-                r.id.clone(),
-                r.created_at.clone(),
-                r.label.clone().unwrap_or_default(),
-                match r.verdict {
-                    Verdict::Accept => "accept".to_owned(),
-                    Verdict::Stop => "STOP".to_owned(),
-                },
-                r.cases.to_string(),
-                r.failing.to_string(),
-                r.failing_gold.to_string(),
-                format!("{:.1}", r.mean_quality),
-                format!("{:.3}", r.mean_recall),
-                format!("{:.3}", r.mrr),
-                short_fingerprint(&r.golden_fingerprint).to_owned(),
-            ]
-            // A label or time with ESC… must not drive the terminal.
-            .map(|cell| veredicto_core::redact::escape_control(&cell))
-        })
-        .collect();
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| {
-        cells
-            .iter()
-            .zip(widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect::<Vec<_>>()
-            .join("  ")
-            .trim_end()
-            .to_owned()
-    };
-    let mut out = line(header.map(str::to_owned).to_vec());
-    out.push('\n');
-    for row in rows {
-        out.push_str(&line(row.to_vec()));
-        out.push('\n');
-    }
-    if runs.is_empty() {
-        out.push_str("(no runs)\n");
-    }
-    out
+    Ok(ExitStatus::Success)
 }

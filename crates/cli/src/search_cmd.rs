@@ -1,15 +1,15 @@
 //! `veredicto search`: one query against the index, exact top-k.
 
 use crate::models::EmbedderArgs;
+use crate::printer::ExitStatus;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_embed::TextKind;
 use veredicto_index::{Filter, Index};
 
 #[derive(Debug, clap::Args)]
-#[command(group = clap::ArgGroup::new("source").required(true).multiple(false))]
+#[command(group = clap::ArgGroup::new("source").multiple(false))]
 pub struct SearchArgs {
-    /// The index folder.
+    /// The index folder (default: the [source] of veredicto.toml).
     #[arg(long, value_name = "DIR", group = "source")]
     pub index: Option<PathBuf>,
     /// A live retriever instead: `http(s)://…`, `cmd:…`, `postgres://…`,
@@ -29,19 +29,30 @@ pub struct SearchArgs {
     pub filter: Vec<String>,
     #[command(flatten)]
     pub embedder: EmbedderArgs,
-    /// Print JSON.
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: SearchArgs) -> anyhow::Result<ExitStatus> {
     let dir = match (&args.index, &args.retriever) {
         (Some(dir), _) => dir.clone(),
         (None, Some(uri)) => match uri.strip_prefix("index:") {
             Some(dir) => PathBuf::from(dir),
             None => return run_live(&args, uri),
         },
-        (None, None) => anyhow::bail!("give --index DIR or --retriever URI"),
+        (None, None) => match &crate::project::settings()?.source {
+            Some(veredicto_formats::config::Source::Index(dir)) => dir.clone(),
+            Some(veredicto_formats::config::Source::Retriever(uri)) => {
+                return run_live(&args, &uri.clone())
+            }
+            _ => anyhow::bail!(
+                "search needs an index or a retriever: give --index DIR or --retriever URI (or a [source] in veredicto.toml)"
+            ),
+        },
     };
     // The arguments first: a bad filter is reported before a model is loaded.
     let filter = if args.filter.is_empty() {
@@ -81,7 +92,7 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
             })
         })
         .collect();
-    let out = if args.json {
+    let out = if args.json || args.format == crate::printer::Format::Json {
         format!(
             "{}\n",
             serde_json::to_string_pretty(&serde_json::json!({
@@ -109,11 +120,11 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
         s
     };
     crate::output::print_stdout(&out)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// `search --retriever URI`: one query against a live retriever.
-fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitCode> {
+fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
     if !args.filter.is_empty() {
         anyhow::bail!("--filter applies to veredicto's index only; put the condition in the retriever (e.g. `where=` for pgvector)");
     }
@@ -154,7 +165,7 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitCode> {
         exact: false,
         filters: None,
     })?;
-    let out = if args.json {
+    let out = if args.json || args.format == crate::printer::Format::Json {
         let rows: Vec<serde_json::Value> = ranking
             .hits
             .iter()
@@ -186,5 +197,5 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitCode> {
         s
     };
     crate::output::print_stdout(&out)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }

@@ -5,12 +5,12 @@
 //! read and queries evaluated in parallel; the output does not depend on the thread count,
 //! because the summary adds queries in qrels order.
 
+use crate::printer::ExitStatus;
 use anyhow::{anyhow, bail, Context};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use veredicto_core::measure::{registry, Syntax};
 use veredicto_core::trec::hash::IdBuildHasher;
 use veredicto_core::trec::plan::{Complete, SETS};
@@ -87,7 +87,7 @@ pub struct TrecArgs {
 }
 
 /// Runs `veredicto trec`.
-pub fn run(args: TrecArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: TrecArgs) -> anyhow::Result<ExitStatus> {
     if args.list {
         let mut text = String::new();
         write_list(&mut text);
@@ -95,7 +95,7 @@ pub fn run(args: TrecArgs) -> anyhow::Result<ExitCode> {
         if out.write(&text)? {
             out.finish()?;
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(ExitStatus::Success);
     }
     if let Some(f) = args.rel_format.as_deref().filter(|f| *f != "qrels") {
         bail!("relevance format '{f}' is not supported (only qrels)");
@@ -223,7 +223,7 @@ pub fn run(args: TrecArgs) -> anyhow::Result<ExitCode> {
                     text.clear();
                     plan.write_query(&mut text, qid, eval, zscores.is_some());
                     if !out.write(&text)? {
-                        return Ok(ExitCode::SUCCESS);
+                        return Ok(ExitStatus::Success);
                     }
                 }
             }
@@ -250,11 +250,11 @@ pub fn run(args: TrecArgs) -> anyhow::Result<ExitCode> {
         text.clear();
         plan.write_summary(&mut text, run.runid(), &values, zscores.is_some());
         if !out.write(&text)? {
-            return Ok(ExitCode::SUCCESS);
+            return Ok(ExitStatus::Success);
         }
     }
     out.finish()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// Buffered standard output where a closed pipe (`| head`) ends the output quietly.

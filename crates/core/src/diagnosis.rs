@@ -324,7 +324,8 @@ fn outrankers(view: &CaseView<'_>, e: &ExpectedChunk) -> Vec<Outranker> {
 fn embedding(view: &CaseView<'_>, e: &ExpectedChunk) -> Finding {
     let outranked_by = outrankers(view, e);
     let text = match (e.rank, e.score) {
-        (Some(r), Some(s)) => format!("buried at rank {r} (score {s}) below the top {}", view.k),
+        // The precision of the tables (four decimals), not every digit of an f64.
+        (Some(r), Some(s)) => format!("buried at rank {r} (score {s:.4}) below the top {}", view.k),
         (Some(r), None) => format!("buried at rank {r} below the top {}", view.k),
         (None, _) => format!(
             "not retrieved at all ({} results for this case)",

@@ -3,6 +3,7 @@
 //! Every reader accepts UTF-8 with or without a byte-order mark and LF or CRLF line ends,
 //! and reports problems as [`FormatError`] naming file, line and field.
 
+pub mod config;
 pub mod corpus;
 pub mod error;
 pub mod golden;

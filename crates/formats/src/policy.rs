@@ -22,7 +22,16 @@ pub fn read_policy(path: &Path) -> Result<Policy> {
 pub fn parse_policy(path: &Path, source: &str) -> Result<Policy> {
     let PolicyFile(policy) = toml::from_str(source).map_err(|e| {
         let message = e.message().trim().replace('\n', " ");
-        let field = unknown_field(&message).unwrap_or_else(|| "-".to_owned());
+        let (field, message) = match crate::config::unknown_field(&message) {
+            Some((field, expected)) => {
+                let hint = crate::config::did_you_mean(&field, expected.iter().map(String::as_str))
+                    .map(|s| format!("did you mean `{s}`? "))
+                    .unwrap_or_default();
+                let message = format!("{hint}{message}");
+                (field, message)
+            }
+            None => ("-".to_owned(), message),
+        };
         // An unknown top-level key is reported by the filter around `[grounding]`, whose
         // span is the whole table: find the key's own line.
         let line = Some(key_line(source, &field))
@@ -118,8 +127,8 @@ pub fn parse_corpus_policy(
     }
     let file: File = toml::from_str(source).map_err(|e| {
         let message = e.message().trim().replace('\n', " ");
-        let field = unknown_field(&message)
-            .map(|f| format!("corpus.{f}"))
+        let field = crate::config::unknown_field(&message)
+            .map(|(f, _)| format!("corpus.{f}"))
             .unwrap_or_else(|| "corpus".to_owned());
         let line = Some(key_line(source, &field))
             .filter(|&l| l > 0)
@@ -137,15 +146,9 @@ pub fn parse_corpus_policy(
     Ok(policy)
 }
 
-/// The key named by serde's "unknown field `x`" message.
-fn unknown_field(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("unknown field `")?;
-    Some(rest.split('`').next()?.to_owned())
-}
-
 /// Best-effort line of a key path (`domains.viajes.top_k` looks for `top_k` after the
 /// `[domains.viajes]` header; `measures[1]` looks for `measures`).
-fn key_line(source: &str, key: &str) -> usize {
+pub(crate) fn key_line(source: &str, key: &str) -> usize {
     let key = key.split('[').next().unwrap_or(key);
     let (table, leaf) = match key.rsplit_once('.') {
         Some((t, l)) => (Some(t), l),
@@ -189,7 +192,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("policy.toml:2: field `recal_floor`"),
+            err.starts_with("policy.toml:2: field `recal_floor`: did you mean `recall_floor`?"),
             "{err}"
         );
     }

@@ -200,7 +200,8 @@ pub fn human(c: &Comparison) -> String {
     escape_lines(&out)
 }
 
-fn regression_reason(r: &RegressionReason) -> String {
+/// One regression reason in one line.
+pub fn regression_reason(r: &RegressionReason) -> String {
     match r {
         RegressionReason::SignificantDrop {
             metric,

@@ -168,9 +168,19 @@ pub fn render(r: &ExamReport, color: bool) -> String {
         out.push('\n');
     }
     if r.run.ignored_queries > 0 {
+        let more = r
+            .run
+            .ignored_queries
+            .saturating_sub(r.run.ignored_query_ids.len());
         out.push_str(&format!(
-            "{} run queries are not in the golden set and were ignored\n",
-            r.run.ignored_queries
+            "{} run queries are not in the golden set and were ignored: {}{}\n",
+            r.run.ignored_queries,
+            r.run.ignored_query_ids.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
         ));
     }
     out.push('\n');

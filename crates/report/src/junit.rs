@@ -2,6 +2,7 @@
 //! reasons and the expected ranks), plus one `verdict` test case for the gate itself.
 
 use crate::fmt;
+use veredicto_core::compare::Comparison;
 use veredicto_core::exam::{ExamReport, Verdict};
 
 fn esc(s: &str) -> String {
@@ -21,9 +22,22 @@ fn esc(s: &str) -> String {
 }
 
 pub fn render(r: &ExamReport) -> String {
-    let failures =
-        r.cases.iter().filter(|c| !c.passed).count() + usize::from(r.verdict == Verdict::Stop);
-    let tests = r.cases.len() + 1;
+    render_with_comparison(r, None)
+}
+
+/// [`render`], and when the run was compared with a baseline: failing cases that passed in
+/// the baseline carry `type="regression"` and say so, and a `regression` test case fails
+/// when the comparison found a regression (a significant drop, a newly failing gold case),
+/// listing the reasons.
+pub fn render_with_comparison(r: &ExamReport, comparison: Option<&Comparison>) -> String {
+    let newly_failing: std::collections::BTreeSet<&str> = comparison
+        .map(|c| c.newly_failing.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    let regressed = comparison.is_some_and(|c| c.regression);
+    let failures = r.cases.iter().filter(|c| !c.passed).count()
+        + usize::from(r.verdict == Verdict::Stop)
+        + usize::from(regressed);
+    let tests = r.cases.len() + 1 + usize::from(comparison.is_some());
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     out.push_str(&format!(
         "<testsuites name=\"veredicto\" tests=\"{tests}\" failures=\"{failures}\">\n"
@@ -45,8 +59,17 @@ pub fn render(r: &ExamReport) -> String {
             out.push_str("</testcase>\n");
             continue;
         }
+        let regression = newly_failing.contains(c.id.as_str());
         let msg = format!(
-            "{}: recall {} (floor {}), QS {}, noise {}{}",
+            "{}{}: recall {} (floor {}), QS {}, noise {}{}",
+            if regression {
+                format!(
+                    "regression (passed in run {}): ",
+                    comparison.map_or("", |c| c.base.id.as_str())
+                )
+            } else {
+                String::new()
+            },
             fmt::reasons(c),
             fmt::pct(c.recall),
             fmt::pct(c.recall_floor),
@@ -71,9 +94,34 @@ pub fn render(r: &ExamReport) -> String {
         out.push_str(&format!(
             "\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
             esc(&msg),
-            esc(&fmt::reasons(c)),
+            esc(&if regression {
+                "regression".to_owned()
+            } else {
+                fmt::reasons(c)
+            }),
             esc(&body)
         ));
+    }
+    if let Some(cmp) = comparison {
+        out.push_str("    <testcase classname=\"veredicto.compare\" name=\"regression\">");
+        if cmp.regression {
+            let reasons: Vec<String> = cmp
+                .regression_reasons
+                .iter()
+                .map(crate::comparison::regression_reason)
+                .collect();
+            out.push_str(&format!(
+                "\n      <failure message=\"regression against run {}\" type=\"regression\">{}</failure>\n    </testcase>\n",
+                esc(&cmp.base.id),
+                esc(&format!(
+                    "{}\nnewly failing: {}\n",
+                    reasons.join("\n"),
+                    cmp.newly_failing.join(", ")
+                ))
+            ));
+        } else {
+            out.push_str("</testcase>\n");
+        }
     }
     out.push_str("    <testcase classname=\"veredicto.exam\" name=\"verdict\">");
     if r.verdict == Verdict::Stop {

@@ -9,6 +9,7 @@ pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod runs;
 pub mod signals;
 
 mod fmt;

@@ -251,7 +251,7 @@ impl ExamOutcome {
 
     /// The report as text: the report renderer's output, then (human format) one line per
     /// stage summary and per stage latency, then the comparison when there is one (in JSON,
-    /// a `comparison` member of the report object; JUnit leaves it out).
+    /// a `comparison` member of the report object; in JUnit, the regressions).
     pub fn render(&self, format: Format, color: bool) -> Result<String, serde_json::Error> {
         let report = &self.report;
         let mut text = veredicto_report::render(report, format, color);
@@ -284,7 +284,11 @@ impl ExamOutcome {
                     text = serde_json::to_string_pretty(&value)?;
                     text.push('\n');
                 }
-                Format::Junit => {}
+                // Newly failing cases carry type="regression", and a `regression` test
+                // case fails when the comparison found one.
+                Format::Junit => {
+                    text = veredicto_report::junit::render_with_comparison(report, Some(c));
+                }
             }
         }
         Ok(text)

@@ -1,0 +1,229 @@
+//! The one way the CLI prints and exits: data to stdout (a closed pipe ends quietly),
+//! everything else (notes, hints, progress) to stderr and silenced by `-q`, colours decided
+//! once from `--color` and `NO_COLOR`; one exit status with one meaning per code.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::OnceLock;
+
+/// What the process reports to its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// 0: the command did its work; the gate (if any) accepted.
+    Success,
+    /// 1: the gate said stop (or a regression was found with `--fail-on-regression`).
+    Stop,
+    /// 2: the command could not do its work (bad input, I/O, a server…).
+    Error,
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(s: ExitStatus) -> ExitCode {
+        ExitCode::from(match s {
+            ExitStatus::Success => 0,
+            ExitStatus::Stop => 1,
+            ExitStatus::Error => 2,
+        })
+    }
+}
+
+impl ExitStatus {
+    /// `Stop` when `stop`, else `Success`.
+    pub fn stop_if(stop: bool) -> ExitStatus {
+        if stop {
+            ExitStatus::Stop
+        } else {
+            ExitStatus::Success
+        }
+    }
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorArg {
+    /// Colour when the output is a terminal and `NO_COLOR` is not set.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// How chatty stderr is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    Quiet,
+    Normal,
+    Verbose,
+}
+
+/// The output conventions of this process, set once from the global flags.
+#[derive(Debug, Clone, Copy)]
+pub struct Printer {
+    pub verbosity: Verbosity,
+    pub color: ColorArg,
+}
+
+static PRINTER: OnceLock<Printer> = OnceLock::new();
+
+impl Printer {
+    /// Sets the process's printer (first call wins).
+    pub fn install(self) {
+        let _ = PRINTER.set(self);
+    }
+
+    /// Whether text written to stdout may carry ANSI colours.
+    pub fn color_stdout(&self) -> bool {
+        self.color_for(std::io::stdout().is_terminal())
+    }
+
+    /// Whether text written to stderr may carry ANSI colours.
+    pub fn color_stderr(&self) -> bool {
+        self.color_for(std::io::stderr().is_terminal())
+    }
+
+    fn color_for(&self, terminal: bool) -> bool {
+        match self.color {
+            ColorArg::Always => true,
+            ColorArg::Never => false,
+            ColorArg::Auto => {
+                terminal
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+            }
+        }
+    }
+
+    /// Whether progress may be shown (not under `-q`).
+    pub fn progress(&self) -> bool {
+        self.verbosity > Verbosity::Quiet
+    }
+}
+
+/// The process's printer (the defaults when none was installed, e.g. in unit tests).
+pub fn get() -> Printer {
+    *PRINTER.get_or_init(|| Printer {
+        verbosity: Verbosity::Normal,
+        color: ColorArg::Auto,
+    })
+}
+
+/// Data for stdout; a closed pipe (`| head`) is not an error.
+pub fn stdout(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// A note for the user on stderr (`veredicto: …`), silenced by `-q`.
+pub fn note(text: &str) {
+    if get().verbosity >= Verbosity::Normal {
+        eprintln!("veredicto: {text}");
+    }
+}
+
+/// A detail shown only with `-v`.
+pub fn detail(text: &str) {
+    if get().verbosity >= Verbosity::Verbose {
+        eprintln!("veredicto: {text}");
+    }
+}
+
+/// A warning: shown even under `-q` (it changes what the result means).
+pub fn warn(text: &str) {
+    let p = get();
+    if p.color_stderr() {
+        let style = anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Yellow.into()));
+        eprintln!("veredicto: {style}warning{style:#}: {text}");
+    } else {
+        eprintln!("veredicto: warning: {text}");
+    }
+}
+
+/// The final error line(s), `veredicto: error: …`.
+pub fn error(text: &str) {
+    if get().color_stderr() {
+        let style = anstyle::Style::new()
+            .bold()
+            .fg_color(Some(anstyle::AnsiColor::Red.into()));
+        eprintln!("veredicto: {style}error{style:#}: {text}");
+    } else {
+        eprintln!("veredicto: error: {text}");
+    }
+}
+
+/// Output formats. Each command accepts the ones that make sense for it
+/// ([`formats`]); `--json` is everywhere an alias of `--format json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Human,
+    Json,
+    Markdown,
+    Junit,
+    Html,
+}
+
+impl Format {
+    /// The format chosen by `--format` and `--json`.
+    pub fn or_json(self, json: bool) -> Format {
+        if json {
+            Format::Json
+        } else {
+            self
+        }
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "human" => Format::Human,
+            "json" => Format::Json,
+            "markdown" => Format::Markdown,
+            "junit" => Format::Junit,
+            "html" => Format::Html,
+            other => return Err(format!("unknown format `{other}`")),
+        })
+    }
+}
+
+/// A `--format` value parser that offers (and completes) only `allowed`.
+pub fn formats(
+    allowed: &'static [&'static str],
+) -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(allowed)
+        .map(|s| s.parse::<Format>().unwrap_or(Format::Human))
+}
+
+/// Pretty JSON with a final newline.
+pub fn json(value: &impl serde::Serialize) -> anyhow::Result<String> {
+    let mut s = serde_json::to_string_pretty(value)?;
+    s.push('\n');
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_mean_one_thing_each() {
+        assert_eq!(ExitCode::from(ExitStatus::Success), ExitCode::from(0));
+        assert_eq!(ExitCode::from(ExitStatus::Stop), ExitCode::from(1));
+        assert_eq!(ExitCode::from(ExitStatus::Error), ExitCode::from(2));
+    }
+
+    #[test]
+    fn color_follows_the_flag() {
+        let p = |color| Printer {
+            verbosity: Verbosity::Normal,
+            color,
+        };
+        assert!(p(ColorArg::Always).color_for(false));
+        assert!(!p(ColorArg::Never).color_for(true));
+        assert!(!p(ColorArg::Auto).color_for(false));
+    }
+}
