@@ -125,9 +125,13 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitStatus> {
 
 /// `search --retriever URI`: one query against a live retriever.
 fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
-    if !args.filter.is_empty() {
-        anyhow::bail!("--filter applies to veredicto's index only; put the condition in the retriever (e.g. `where=` for pgvector)");
-    }
+    // `--filter` conditions travel as the request's `filters`, exactly as a golden case's
+    // would (each retriever maps them as documented, or refuses them naming the key).
+    let filters = if args.filter.is_empty() {
+        None
+    } else {
+        Some(Filter::parse_all(args.filter.iter().map(String::as_str))?.to_json()?)
+    };
     let retriever = veredicto_retrieve::open(uri, &args.net.options()?)?;
     let case = veredicto_core::case::Case {
         id: "search".into(),
@@ -138,7 +142,7 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
         tags: Vec::new(),
         gold: false,
         query_vector: None,
-        filters: None,
+        filters: filters.clone(),
     };
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
@@ -163,7 +167,7 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
         depth: args.k,
         expected: &[],
         exact: false,
-        filters: None,
+        filters: filters.as_ref(),
     })?;
     let out = if args.json || args.format == crate::printer::Format::Json {
         let rows: Vec<serde_json::Value> = ranking

@@ -479,6 +479,36 @@ fn a_cases_filters_are_sent_to_an_http_retriever_only_when_declared() {
 }
 
 #[test]
+fn search_sends_its_filter_conditions_to_a_live_retriever_as_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, seen) = recording_service();
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "search",
+            "--retriever",
+            &url,
+            "alpha",
+            "-k",
+            "3",
+            "--filter",
+            "domain=laboral",
+            "--filter",
+            "label=A",
+            "--filter",
+            "facet.tipo=tabla",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen[0],
+        serde_json::json!({"query": "alpha", "k": 3, "filters": {"domain": "laboral", "labels": ["A"], "facets": {"tipo": "tabla"}}})
+    );
+}
+
+#[test]
 fn a_malformed_filters_field_is_exit_2_naming_file_line_and_field() {
     let dir = tempfile::tempdir().unwrap();
     let golden = dir.path().join("golden.jsonl");

@@ -117,6 +117,71 @@ impl Filter {
         Ok(Filter::all(list))
     }
 
+    /// The filter as the JSON object a golden case declares (the inverse of
+    /// [`Filter::from_json`]): `domain`, `labels` (a list), `valid_at` and `facets`. Used to
+    /// send `--filter` conditions to a live retriever as its request's `filters`. Two
+    /// different values for the same single-valued key (two domains, two dates, one facet
+    /// twice) cannot be written as one object and are refused.
+    pub fn to_json(&self) -> Result<serde_json::Map<String, Value>> {
+        let mut out = serde_json::Map::new();
+        let mut labels: Vec<Value> = Vec::new();
+        let mut facets = serde_json::Map::new();
+        let conflict = |what: String| IndexError::InvalidFilter {
+            text: what.clone(),
+            message: format!("{what} is given twice with different values"),
+        };
+        let list: Vec<&Filter> = match self {
+            Filter::All(list) => list.iter().collect(),
+            one => vec![one],
+        };
+        for f in list {
+            match f {
+                Filter::Domain(d) | Filter::ValidAt(d) => {
+                    let key = if matches!(f, Filter::Domain(_)) {
+                        "domain"
+                    } else {
+                        "valid_at"
+                    };
+                    match out.get(key) {
+                        Some(Value::String(old)) if old != d => {
+                            return Err(conflict(format!("`{key}`")))
+                        }
+                        _ => {
+                            out.insert(key.to_string(), Value::String(d.clone()));
+                        }
+                    }
+                }
+                Filter::Label(l) => {
+                    let v = Value::String(l.clone());
+                    if !labels.contains(&v) {
+                        labels.push(v);
+                    }
+                }
+                Filter::Facet { key, value } => match facets.get(key) {
+                    Some(Value::String(old)) if old != value => {
+                        return Err(conflict(format!("facet `{key}`")))
+                    }
+                    _ => {
+                        facets.insert(key.clone(), Value::String(value.clone()));
+                    }
+                },
+                Filter::All(inner) => {
+                    let nested = Filter::all(inner.iter().cloned()).to_json()?;
+                    for (k, v) in nested {
+                        out.insert(k, v);
+                    }
+                }
+            }
+        }
+        if !labels.is_empty() {
+            out.insert("labels".into(), Value::Array(labels));
+        }
+        if !facets.is_empty() {
+            out.insert("facets".into(), Value::Object(facets));
+        }
+        Ok(out)
+    }
+
     /// Whether a chunk with metadata `meta` passes.
     pub fn matches(&self, meta: &ChunkMeta) -> bool {
         match self {
@@ -233,6 +298,27 @@ impl fmt::Display for Filter {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn command_line_conditions_become_a_case_filters_object_and_back() {
+        let f = Filter::parse_all([
+            "domain=laboral",
+            "label=A",
+            "label=B",
+            "facet.tipo=tabla",
+            "valid_at=2025-11-14",
+        ])
+        .unwrap();
+        let json = serde_json::Value::Object(f.to_json().unwrap());
+        assert_eq!(
+            json,
+            serde_json::json!({"domain": "laboral", "labels": ["A", "B"],
+                "facets": {"tipo": "tabla"}, "valid_at": "2025-11-14"})
+        );
+        assert_eq!(Filter::from_json(&json).unwrap().to_json().unwrap(), f.to_json().unwrap());
+        let twice = Filter::parse_all(["domain=a", "domain=b"]).unwrap();
+        assert!(twice.to_json().unwrap_err().to_string().contains("domain"));
+    }
+
     use super::*;
 
     /// `--filter valid_at=2025-99-99` was accepted (only the shape was checked).
