@@ -477,37 +477,56 @@ impl Retriever for PgVector {
                 .iter()
                 .map(|v| v as &(dyn postgres::types::ToSql + Sync)),
         );
-        let rows = if request.exact {
-            client.transaction().and_then(|mut tx| {
-                tx.batch_execute(
-                    "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off",
-                )?;
-                let rows = tx.query(&sql, &params)?;
-                tx.commit()?;
-                Ok(rows)
-            })
-        } else {
-            client.query(&sql, &params)
-        };
-        let rows = match rows {
-            Ok(rows) => {
-                self.give_back(client);
-                rows
+        // A statement cancelled by `statement_timeout` is retried with backoff like an HTTP
+        // timeout; any other database error is final. Every attempt stays inside the deadline.
+        let max_attempts = self.options.retries.saturating_add(1);
+        let first = Instant::now();
+        let mut attempt = 0u32;
+        let rows = loop {
+            attempt += 1;
+            let result = if request.exact {
+                client.transaction().and_then(|mut tx| {
+                    tx.batch_execute(
+                        "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off",
+                    )?;
+                    let rows = tx.query(&sql, &params)?;
+                    tx.commit()?;
+                    Ok(rows)
+                })
+            } else {
+                client.query(&sql, &params)
+            };
+            let e = match result {
+                Ok(rows) => {
+                    self.give_back(client);
+                    break rows;
+                }
+                Err(e) => e,
+            };
+            let message = self.pg_error(&e);
+            let timed_out = e
+                .as_db_error()
+                .is_some_and(|d| d.code() == &postgres::error::SqlState::QUERY_CANCELED);
+            if !timed_out {
+                return Err(self.setup(format!("case `{}`: {message}", request.case_id)));
             }
-            Err(e) => {
-                let message = self.pg_error(&e);
-                let timed_out = e
-                    .as_db_error()
-                    .is_some_and(|d| d.code() == &postgres::error::SqlState::QUERY_CANCELED);
-                return Err(if timed_out {
-                    RetrieveError::Case {
-                        uri: self.shown.clone(),
-                        reason: format!("case `{}`: {message}", request.case_id),
-                    }
-                } else {
-                    self.setup(format!("case `{}`: {message}", request.case_id))
+            let wait = self
+                .options
+                .backoff
+                .saturating_mul(1u32 << (attempt - 1).min(16))
+                .min(Duration::from_secs(30));
+            let time_left = self.left().map(|left| left > wait).unwrap_or(false);
+            if attempt >= max_attempts || !time_left || client.is_closed() {
+                return Err(RetrieveError::Case {
+                    uri: self.shown.clone(),
+                    reason: format!(
+                        "case `{}`: {message} ({attempt} attempts over {:.1} s)",
+                        request.case_id,
+                        first.elapsed().as_secs_f64()
+                    ),
                 });
             }
+            std::thread::sleep(wait);
         };
         let hits = rows
             .iter()

@@ -337,6 +337,40 @@ fn where_filters_and_credentials_never_show() {
 }
 
 #[test]
+fn a_statement_timeout_is_retried_with_backoff_then_fails_the_case() {
+    let data = items(20, 6);
+    load_table("slow_t", &data);
+    let cases = cases(&data, 2, 3, &[1]);
+    // The user's own `where` makes every statement outlast the 150 ms timeout.
+    let uri = table_uri("slow_t", "&where=pg_sleep(0.4)%20IS%20NOT%20NULL");
+    let options = Options {
+        timeout: std::time::Duration::from_millis(150),
+        retries: 2,
+        backoff: std::time::Duration::from_millis(20),
+        ..Options::default()
+    };
+    let retriever = open(&uri, &options).unwrap();
+    retriever.prepare(Some(data[0].1.len())).unwrap();
+    let started = std::time::Instant::now();
+    let err = retriever
+        .search(&veredicto_retrieve::Request {
+            case_id: &cases[0].id,
+            query: &cases[0].query,
+            vector: cases[0].query_vector.as_deref(),
+            depth: 5,
+            expected: &[],
+            exact: false,
+            filters: None,
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("3 attempts"), "{err}");
+    assert!(err.contains("statement timeout"), "{err}");
+    // Three attempts of ~150 ms and two short waits, not three full sleeps of 400 ms.
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
 fn case_filters_are_bound_equalities_on_mapped_columns() {
     let data = items(60, 11);
     let mut client = load_table("filt_t", &data);
