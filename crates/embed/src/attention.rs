@@ -47,7 +47,7 @@ pub(crate) fn segment(
             let q = &qkv[t * 3 * h + head * hd..][..hd];
             let ctx = &mut out[t * h + head * hd..][..hd];
             #[cfg(target_arch = "x86_64")]
-            if avx2 && hd % 8 == 0 {
+            if avx2 && hd.is_multiple_of(8) {
                 // SAFETY: the caller detected AVX2 and FMA; hd is a multiple of 8.
                 unsafe { query_avx2(q, &s.kt, &s.v, n, np, scale, &mut s.scores, ctx) };
                 continue;
@@ -120,7 +120,7 @@ fn exp8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
         8.333_452e-3,
         4.166_579_6e-2,
         1.666_666_5e-1,
-        5.000_000_1e-1,
+        0.5,
     ] {
         y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(c));
     }

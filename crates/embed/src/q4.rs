@@ -379,9 +379,9 @@ unsafe fn band_avx2(
                     _ => tile_avx2::<1, 1>(m, a, o, t),
                 }
             };
-            for r in 0..ro {
-                for u in 0..rt {
-                    let v = finish(m.bias[o + r], acc[r][u], ep);
+            for (r, acc_r) in acc.iter().enumerate().take(ro) {
+                for (u, lanes) in acc_r.iter().enumerate().take(rt) {
+                    let v = finish(m.bias[o + r], *lanes, ep);
                     // SAFETY: (t + u, o + r) is inside the matrix and this band.
                     unsafe { *y.add((t + u) * m.nout + o + r) = v };
                 }
