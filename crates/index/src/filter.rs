@@ -314,7 +314,10 @@ mod tests {
             serde_json::json!({"domain": "laboral", "labels": ["A", "B"],
                 "facets": {"tipo": "tabla"}, "valid_at": "2025-11-14"})
         );
-        assert_eq!(Filter::from_json(&json).unwrap().to_json().unwrap(), f.to_json().unwrap());
+        assert_eq!(
+            Filter::from_json(&json).unwrap().to_json().unwrap(),
+            f.to_json().unwrap()
+        );
         let twice = Filter::parse_all(["domain=a", "domain=b"]).unwrap();
         assert!(twice.to_json().unwrap_err().to_string().contains("domain"));
     }
