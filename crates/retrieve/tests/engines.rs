@@ -247,6 +247,7 @@ fn qdrant_numeric_point_ids_and_bad_answers() {
             depth: 3,
             expected: &[],
             exact: false,
+            filters: None,
         })
         .unwrap();
     assert_eq!(ranking.hits[0].id, "7");

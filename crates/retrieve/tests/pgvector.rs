@@ -80,6 +80,7 @@ fn cases(items: &[(String, Vec<f32>)], n: usize, seed: u64, picks: &[usize]) -> 
                 tags: vec![],
                 gold: false,
                 query_vector: Some(q),
+                filters: None,
             }
         })
         .collect()
