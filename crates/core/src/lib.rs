@@ -8,6 +8,7 @@ pub mod compare;
 pub mod diagnosis;
 pub mod exam;
 pub mod fingerprint;
+pub mod gate;
 pub mod history;
 pub mod measure;
 pub mod policy;
