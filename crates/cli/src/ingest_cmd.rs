@@ -52,6 +52,11 @@ pub struct IngestArgs {
     /// Print what happened as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Stop at the first bad corpus line (exit 2, nothing written) instead of rejecting it:
+    /// by default bad lines are left out, listed, and recorded with the batch for
+    /// `veredicto gate`.
+    #[arg(long)]
+    pub strict: bool,
     /// How long to wait for another ingest into the same index to finish (one writer at a
     /// time; the error names the process holding the lock). 0: fail at once.
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
@@ -121,7 +126,42 @@ fn rfc3339(text: &str) -> Result<String, String> {
 }
 
 pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
-    let lines = veredicto_formats::corpus::read_corpus_lines(&args.corpus)?;
+    let now = args.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
+    let (lines, rejected) = if args.strict {
+        (
+            veredicto_formats::corpus::read_corpus_lines(&args.corpus)?,
+            Vec::new(),
+        )
+    } else {
+        let dimension = match args.rebuild {
+            true => None,
+            false => veredicto_index::Manifest::read(&args.index)
+                .ok()
+                .map(|m| m.dimension),
+        };
+        let screened = veredicto_formats::corpus::read_corpus_screened(
+            &args.corpus,
+            veredicto_formats::corpus::Screen {
+                text: match args.field {
+                    FieldArg::Representation => {
+                        veredicto_formats::corpus::TextRule::RepresentationOrText
+                    }
+                    FieldArg::Text => veredicto_formats::corpus::TextRule::Text,
+                },
+                today: now.get(..10),
+                dimension,
+            },
+        )?;
+        if screened.lines.is_empty() {
+            if let Some(first) = screened.rejected.first() {
+                anyhow::bail!(
+                    "{first} (every one of the {} corpus lines was rejected; nothing written)",
+                    screened.rejected.len()
+                );
+            }
+        }
+        (screened.lines, screened.rejected)
+    };
     if lines.is_empty() {
         anyhow::bail!("{}: the corpus has no chunks", args.corpus.display());
     }
@@ -224,7 +264,8 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
     let plan = match precomputed {
         Some(vectors) => Plan::with_vectors(old.as_ref(), inputs, vectors, settings)?,
         None => Plan::new(old.as_ref(), inputs, settings)?,
-    };
+    }
+    .with_rejections(rejected.clone());
     let to_embed = plan.to_embed();
     let truncated = embedder
         .as_ref()
@@ -241,7 +282,6 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
         // Vectors not recomputed: unchanged chunks, and new ones whose text is already indexed.
         plan.unchanged().len() + plan.reused(),
     );
-    let now = args.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let batch = BatchInfo {
         name: args
             .batch_label
@@ -265,6 +305,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
         "field": field.to_string(),
         "batch": batch.name,
         "truncated": truncated.map(|t| serde_json::json!({"chunks": t.0, "max_tokens": t.1})),
+        "rejected": rejected,
     });
     let text = if args.json {
         format!("{}\n", serde_json::to_string_pretty(&summary)?)
@@ -286,7 +327,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
                 "{n} of {embedded} embedded chunks are longer than {max} tokens and were embedded truncated to their first {max} tokens\n"
             ),
             _ => String::new(),
-        }
+        } + &veredicto_report::gate::rejections_human(&rejected)
     };
     crate::output::print_stdout(&text)?;
     Ok(ExitCode::SUCCESS)

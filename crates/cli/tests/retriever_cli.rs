@@ -401,7 +401,10 @@ fn the_timeout_applies_to_each_request_of_an_http_reranker() {
 }
 
 /// Answers like `search_service`, and keeps each request body.
-fn recording_service() -> (String, std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>) {
+fn recording_service() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -469,7 +472,10 @@ fn a_cases_filters_are_sent_to_an_http_retriever_only_when_declared() {
         by_query("alpha"),
         serde_json::json!({"query": "alpha", "k": 100, "filters": {"domain": "laboral", "labels": ["A"], "facets": {"tipo": "tabla"}}})
     );
-    assert_eq!(by_query("beta"), serde_json::json!({"query": "beta", "k": 100}));
+    assert_eq!(
+        by_query("beta"),
+        serde_json::json!({"query": "beta", "k": 100})
+    );
 }
 
 #[test]

@@ -138,7 +138,9 @@ pub enum EmbedError {
         attempts: u32,
     },
     /// The total deadline of the run passed before a server answered.
-    #[error("{url}: no answer within the total deadline of {deadline_ms} ms ({attempts} attempt(s))")]
+    #[error(
+        "{url}: no answer within the total deadline of {deadline_ms} ms ({attempts} attempt(s))"
+    )]
     HttpDeadline {
         /// The URL posted to.
         url: String,

@@ -136,14 +136,15 @@ pub fn read_corpus_screened(path: &Path, screen: Screen<'_>) -> Result<Screened>
     let mut out = Screened::default();
     let mut first_line: std::collections::HashMap<String, usize> = Default::default();
     let mut dimension = screen.dimension;
-    let reject = |line: usize, id: Option<String>, reason, field: &str, message: String| Rejection {
-        file: file.clone(),
-        line,
-        id: id.map(|i| veredicto_core::redact::short(&i)),
-        reason,
-        field: field.to_owned(),
-        message: veredicto_core::redact::message(&message),
-    };
+    let reject =
+        |line: usize, id: Option<String>, reason, field: &str, message: String| Rejection {
+            file: file.clone(),
+            line,
+            id: id.map(|i| veredicto_core::redact::short(&i)),
+            reason,
+            field: field.to_owned(),
+            message: veredicto_core::redact::message(&message),
+        };
     for (n, raw) in crate::text::lines(&text) {
         if raw.trim().is_empty() {
             continue;
@@ -271,7 +272,10 @@ pub fn read_corpus_screened(path: &Path, screen: Screen<'_>) -> Result<Screened>
                         Some(id.clone()),
                         RejectReason::InvalidField,
                         field,
-                        format!("expected a date YYYY-MM-DD, got {:?}", veredicto_core::redact::short(v)),
+                        format!(
+                            "expected a date YYYY-MM-DD, got {:?}",
+                            veredicto_core::redact::short(v)
+                        ),
                     ));
                 }
             }
@@ -358,7 +362,10 @@ mod screen_tests {
             ]
         );
         let shown = s.rejected[3].to_string();
-        assert!(shown.contains("c.jsonl:5: field `text`: empty_text"), "{shown}");
+        assert!(
+            shown.contains("c.jsonl:5: field `text`: empty_text"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -105,21 +105,25 @@ pub fn read_ingest_policy(path: &Path) -> Result<veredicto_core::gate::IngestPol
 }
 
 /// [`read_ingest_policy`] on text already read; `path` is only used in messages.
-pub fn parse_ingest_policy(path: &Path, source: &str) -> Result<veredicto_core::gate::IngestPolicy> {
+pub fn parse_ingest_policy(
+    path: &Path,
+    source: &str,
+) -> Result<veredicto_core::gate::IngestPolicy> {
     parse_policy(path, source)?;
     let table: toml::Table = toml::from_str(source)
         .map_err(|e| FormatError::invalid(path, 0, "-", e.message().trim().replace('\n', " ")))?;
     let Some(value) = table.get("ingest").cloned() else {
         return Ok(Default::default());
     };
-    let policy: veredicto_core::gate::IngestPolicy = value.try_into().map_err(|e: toml::de::Error| {
-        let message = e.message().trim().replace('\n', " ");
-        let field = unknown_field(&message)
-            .map(|f| format!("ingest.{f}"))
-            .unwrap_or_else(|| "ingest".to_owned());
-        let line = key_line(source, &field).max(key_line_of_table(source, "ingest"));
-        FormatError::invalid(path, line, field, message)
-    })?;
+    let policy: veredicto_core::gate::IngestPolicy =
+        value.try_into().map_err(|e: toml::de::Error| {
+            let message = e.message().trim().replace('\n', " ");
+            let field = unknown_field(&message)
+                .map(|f| format!("ingest.{f}"))
+                .unwrap_or_else(|| "ingest".to_owned());
+            let line = key_line(source, &field).max(key_line_of_table(source, "ingest"));
+            FormatError::invalid(path, line, field, message)
+        })?;
     policy.validate().map_err(|e| {
         let line = key_line(source, &e.key);
         FormatError::invalid(path, line, e.key.clone(), e.message)
@@ -131,7 +135,10 @@ pub fn parse_ingest_policy(path: &Path, source: &str) -> Result<veredicto_core::
 fn key_line_of_table(source: &str, table: &str) -> usize {
     source
         .lines()
-        .position(|l| l.trim().trim_matches(|c| c == '[' || c == ']').trim() == table && l.trim().starts_with('['))
+        .position(|l| {
+            l.trim().trim_matches(|c| c == '[' || c == ']').trim() == table
+                && l.trim().starts_with('[')
+        })
         .map_or(0, |i| i + 1)
 }
 
@@ -225,7 +232,10 @@ mod tests {
     fn ingest_table_is_read_apart_and_checked() {
         let src = "top_k = 5\n\n[ingest]\nmax_rejected = 3\nmax_rejected_percent = 1.5\n";
         assert_eq!(parse(src).unwrap().top_k, 5);
-        assert_eq!(parse(src).unwrap().fingerprint(), parse("top_k = 5\n").unwrap().fingerprint());
+        assert_eq!(
+            parse(src).unwrap().fingerprint(),
+            parse("top_k = 5\n").unwrap().fingerprint()
+        );
         let p = parse_ingest_policy(Path::new("policy.toml"), src).unwrap();
         assert_eq!(p.max_rejected, Some(3));
         assert_eq!(p.max_rejected_percent, Some(1.5));
@@ -234,11 +244,20 @@ mod tests {
         let err = parse_ingest_policy(Path::new("policy.toml"), "[ingest]\nmax_rejectd = 3\n")
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("policy.toml:2: field `ingest.max_rejectd`"), "{err}");
-        let err = parse_ingest_policy(Path::new("policy.toml"), "\n[ingest]\nmax_rejected_percent = 200\n")
-            .unwrap_err()
-            .to_string();
-        assert!(err.starts_with("policy.toml:3: field `ingest.max_rejected_percent`"), "{err}");
+        assert!(
+            err.starts_with("policy.toml:2: field `ingest.max_rejectd`"),
+            "{err}"
+        );
+        let err = parse_ingest_policy(
+            Path::new("policy.toml"),
+            "\n[ingest]\nmax_rejected_percent = 200\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("policy.toml:3: field `ingest.max_rejected_percent`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -126,6 +126,25 @@ impl BatchRecord {
     }
 }
 
+/// The ingestion gate on the index's latest batch (read from `DIR/manifest.json` alone,
+/// so that a damaged data file does not hide the decision).
+pub fn judge_latest_batch(
+    dir: &Path,
+    policy: &veredicto_core::gate::IngestPolicy,
+) -> Result<veredicto_core::gate::GateOutcome> {
+    let manifest = Manifest::read(dir)?;
+    let Some(batch) = manifest.batches.last() else {
+        return Err(IndexError::argument("batch", "the index has no batch"));
+    };
+    Ok(veredicto_core::gate::judge(
+        &batch.name,
+        batch.lines_read(),
+        &batch.rejected,
+        &batch.acceptances,
+        policy,
+    ))
+}
+
 /// Appends a written acceptance to the index's latest batch: the manifest is rewritten
 /// (temporary file, fsync, rename, under the writer lock); nothing else changes, and no
 /// earlier acceptance is ever removed. Returns the batch as recorded.

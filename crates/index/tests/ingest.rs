@@ -256,7 +256,10 @@ fn rejections_are_recorded_per_batch_and_acceptances_appended() {
         .apply(&v, &batch("clean", "2025-01-01T00:00:00Z"), &dir)
         .unwrap();
     let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
-    assert!(!text.contains("rejected") && !text.contains("acceptances"), "{text}");
+    assert!(
+        !text.contains("rejected") && !text.contains("acceptances"),
+        "{text}"
+    );
 
     let rejection = Rejection {
         file: "c.jsonl".into(),

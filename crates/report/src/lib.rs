@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod comparison;
+pub mod gate;
 pub mod html;
 pub mod human;
 pub mod json;

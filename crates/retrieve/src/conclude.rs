@@ -490,7 +490,9 @@ mod tests {
     }
 
     fn cases() -> Vec<Case> {
-        (1..=4).map(|i| case(&format!("q{i}"), &format!("c{i}"))).collect()
+        (1..=4)
+            .map(|i| case(&format!("q{i}"), &format!("c{i}")))
+            .collect()
     }
 
     fn good() -> Fixed {
@@ -555,7 +557,10 @@ mod tests {
         assert!(out.retrieval.latency.contains_key("search"));
         assert_eq!(out.config.retriever, "http");
         let source = out.config.source.as_deref().unwrap();
-        assert!(!source.contains("hunter2") && !source.contains("s3cret"), "{source}");
+        assert!(
+            !source.contains("hunter2") && !source.contains("s3cret"),
+            "{source}"
+        );
         // Human text: the report, then one latency line per stage.
         let text = out.render(Format::Human, false).unwrap();
         assert!(text.contains("latency search: p50 "), "{text}");

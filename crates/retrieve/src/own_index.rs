@@ -67,11 +67,12 @@ impl Retriever for OwnIndex {
         }
         let filter = match request.filters {
             Some(f) => Some(
-                veredicto_index::Filter::from_json(&serde_json::Value::Object(f.clone()))
-                    .map_err(|e| RetrieveError::Setup {
+                veredicto_index::Filter::from_json(&serde_json::Value::Object(f.clone())).map_err(
+                    |e| RetrieveError::Setup {
                         uri: self.describe(),
                         reason: format!("case `{}`: {e}", request.case_id),
-                    })?,
+                    },
+                )?,
             ),
             None => None,
         };

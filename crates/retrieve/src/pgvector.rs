@@ -472,7 +472,11 @@ impl Retriever for PgVector {
         }
         let sql = self.statement(&equalities);
         let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&text, &limit];
-        params.extend(values.iter().map(|v| v as &(dyn postgres::types::ToSql + Sync)));
+        params.extend(
+            values
+                .iter()
+                .map(|v| v as &(dyn postgres::types::ToSql + Sync)),
+        );
         let rows = if request.exact {
             client.transaction().and_then(|mut tx| {
                 tx.batch_execute(
