@@ -34,6 +34,11 @@ pub struct ExamArgs {
     /// Run every case against veredicto's index. Short for `--retriever index:DIR`.
     #[arg(long, value_name = "DIR", group = "source")]
     pub index: Option<PathBuf>,
+    /// First run the ingestion gate on the index (`--index` or `--retriever index:DIR`)
+    /// with the policy's `[ingest]` table: exit 1 without examining while its latest batch
+    /// has more rejected corpus lines than allowed and nobody accepted them.
+    #[arg(long)]
+    pub gate_ingest: bool,
     /// The retriever to examine, live: `index:DIR`, `run:FILE`, `http(s)://…`,
     /// `cmd:PROGRAM ARGS…` (see docs/retrievers.md).
     #[arg(long, value_name = "URI", group = "source")]
@@ -144,6 +149,11 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         Some(p) => formats::policy::read_policy(p)?,
         None => Policy::default(),
     };
+    if args.gate_ingest {
+        if let Some(code) = crate::gate_cmd::gate_before_exam(&args)? {
+            return Ok(code);
+        }
+    }
     let cases = formats::golden::read_golden(&args.golden)?;
     let corpus = match &args.corpus {
         Some(p) => Some(Corpus::new(formats::corpus::read_corpus(p)?)),

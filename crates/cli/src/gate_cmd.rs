@@ -131,3 +131,20 @@ fn accept(args: AcceptArgs) -> anyhow::Result<ExitCode> {
     crate::output::print_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// `exam --gate-ingest`: the gate on the examined index; `Some(exit 1)` (with the gate's
+/// report on stderr) when it blocks, `None` to go on with the exam.
+pub fn gate_before_exam(args: &crate::exam_cmd::ExamArgs) -> anyhow::Result<Option<ExitCode>> {
+    let dir = match (&args.index, args.retriever.as_deref()) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(uri)) if uri.starts_with("index:") => PathBuf::from(&uri["index:".len()..]),
+        _ => anyhow::bail!("--gate-ingest: needs the examined index (--index DIR or --retriever index:DIR)"),
+    };
+    let outcome = judge(&dir, args.policy.as_deref())?;
+    if outcome.blocks() {
+        let text = veredicto_report::gate::gate_human(&dir.display().to_string(), &outcome);
+        eprint!("{text}");
+        return Ok(Some(ExitCode::from(1)));
+    }
+    Ok(None)
+}

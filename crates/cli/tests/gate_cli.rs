@@ -191,3 +191,36 @@ fn bad_ingest_table_names_file_line_and_field() {
         stderr(&o)
     );
 }
+
+#[test]
+fn exam_with_gate_ingest_stops_before_examining_a_blocked_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("kb");
+    let index = index.to_str().unwrap();
+    let c = corpus(dir.path(), true);
+    assert_eq!(ingest(&c, index, "b1").status.code(), Some(0));
+    let golden = write(
+        dir.path(),
+        "golden.jsonl",
+        r#"{"id":"q1","query":"chunk 0","expected":["c00"],"top_k":3,"query_vector":[1,20,1]}
+"#,
+    );
+    let exam = |extra: &[&str]| {
+        let mut a = vec![
+            "exam", "--index", index, "--golden", &golden, "--json", "--no-record",
+        ];
+        a.extend_from_slice(extra);
+        veredicto(&a)
+    };
+    let o = exam(&["--gate-ingest"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    assert!(stderr(&o).contains("ingestion gate: BLOCKED"), "{}", stderr(&o));
+    // Without the flag, the exam runs as before.
+    let o = exam(&[]);
+    assert!(stdout(&o).contains("\"cases\""), "{}", stderr(&o));
+    // A policy that allows the batch lets the exam run.
+    let p = write(dir.path(), "p.toml", "recall_floor = 0.5\n[ingest]\nmax_rejected = 10\n");
+    let o = exam(&["--gate-ingest", "--policy", &p]);
+    assert!(stdout(&o).contains("\"cases\""), "{}", stderr(&o));
+}
