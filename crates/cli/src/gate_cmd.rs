@@ -138,7 +138,9 @@ pub fn gate_before_exam(args: &crate::exam_cmd::ExamArgs) -> anyhow::Result<Opti
     let dir = match (&args.index, args.retriever.as_deref()) {
         (Some(dir), _) => dir.clone(),
         (None, Some(uri)) if uri.starts_with("index:") => PathBuf::from(&uri["index:".len()..]),
-        _ => anyhow::bail!("--gate-ingest: needs the examined index (--index DIR or --retriever index:DIR)"),
+        _ => anyhow::bail!(
+            "--gate-ingest: needs the examined index (--index DIR or --retriever index:DIR)"
+        ),
     };
     let outcome = judge(&dir, args.policy.as_deref())?;
     if outcome.blocks() {

@@ -207,7 +207,13 @@ fn exam_with_gate_ingest_stops_before_examining_a_blocked_batch() {
     );
     let exam = |extra: &[&str]| {
         let mut a = vec![
-            "exam", "--index", index, "--golden", &golden, "--json", "--no-record",
+            "exam",
+            "--index",
+            index,
+            "--golden",
+            &golden,
+            "--json",
+            "--no-record",
         ];
         a.extend_from_slice(extra);
         veredicto(&a)
@@ -215,12 +221,20 @@ fn exam_with_gate_ingest_stops_before_examining_a_blocked_batch() {
     let o = exam(&["--gate-ingest"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stdout(&o).is_empty(), "{}", stdout(&o));
-    assert!(stderr(&o).contains("ingestion gate: BLOCKED"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("ingestion gate: BLOCKED"),
+        "{}",
+        stderr(&o)
+    );
     // Without the flag, the exam runs as before.
     let o = exam(&[]);
     assert!(stdout(&o).contains("\"cases\""), "{}", stderr(&o));
     // A policy that allows the batch lets the exam run.
-    let p = write(dir.path(), "p.toml", "recall_floor = 0.5\n[ingest]\nmax_rejected = 10\n");
+    let p = write(
+        dir.path(),
+        "p.toml",
+        "recall_floor = 0.5\n[ingest]\nmax_rejected = 10\n",
+    );
     let o = exam(&["--gate-ingest", "--policy", &p]);
     assert!(stdout(&o).contains("\"cases\""), "{}", stderr(&o));
 }

@@ -3,6 +3,7 @@
 //! Pure: no I/O, no clock, no threads. Everything here is a function of its inputs, so the
 //! same inputs always give the same report.
 
+pub mod boost;
 pub mod case;
 pub mod compare;
 pub mod diagnosis;

@@ -131,6 +131,39 @@ pub fn parse_ingest_policy(
     Ok(policy)
 }
 
+/// The line of `boost.rules[I].LEAF` (`rest` is `I].LEAF` or `I]`): the LEAF key after the
+/// I-th (0-based) `[[boost.rules]]` header, else that header's line.
+fn rule_line(source: &str, rest: &str) -> usize {
+    let (index, leaf) = match rest.split_once(']') {
+        Some((i, l)) => (i.parse::<usize>().unwrap_or(0), l.trim_start_matches('.')),
+        None => (0, ""),
+    };
+    let mut seen = None;
+    let mut header = 0;
+    for (i, raw) in source.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with('[') {
+            if line.replace(' ', "") == "[[boost.rules]]" {
+                seen = Some(seen.map_or(0, |s: usize| s + 1));
+                if seen == Some(index) {
+                    header = i + 1;
+                }
+            } else if seen == Some(index) {
+                break;
+            }
+            continue;
+        }
+        if seen == Some(index) && !leaf.is_empty() {
+            if let Some((k, _)) = line.split_once('=') {
+                if k.trim().trim_matches('"') == leaf {
+                    return i + 1;
+                }
+            }
+        }
+    }
+    header
+}
+
 /// The line of a `[table]` header (0 when absent).
 fn key_line_of_table(source: &str, table: &str) -> usize {
     source
@@ -151,6 +184,9 @@ fn unknown_field(message: &str) -> Option<String> {
 /// Best-effort line of a key path (`domains.viajes.top_k` looks for `top_k` after the
 /// `[domains.viajes]` header; `measures[1]` looks for `measures`).
 fn key_line(source: &str, key: &str) -> usize {
+    if let Some(rest) = key.strip_prefix("boost.rules[") {
+        return rule_line(source, rest);
+    }
     let key = key.split('[').next().unwrap_or(key);
     let (table, leaf) = match key.rsplit_once('.') {
         Some((t, l)) => (Some(t), l),
@@ -258,6 +294,30 @@ mod tests {
             err.starts_with("policy.toml:3: field `ingest.max_rejected_percent`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn boost_rules_are_part_of_the_policy_and_its_fingerprint() {
+        let src = "top_k = 5\n\n[[boost.rules]]\nlabel = \"SINTESIS_CURADA\"\nfactor = 1.2\n\n[[boost.rules]]\ndomain = \"laboral\"\nadd = 0.05\n";
+        let p = parse(src).unwrap();
+        let rules = &p.boost.as_ref().unwrap().rules;
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].factor, Some(1.2));
+        assert_ne!(p.fingerprint(), parse("top_k = 5\n").unwrap().fingerprint());
+        // No boost: the fingerprint of a policy is what it was before boosts existed.
+        assert!(!serde_json::to_string(&parse("top_k = 5\n").unwrap())
+            .unwrap()
+            .contains("boost"));
+        let bad = "top_k = 5\n[[boost.rules]]\nlabel = \"G\"\nfactor = 1.2\n[[boost.rules]]\nlabel = \"G\"\nfactor = -1\n";
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(
+            err.starts_with("policy.toml:7: field `boost.rules[1].factor`"),
+            "{err}"
+        );
+        let err = parse("[[boost.rules]]\nlabel = \"G\"\nfactr = 2\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("factr"), "{err}");
     }
 
     #[test]
