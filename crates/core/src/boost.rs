@@ -226,6 +226,100 @@ pub fn emergence(expected: &[String], k: usize, boosted: &[Boosted]) -> Emergenc
     }
 }
 
+/// One case under the boost: both orders' top K and what emerged thanks to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoostCase {
+    pub case: String,
+    /// The case's K.
+    pub k: usize,
+    /// The vector search's top K, best first.
+    pub vector_order: Vec<String>,
+    /// The top K after the boost, best first.
+    pub boosted_order: Vec<String>,
+    /// Expected chunks in the boosted top K only.
+    pub only_with_boost: Vec<String>,
+    /// Expected chunks in the vector top K only.
+    pub lost_by_boost: Vec<String>,
+    /// Expected chunks carrying the gold label that are in the top K only thanks to the
+    /// boost.
+    pub gold_only_with_boost: Vec<String>,
+}
+
+/// Applies the boost to every case of `run` (the vector search's lists, `--depth` deep):
+/// returns the boosted run (scores are the boosted scores; known ranks of expected chunks
+/// within the list are their boosted positions, ranks known beyond the list are kept) and
+/// one [`BoostCase`] per case, in case order.
+pub fn boost_run(
+    policy: &BoostPolicy,
+    run: &crate::run::Run,
+    cases: &[crate::case::Case],
+    corpus: Option<&crate::case::Corpus>,
+    gold_label: &str,
+    k_of: &dyn Fn(&crate::case::Case) -> usize,
+    today: Option<i64>,
+) -> (crate::run::Run, Vec<BoostCase>) {
+    let mut out = run.clone();
+    let mut report = Vec::new();
+    let empty: Vec<String> = Vec::new();
+    for case in cases {
+        let Some(list) = run.queries.get(&case.id) else {
+            continue;
+        };
+        let candidates: Vec<Candidate<'_>> = list
+            .iter()
+            .map(|r| {
+                let chunk = corpus.and_then(|c| c.get(&r.id));
+                Candidate {
+                    id: &r.id,
+                    score: r.score.unwrap_or(0.0),
+                    labels: chunk.map_or(&empty[..], |c| &c.labels[..]),
+                    domain: chunk.and_then(|c| c.domain.as_deref()),
+                    valid_from: chunk.and_then(|c| c.valid_from.as_deref()),
+                }
+            })
+            .collect();
+        let boosted = policy.apply(&candidates, today);
+        let k = k_of(case);
+        let e = emergence(&case.expected, k, &boosted);
+        let is_gold = |id: &str| {
+            corpus
+                .and_then(|c| c.get(id))
+                .is_some_and(|c| c.labels.iter().any(|l| l == gold_label))
+        };
+        report.push(BoostCase {
+            case: case.id.clone(),
+            k,
+            vector_order: list.iter().take(k).map(|r| r.id.clone()).collect(),
+            boosted_order: boosted.iter().take(k).map(|b| b.id.clone()).collect(),
+            gold_only_with_boost: e
+                .only_with_boost
+                .iter()
+                .filter(|id| is_gold(id))
+                .cloned()
+                .collect(),
+            only_with_boost: e.only_with_boost,
+            lost_by_boost: e.lost_by_boost,
+        });
+        let known = out.known_ranks.entry(case.id.clone()).or_default();
+        for (pos, b) in boosted.iter().enumerate() {
+            if known.contains_key(&b.id) || case.expected.contains(&b.id) {
+                known.insert(b.id.clone(), (pos + 1, Some(b.boosted_score)));
+            }
+        }
+        out.queries.insert(
+            case.id.clone(),
+            boosted
+                .into_iter()
+                .map(|b| crate::run::Retrieved {
+                    id: b.id,
+                    score: Some(b.boosted_score),
+                })
+                .collect(),
+        );
+    }
+    (out, report)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
