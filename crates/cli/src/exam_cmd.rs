@@ -145,14 +145,27 @@ fn parse_date(s: &str) -> Result<String, String> {
 }
 
 pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
-    let policy = match &args.policy {
-        Some(p) => formats::policy::read_policy(p)?,
-        None => Policy::default(),
-    };
     if args.gate_ingest {
         if let Some(code) = crate::gate_cmd::gate_before_exam(&args)? {
             return Ok(code);
         }
+    }
+    let outcome = outcome(&args, None)?;
+    render(&args, &outcome)
+}
+
+/// Runs the exam the arguments describe (recording it unless `--no-record`); `top_k`
+/// overrides the policy's default K (the matrix's per-configuration top-K).
+pub fn outcome(
+    args: &ExamArgs,
+    top_k: Option<u32>,
+) -> anyhow::Result<veredicto_retrieve::ExamOutcome> {
+    let mut policy = match &args.policy {
+        Some(p) => formats::policy::read_policy(p)?,
+        None => Policy::default(),
+    };
+    if let Some(k) = top_k {
+        policy.top_k = k;
     }
     let cases = formats::golden::read_golden(&args.golden)?;
     let corpus = match &args.corpus {
@@ -233,6 +246,10 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         record,
         notify: Some(&print_notice),
     })?;
+    Ok(outcome)
+}
+
+fn render(args: &ExamArgs, outcome: &veredicto_retrieve::ExamOutcome) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.save_run {
         crate::retrieval::write_trec_run(path, &outcome.retrieval.run, "veredicto")?;
     }
