@@ -14,6 +14,7 @@ mod history_args;
 mod history_cmd;
 mod index_cmd;
 mod ingest_cmd;
+mod matrix_cmd;
 mod models;
 mod models_cmd;
 mod output;
@@ -62,6 +63,9 @@ enum Command {
     /// Ingestion gate: exit 1 while the index's latest batch has more rejected corpus lines
     /// than the policy's `[ingest]` table allows; `gate accept` records a written reason.
     Gate(gate_cmd::GateArgs),
+    /// The exam once per configuration of a matrix file, recorded with its configuration,
+    /// and one table (exit 1 when a configuration stops).
+    Matrix(matrix_cmd::MatrixArgs),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
         Command::Trec(args) => trec_cmd::run(args),
         Command::Ingest(args) => ingest_cmd::run(args),
         Command::Gate(args) => gate_cmd::run(args),
+        Command::Matrix(args) => matrix_cmd::run(args),
         Command::Index(args) => index_cmd::run(args),
         Command::Search(args) => search_cmd::run(args),
         Command::Runs(args) => runs_cmd::run(args),

@@ -80,9 +80,9 @@ pub fn read_matrix(path: &Path) -> Result<Matrix> {
 pub fn parse_matrix(path: &Path, source: &str) -> Result<Matrix> {
     let file: File = toml::from_str(source).map_err(|e| {
         let message = e.message().trim().replace('\n', " ");
-        let line = e
-            .span()
-            .map_or(0, |s| 1 + source[..s.start.min(source.len())].matches('\n').count());
+        let line = e.span().map_or(0, |s| {
+            1 + source[..s.start.min(source.len())].matches('\n').count()
+        });
         let field = message
             .strip_prefix("unknown field `")
             .and_then(|r| r.split('`').next())
@@ -239,20 +239,43 @@ chunk_size = 512
         assert_eq!(m.policy.as_deref(), Some(Path::new("/abs/policy.toml")));
         let names: Vec<_> = m.configs.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["minilm-k10", "e5-k5"]);
-        assert_eq!(m.configs[0].index.as_deref(), Some(Path::new("/m/kb-minilm")));
+        assert_eq!(
+            m.configs[0].index.as_deref(),
+            Some(Path::new("/m/kb-minilm"))
+        );
         assert_eq!(m.configs[1].chunk_size, Some(512));
     }
 
     #[test]
     fn bad_input_names_file_line_and_field() {
-        let e = parse(&GOOD.replace("top_k = 5", "top_k = 0")).unwrap_err().to_string();
-        assert!(e.starts_with("/m/matrix.toml:13: field `config[1].top_k`"), "{e}");
-        let e = parse(&GOOD.replace("chunk_size", "chunk_sise")).unwrap_err().to_string();
-        assert!(e.starts_with("/m/matrix.toml:14: field `chunk_sise`"), "{e}");
-        let e = parse(&GOOD.replace("e5-k5", "minilm-k10")).unwrap_err().to_string();
-        assert!(e.starts_with("/m/matrix.toml:10: field `config[1].name`: duplicate"), "{e}");
-        let e = parse(&GOOD.replace("index = \"kb-minilm\"\n", "")).unwrap_err().to_string();
-        assert!(e.starts_with("/m/matrix.toml:5: field `config[0].name`"), "{e}");
+        let e = parse(&GOOD.replace("top_k = 5", "top_k = 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/m/matrix.toml:13: field `config[1].top_k`"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("chunk_size", "chunk_sise"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/m/matrix.toml:14: field `chunk_sise`"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("e5-k5", "minilm-k10"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/m/matrix.toml:10: field `config[1].name`: duplicate"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("index = \"kb-minilm\"\n", ""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/m/matrix.toml:5: field `config[0].name`"),
+            "{e}"
+        );
         let e = parse("policy = \"p\"\n").unwrap_err().to_string();
         assert!(e.contains("field `golden`"), "{e}");
         let e = parse("golden = \"g\"\n").unwrap_err().to_string();

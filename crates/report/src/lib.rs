@@ -9,6 +9,7 @@ pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod matrix;
 
 mod fmt;
 
