@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn gold_label_factor_lifts_a_gold_chunk_into_the_top_k() {
-        let gold = vec!["SINTESIS_CURADA".to_owned()];
+        let gold = ["SINTESIS_CURADA".to_owned()];
         let none: Vec<String> = Vec::new();
         let c = |id, score, labels| Candidate {
             id,
