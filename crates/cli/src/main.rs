@@ -8,6 +8,7 @@ mod audit_cmd;
 mod audit_target;
 mod clock;
 mod compare_cmd;
+mod corpus_cmd;
 mod exam_cmd;
 mod gate_cmd;
 mod history_args;
@@ -23,6 +24,7 @@ mod retrieval;
 mod retriever_args;
 mod runs_cmd;
 mod search_cmd;
+mod signals_cmd;
 mod trec_cmd;
 
 #[derive(Debug, Parser)]
@@ -66,6 +68,10 @@ enum Command {
     /// The exam once per configuration of a matrix file, recorded with its configuration,
     /// and one table (exit 1 when a configuration stops).
     Matrix(matrix_cmd::MatrixArgs),
+    /// Production signals: import interaction logs, propose candidate golden cases, triage.
+    Signals(signals_cmd::SignalsArgs),
+    /// Corpus hygiene: duplicates, obsolete, suspicious, drift, aggregation questions.
+    Corpus(corpus_cmd::CorpusArgs),
 }
 
 fn main() -> ExitCode {
@@ -91,6 +97,8 @@ fn main() -> ExitCode {
         Command::Audit(args) => audit_cmd::run(args),
         Command::History(args) => history_cmd::run(args),
         Command::Models(args) => models_cmd::run(args),
+        Command::Signals(args) => signals_cmd::run(args),
+        Command::Corpus(args) => corpus_cmd::run(args),
     };
     match result {
         Ok(code) => code,

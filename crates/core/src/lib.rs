@@ -3,6 +3,7 @@
 //! Pure: no I/O, no clock, no threads. Everything here is a function of its inputs, so the
 //! same inputs always give the same report.
 
+pub mod aggregation;
 pub mod boost;
 pub mod case;
 pub mod compare;
@@ -11,9 +12,11 @@ pub mod exam;
 pub mod fingerprint;
 pub mod gate;
 pub mod history;
+pub mod hygiene;
 pub mod measure;
 pub mod policy;
 pub mod redact;
 pub mod run;
+pub mod signals;
 pub mod time;
 pub mod trec;

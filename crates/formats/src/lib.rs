@@ -12,6 +12,7 @@ pub mod matrix;
 pub mod notes;
 pub mod policy;
 pub mod run;
+pub mod signals;
 pub mod text;
 pub mod trec;
 

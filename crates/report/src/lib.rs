@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod comparison;
+pub mod corpus;
 pub mod gate;
 pub mod html;
 pub mod human;
@@ -10,6 +11,7 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod matrix;
+pub mod signals;
 
 mod fmt;
 

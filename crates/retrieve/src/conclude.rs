@@ -192,13 +192,25 @@ impl fmt::Display for Notice {
 pub enum ExamError {
     /// The retriever (or its embedder or reranker) failed in a way that stops the exam.
     #[error(transparent)]
-    Retrieve(#[from] RetrieveError),
+    Retrieve(Box<RetrieveError>),
     /// A rerank stage without the chunks' texts to rerank.
     #[error("--rerank needs the chunks' texts: give --corpus FILE (the own index keeps them)")]
     RerankWithoutCorpus,
     /// Opening the history, recording the run or reading the baseline failed.
     #[error(transparent)]
-    History(#[from] StoreError),
+    History(Box<StoreError>),
+}
+
+impl From<RetrieveError> for ExamError {
+    fn from(e: RetrieveError) -> Self {
+        ExamError::Retrieve(Box::new(e))
+    }
+}
+
+impl From<StoreError> for ExamError {
+    fn from(e: StoreError) -> Self {
+        ExamError::History(Box::new(e))
+    }
 }
 
 /// What an exam concluded.
