@@ -794,6 +794,7 @@ mod tests {
             tags: vec![],
             gold: false,
             query_vector: None,
+            filters: None,
         }];
         let r = candidates(&[down], &golden, None, None, &Settings::default());
         assert!(r.candidates.is_empty());
