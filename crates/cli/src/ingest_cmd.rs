@@ -57,6 +57,11 @@ pub struct IngestArgs {
     /// `veredicto gate`.
     #[arg(long)]
     pub strict: bool,
+    /// Also reject chunks whose `valid_to` is before the day of the ingest (`--time`, else
+    /// today). Off by default: the exam's validity windows (`--as-of`) and `corpus check`'s
+    /// obsolete list deal with past validity.
+    #[arg(long)]
+    pub reject_expired: bool,
     /// How long to wait for another ingest into the same index to finish (one writer at a
     /// time; the error names the process holding the lock). 0: fail at once.
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
@@ -148,7 +153,11 @@ pub fn run(args: IngestArgs) -> anyhow::Result<ExitCode> {
                     }
                     FieldArg::Text => veredicto_formats::corpus::TextRule::Text,
                 },
-                today: now.get(..10),
+                today: if args.reject_expired {
+                    now.get(..10)
+                } else {
+                    None
+                },
                 dimension,
             },
         )?;

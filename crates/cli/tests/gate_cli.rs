@@ -42,6 +42,7 @@ fn ingest(corpus: &str, index: &str, label: &str) -> std::process::Output {
         label,
         "--time",
         "2025-11-14T09:30:00Z",
+        "--reject-expired",
         "--json",
     ])
 }
