@@ -12,7 +12,7 @@ use veredicto_report::Format;
 use veredicto_retrieve::conclude::{Baseline, Notice, Recording};
 use veredicto_retrieve::ExamRequest;
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 #[command(group = clap::ArgGroup::new("source").multiple(false))]
 pub struct ExamArgs {
     /// Golden set: JSONL cases, or a BEIR folder (queries.jsonl + qrels/test.tsv). Default:
@@ -26,6 +26,11 @@ pub struct ExamArgs {
     /// Run every case against veredicto's index. Short for `--retriever index:DIR`.
     #[arg(long, value_name = "DIR", group = "source")]
     pub index: Option<PathBuf>,
+    /// First run the ingestion gate on the index (`--index` or `--retriever index:DIR`)
+    /// with the policy's `[ingest]` table: exit 1 without examining while its latest batch
+    /// has more rejected corpus lines than allowed and nobody accepted them.
+    #[arg(long)]
+    pub gate_ingest: bool,
     /// The retriever to examine, live: `index:DIR`, `run:FILE`, `http(s)://…`,
     /// `cmd:PROGRAM ARGS…` (see docs/retrievers.md).
     #[arg(long, value_name = "URI", group = "source")]
@@ -132,6 +137,31 @@ fn parse_date(s: &str) -> Result<String, String> {
 }
 
 pub fn run(args: ExamArgs) -> anyhow::Result<crate::printer::ExitStatus> {
+    let (args, golden, policy) = resolve(args)?;
+    if args.gate_ingest {
+        if let Some(_blocked) = crate::gate_cmd::gate_before_exam(&args)? {
+            return Ok(crate::printer::ExitStatus::Stop);
+        }
+    }
+    let outcome = outcome_of(&args, &golden, policy, None)?;
+    render(&args, &outcome)
+}
+
+/// Runs the exam the arguments describe (recording it unless `--no-record`), with what the
+/// flags leave out taken from the environment and veredicto.toml; `top_k` overrides the
+/// policy's default K (the matrix's per-configuration top-K).
+pub fn outcome(
+    args: &ExamArgs,
+    top_k: Option<u32>,
+) -> anyhow::Result<veredicto_retrieve::ExamOutcome> {
+    let (args, golden, policy) = resolve(args.clone())?;
+    outcome_of(&args, &golden, policy, top_k)
+}
+
+/// Flags, else the environment and veredicto.toml (see docs/config.md): the arguments with
+/// the project's source and corpus filled in, the golden set's path and the policy. Every
+/// check that can fail before the run is recorded happens here.
+fn resolve(args: ExamArgs) -> anyhow::Result<(ExamArgs, PathBuf, Policy)> {
     // Flags, else the environment and veredicto.toml (see docs/config.md).
     let settings = crate::project::settings()?;
     let mut args = args;
@@ -177,7 +207,19 @@ pub fn run(args: ExamArgs) -> anyhow::Result<crate::printer::ExitStatus> {
             .baseline
             .check(&args.record.history.open_read_only()?)?;
     }
-    let cases = formats::golden::read_golden(&golden)?;
+    Ok((args, golden, policy))
+}
+
+fn outcome_of(
+    args: &ExamArgs,
+    golden: &std::path::Path,
+    mut policy: Policy,
+    top_k: Option<u32>,
+) -> anyhow::Result<veredicto_retrieve::ExamOutcome> {
+    if let Some(k) = top_k {
+        policy.top_k = k;
+    }
+    let cases = formats::golden::read_golden(golden)?;
     let corpus = match &args.corpus {
         Some(p) => Some(Corpus::new(formats::corpus::read_corpus(p)?)),
         None => None,
@@ -259,6 +301,13 @@ pub fn run(args: ExamArgs) -> anyhow::Result<crate::printer::ExitStatus> {
         record,
         notify: Some(&print_notice),
     })?;
+    Ok(outcome)
+}
+
+fn render(
+    args: &ExamArgs,
+    outcome: &veredicto_retrieve::ExamOutcome,
+) -> anyhow::Result<crate::printer::ExitStatus> {
     if let Some(path) = &args.save_run {
         crate::retrieval::write_trec_run(path, &outcome.retrieval.run, "veredicto")?;
     }

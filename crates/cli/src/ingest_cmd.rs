@@ -54,6 +54,16 @@ pub struct IngestArgs {
     /// Alias of `--format json`.
     #[arg(long)]
     pub json: bool,
+    /// Stop at the first bad corpus line (exit 2, nothing written) instead of rejecting it:
+    /// by default bad lines are left out, listed, and recorded with the batch for
+    /// `veredicto gate`.
+    #[arg(long)]
+    pub strict: bool,
+    /// Also reject chunks whose `valid_to` is before the day of the ingest (`--time`, else
+    /// today). Off by default: the exam's validity windows (`--as-of`) and `corpus check`'s
+    /// obsolete list deal with past validity.
+    #[arg(long)]
+    pub reject_expired: bool,
     /// How long to wait for another ingest into the same index to finish (one writer at a
     /// time; the error names the process holding the lock). 0: fail at once.
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
@@ -138,7 +148,46 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
         ),
     };
     let json = args.format.or_json(args.json) == crate::printer::Format::Json;
-    let lines = veredicto_formats::corpus::read_corpus_lines(&corpus_path)?;
+    let now = args.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
+    let (lines, rejected) = if args.strict {
+        (
+            veredicto_formats::corpus::read_corpus_lines(&corpus_path)?,
+            Vec::new(),
+        )
+    } else {
+        let dimension = match args.rebuild {
+            true => None,
+            false => veredicto_index::Manifest::read(&index_path)
+                .ok()
+                .map(|m| m.dimension),
+        };
+        let screened = veredicto_formats::corpus::read_corpus_screened(
+            &corpus_path,
+            veredicto_formats::corpus::Screen {
+                text: match args.field {
+                    FieldArg::Representation => {
+                        veredicto_formats::corpus::TextRule::RepresentationOrText
+                    }
+                    FieldArg::Text => veredicto_formats::corpus::TextRule::Text,
+                },
+                today: if args.reject_expired {
+                    now.get(..10)
+                } else {
+                    None
+                },
+                dimension,
+            },
+        )?;
+        if screened.lines.is_empty() {
+            if let Some(first) = screened.rejected.first() {
+                anyhow::bail!(
+                    "{first} (every one of the {} corpus lines was rejected; nothing written)",
+                    screened.rejected.len()
+                );
+            }
+        }
+        (screened.lines, screened.rejected)
+    };
     if lines.is_empty() {
         anyhow::bail!("{}: the corpus has no chunks", corpus_path.display());
     }
@@ -241,7 +290,8 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
     let plan = match precomputed {
         Some(vectors) => Plan::with_vectors(old.as_ref(), inputs, vectors, settings)?,
         None => Plan::new(old.as_ref(), inputs, settings)?,
-    };
+    }
+    .with_rejections(rejected.clone());
     // A corpus identical to the one last ingested, with the same model and field, changes
     // nothing: no batch is written and no index file is touched.
     let corpus_hash = crate::exam_cmd::file_fingerprint(&corpus_path)?;
@@ -300,7 +350,6 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
         // Vectors not recomputed: unchanged chunks, and new ones whose text is already indexed.
         plan.unchanged().len() + plan.reused(),
     );
-    let now = args.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let batch = BatchInfo {
         name: args
             .batch_label
@@ -325,6 +374,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
         "batch": batch.name,
         "truncated": truncated.map(|t| serde_json::json!({"chunks": t.0, "max_tokens": t.1})),
         "unchanged": false,
+        "rejected": rejected,
     });
     let text = if json {
         format!("{}\n", serde_json::to_string_pretty(&summary)?)
@@ -346,7 +396,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
                 "{n} of {embedded} embedded chunks are longer than {max} tokens and were embedded truncated to their first {max} tokens\n"
             ),
             _ => String::new(),
-        }
+        } + &veredicto_report::gate::rejections_human(&rejected)
     };
     crate::printer::stdout(&text)?;
     // On stderr: the result on stdout stays the same for the same inputs.

@@ -11,11 +11,13 @@ mod clock;
 mod compare_cmd;
 mod corpus_cmd;
 mod exam_cmd;
+mod gate_cmd;
 mod history_args;
 mod history_cmd;
 mod index_cmd;
 mod ingest_cmd;
 mod init_cmd;
+mod matrix_cmd;
 mod models;
 mod models_cmd;
 mod output;
@@ -88,6 +90,12 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Ingestion gate: exit 1 while the index's latest batch has more rejected corpus lines
+    /// than the policy's `[ingest]` table allows; `gate accept` records a written reason.
+    Gate(gate_cmd::GateArgs),
+    /// The exam once per configuration of a matrix file, recorded with its configuration,
+    /// and one table (exit 1 when a configuration stops).
+    Matrix(matrix_cmd::MatrixArgs),
     /// Production signals: import interaction logs, propose candidate golden cases, triage.
     Signals(signals_cmd::SignalsArgs),
     /// Corpus hygiene: duplicates, obsolete, suspicious, drift, aggregation questions.
@@ -141,6 +149,8 @@ fn main() -> ExitCode {
         Command::Exam(args) => exam_cmd::run(*args).map(ExitCode::from),
         Command::Trec(args) => trec_cmd::run(args).map(ExitCode::from),
         Command::Ingest(args) => ingest_cmd::run(args).map(ExitCode::from),
+        Command::Gate(args) => gate_cmd::run(args),
+        Command::Matrix(args) => matrix_cmd::run(args),
         Command::Index(args) => index_cmd::run(args).map(ExitCode::from),
         Command::Search(args) => search_cmd::run(args).map(ExitCode::from),
         Command::Runs(args) => runs_cmd::run(args).map(ExitCode::from),

@@ -149,12 +149,13 @@ fn reingest_embeds_only_what_changed() {
 }
 
 #[test]
-fn corpus_line_without_text_is_refused_and_nothing_is_written() {
+fn corpus_line_without_text_is_refused_with_strict_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = write(dir.path(), "c.jsonl", "{\"id\": \"a\", \"text\": \"x\", \"vector\": [1, 0]}\n{\"id\": \"b\", \"vector\": [0, 1]}\n");
     let index = dir.path().join("idx");
     let o = veredicto(&[
         "ingest",
+        "--strict",
         "--corpus",
         &corpus,
         "--index",

@@ -97,6 +97,7 @@ fn a_corpus_vector_that_is_not_finite_or_is_zero_is_refused_with_file_and_line()
     );
     let o = veredicto(&[
         "ingest",
+        "--strict",
         "--corpus",
         &corpus,
         "--index",
@@ -109,6 +110,21 @@ fn a_corpus_vector_that_is_not_finite_or_is_zero_is_refused_with_file_and_line()
         stderr(&o)
     );
     assert!(!index.exists());
+    // Without --strict the line is rejected (left out, named), the rest is ingested.
+    let o = veredicto(&[
+        "ingest",
+        "--corpus",
+        &corpus,
+        "--index",
+        index.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(s["chunks"], 1);
+    assert_eq!(s["rejected"][0]["line"], 2);
+    assert_eq!(s["rejected"][0]["field"], "vector[0]");
+    std::fs::remove_dir_all(&index).unwrap();
 
     let corpus = write(
         dir.path(),

@@ -4,11 +4,13 @@
 //! same inputs always give the same report.
 
 pub mod aggregation;
+pub mod boost;
 pub mod case;
 pub mod compare;
 pub mod diagnosis;
 pub mod exam;
 pub mod fingerprint;
+pub mod gate;
 pub mod history;
 pub mod hygiene;
 pub mod measure;

@@ -38,6 +38,9 @@ pub struct Policy {
     pub field: Field,
     /// Per-domain overrides, keyed by the case's `domain`.
     pub domains: BTreeMap<String, DomainPolicy>,
+    /// A declared boost policy (`[boost]`), part of the fingerprint when present.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boost: Option<crate::boost::BoostPolicy>,
 }
 
 /// Per-domain overrides of the case-level thresholds.
@@ -66,6 +69,7 @@ impl Default for Policy {
             measures: Vec::new(),
             field: Field::Representation,
             domains: BTreeMap::new(),
+            boost: None,
         }
     }
 }
@@ -126,6 +130,9 @@ impl Policy {
             if let Err(e) = m.parse::<crate::measure::Measure>() {
                 return err(&format!("measures[{i}]"), e.to_string());
             }
+        }
+        if let Some(b) = &self.boost {
+            b.validate()?;
         }
         for (name, d) in &self.domains {
             if let Some(k) = d.top_k {

@@ -279,6 +279,33 @@ fn only_gold_cases_failing() {
     assert!(find(&d, Pattern::GoldFailing).is_none());
 }
 
+/// With a declared boost, the only-gold-failing pattern points at the boost's calibration.
+#[test]
+fn only_gold_cases_failing_under_a_declared_boost_points_at_the_boost() {
+    let sc = scenario();
+    let mut runs = healthy_history(&sc, 3);
+    let mut last = rec(
+        3,
+        &sc,
+        &run(vec![
+            ("fiscal1", failing("fiscal1", &[])),
+            ("laboral1", failing("laboral1", &[])),
+        ]),
+    );
+    last.report.policy.boost = Some(veredicto_core::boost::BoostPolicy {
+        rules: vec![veredicto_core::boost::BoostRule {
+            label: Some("SINTESIS_CURADA".into()),
+            factor: Some(1.1),
+            ..Default::default()
+        }],
+    });
+    runs.push(last);
+    let d = diagnose_runs(&runs, sc.corpus.as_ref(), &DiagnoseOptions::default());
+    let f = find(&d, Pattern::GoldFailing).expect("gold pattern");
+    assert!(f.cause.contains("calibrate the boost"), "{}", f.cause);
+    assert!(f.cause.contains("1 rule"), "{}", f.cause);
+}
+
 #[test]
 fn regression_by_the_latest_ingestion_in_another_domain() {
     let sc = scenario();

@@ -9,6 +9,7 @@ pub mod error;
 pub mod golden;
 pub mod json;
 pub mod jsonl;
+pub mod matrix;
 pub mod notes;
 pub mod policy;
 pub mod run;

@@ -75,8 +75,8 @@ impl<'de> Deserialize<'de> for PolicyFile {
 }
 
 /// Tables of the policy file read by other commands: `[grounding]` (the grounding audit),
-/// `[corpus]` (`corpus check`).
-const TABLES_OF_OTHERS: &[&str] = &["grounding", "corpus"];
+/// `[corpus]` (`corpus check`), `[ingest]` (`gate`).
+const TABLES_OF_OTHERS: &[&str] = &["grounding", "corpus", "ingest"];
 
 /// The entries of a map except the [`TABLES_OF_OTHERS`], each of which must hold a table.
 struct WithoutGrounding<A>(A);
@@ -146,9 +146,98 @@ pub fn parse_corpus_policy(
     Ok(policy)
 }
 
+/// Reads the `[ingest]` table of a policy file (the ingestion gate's limits); the rest of
+/// the file is checked as the exam's policy. A file without the table gives the default
+/// (no rejected line allowed). The table is not part of the exam policy's fingerprint:
+/// it judges ingests, not retrieval.
+pub fn read_ingest_policy(path: &Path) -> Result<veredicto_core::gate::IngestPolicy> {
+    let source = text::read_to_string(path)?;
+    parse_ingest_policy(path, &source)
+}
+
+/// [`read_ingest_policy`] on text already read; `path` is only used in messages.
+pub fn parse_ingest_policy(
+    path: &Path,
+    source: &str,
+) -> Result<veredicto_core::gate::IngestPolicy> {
+    parse_policy(path, source)?;
+    let table: toml::Table = toml::from_str(source)
+        .map_err(|e| FormatError::invalid(path, 0, "-", e.message().trim().replace('\n', " ")))?;
+    let Some(value) = table.get("ingest").cloned() else {
+        return Ok(Default::default());
+    };
+    let policy: veredicto_core::gate::IngestPolicy =
+        value.try_into().map_err(|e: toml::de::Error| {
+            let message = e.message().trim().replace('\n', " ");
+            let field = unknown_field(&message)
+                .map(|f| format!("ingest.{f}"))
+                .unwrap_or_else(|| "ingest".to_owned());
+            let line = key_line(source, &field).max(key_line_of_table(source, "ingest"));
+            FormatError::invalid(path, line, field, message)
+        })?;
+    policy.validate().map_err(|e| {
+        let line = key_line(source, &e.key);
+        FormatError::invalid(path, line, e.key.clone(), e.message)
+    })?;
+    Ok(policy)
+}
+
+/// The line of `boost.rules[I].LEAF` (`rest` is `I].LEAF` or `I]`): the LEAF key after the
+/// I-th (0-based) `[[boost.rules]]` header, else that header's line.
+fn rule_line(source: &str, rest: &str) -> usize {
+    let (index, leaf) = match rest.split_once(']') {
+        Some((i, l)) => (i.parse::<usize>().unwrap_or(0), l.trim_start_matches('.')),
+        None => (0, ""),
+    };
+    let mut seen = None;
+    let mut header = 0;
+    for (i, raw) in source.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with('[') {
+            if line.replace(' ', "") == "[[boost.rules]]" {
+                seen = Some(seen.map_or(0, |s: usize| s + 1));
+                if seen == Some(index) {
+                    header = i + 1;
+                }
+            } else if seen == Some(index) {
+                break;
+            }
+            continue;
+        }
+        if seen == Some(index) && !leaf.is_empty() {
+            if let Some((k, _)) = line.split_once('=') {
+                if k.trim().trim_matches('"') == leaf {
+                    return i + 1;
+                }
+            }
+        }
+    }
+    header
+}
+
+/// The line of a `[table]` header (0 when absent).
+fn key_line_of_table(source: &str, table: &str) -> usize {
+    source
+        .lines()
+        .position(|l| {
+            l.trim().trim_matches(|c| c == '[' || c == ']').trim() == table
+                && l.trim().starts_with('[')
+        })
+        .map_or(0, |i| i + 1)
+}
+
+/// The key named by serde's "unknown field `x`" message.
+fn unknown_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    Some(rest.split('`').next()?.to_owned())
+}
+
 /// Best-effort line of a key path (`domains.viajes.top_k` looks for `top_k` after the
 /// `[domains.viajes]` header; `measures[1]` looks for `measures`).
 pub(crate) fn key_line(source: &str, key: &str) -> usize {
+    if let Some(rest) = key.strip_prefix("boost.rules[") {
+        return rule_line(source, rest);
+    }
     let key = key.split('[').next().unwrap_or(key);
     let (table, leaf) = match key.rsplit_once('.') {
         Some((t, l)) => (Some(t), l),
@@ -262,6 +351,62 @@ mod tests {
             parse_corpus_policy(Path::new("p.toml"), "top_k = 3\n").unwrap(),
             veredicto_core::hygiene::CorpusPolicy::default()
         );
+    }
+
+    #[test]
+    fn ingest_table_is_read_apart_and_checked() {
+        let src = "top_k = 5\n\n[ingest]\nmax_rejected = 3\nmax_rejected_percent = 1.5\n";
+        assert_eq!(parse(src).unwrap().top_k, 5);
+        assert_eq!(
+            parse(src).unwrap().fingerprint(),
+            parse("top_k = 5\n").unwrap().fingerprint()
+        );
+        let p = parse_ingest_policy(Path::new("policy.toml"), src).unwrap();
+        assert_eq!(p.max_rejected, Some(3));
+        assert_eq!(p.max_rejected_percent, Some(1.5));
+        let p = parse_ingest_policy(Path::new("policy.toml"), "top_k = 5\n").unwrap();
+        assert_eq!(p, Default::default());
+        let err = parse_ingest_policy(Path::new("policy.toml"), "[ingest]\nmax_rejectd = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("policy.toml:2: field `ingest.max_rejectd`"),
+            "{err}"
+        );
+        let err = parse_ingest_policy(
+            Path::new("policy.toml"),
+            "\n[ingest]\nmax_rejected_percent = 200\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("policy.toml:3: field `ingest.max_rejected_percent`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn boost_rules_are_part_of_the_policy_and_its_fingerprint() {
+        let src = "top_k = 5\n\n[[boost.rules]]\nlabel = \"SINTESIS_CURADA\"\nfactor = 1.2\n\n[[boost.rules]]\ndomain = \"laboral\"\nadd = 0.05\n";
+        let p = parse(src).unwrap();
+        let rules = &p.boost.as_ref().unwrap().rules;
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].factor, Some(1.2));
+        assert_ne!(p.fingerprint(), parse("top_k = 5\n").unwrap().fingerprint());
+        // No boost: the fingerprint of a policy is what it was before boosts existed.
+        assert!(!serde_json::to_string(&parse("top_k = 5\n").unwrap())
+            .unwrap()
+            .contains("boost"));
+        let bad = "top_k = 5\n[[boost.rules]]\nlabel = \"G\"\nfactor = 1.2\n[[boost.rules]]\nlabel = \"G\"\nfactor = -1\n";
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(
+            err.starts_with("policy.toml:7: field `boost.rules[1].factor`"),
+            "{err}"
+        );
+        let err = parse("[[boost.rules]]\nlabel = \"G\"\nfactr = 2\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("factr"), "{err}");
     }
 
     #[test]

@@ -81,9 +81,18 @@ pub struct Plan<'a> {
     /// corpus order.
     to_embed: Vec<usize>,
     reused: usize,
+    /// Corpus lines the caller left out, recorded with the batch.
+    rejected: Vec<veredicto_core::gate::Rejection>,
 }
 
 impl<'a> Plan<'a> {
+    /// Records the corpus lines the caller rejected (they are not in this plan's corpus)
+    /// with the batch that [`Plan::apply`] writes, for the ingestion gate.
+    pub fn with_rejections(mut self, rejected: Vec<veredicto_core::gate::Rejection>) -> Self {
+        self.rejected = rejected;
+        self
+    }
+
     /// Compares `corpus` (in corpus order) with `base` (the current index, or `None` for a
     /// new one).
     ///
@@ -204,6 +213,7 @@ impl<'a> Plan<'a> {
             unchanged: Vec::new(),
             to_embed: Vec::new(),
             reused: 0,
+            rejected: Vec::new(),
         };
         for (i, c) in corpus.iter().enumerate() {
             let hash = hashes[i];
@@ -390,6 +400,8 @@ impl<'a> Plan<'a> {
             unchanged: self.unchanged.len(),
             embedded: self.to_embed.len(),
             reused: self.reused,
+            rejected: self.rejected.clone(),
+            acceptances: Vec::new(),
         });
         let created_at = match (self.base, keep_history) {
             (Some(index), true) => index.manifest().created_at.clone(),

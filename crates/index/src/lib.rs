@@ -44,8 +44,8 @@ pub use ingest::{BatchInfo, IngestSettings, Plan};
 pub use kernel::{dot, normalize};
 pub use lock::{WriterLock, DEFAULT_LOCK_WAIT};
 pub use manifest::{
-    files, BatchRecord, EmbeddedField, FileRecord, Manifest, Metric, ModelFingerprint, FORMAT_NAME,
-    FORMAT_VERSION,
+    accept_latest_batch, files, judge_latest_batch, BatchRecord, EmbeddedField, FileRecord,
+    Manifest, Metric, ModelFingerprint, FORMAT_NAME, FORMAT_VERSION,
 };
 pub use search::{Hit, Query, QueryResult, Rank};
 

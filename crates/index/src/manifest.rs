@@ -111,6 +111,79 @@ pub struct BatchRecord {
     pub embedded: usize,
     /// Added or changed chunks whose vector was found in the index by text hash.
     pub reused: usize,
+    /// Corpus lines the ingest left out, with their reason (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<veredicto_core::gate::Rejection>,
+    /// Written acceptances of this batch's rejections, oldest first; only ever appended to
+    /// ([`crate::accept_latest_batch`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acceptances: Vec<veredicto_core::gate::Acceptance>,
+}
+
+impl BatchRecord {
+    /// Corpus lines this batch read: the chunks it kept (added, changed, unchanged) and
+    /// the lines it rejected.
+    pub fn lines_read(&self) -> usize {
+        self.added + self.changed + self.unchanged + self.rejected.len()
+    }
+}
+
+/// The ingestion gate on the index's latest batch (read from `DIR/manifest.json` alone,
+/// so that a damaged data file does not hide the decision).
+pub fn judge_latest_batch(
+    dir: &Path,
+    policy: &veredicto_core::gate::IngestPolicy,
+) -> Result<veredicto_core::gate::GateOutcome> {
+    let manifest = Manifest::read(dir)?;
+    let Some(batch) = manifest.batches.last() else {
+        return Err(IndexError::argument("batch", "the index has no batch"));
+    };
+    Ok(veredicto_core::gate::judge(
+        &batch.name,
+        batch.lines_read(),
+        &batch.rejected,
+        &batch.acceptances,
+        policy,
+    ))
+}
+
+/// Appends a written acceptance to the index's latest batch: the manifest is rewritten
+/// (temporary file, fsync, rename, under the writer lock); nothing else changes, and no
+/// earlier acceptance is ever removed. Returns the batch as recorded.
+pub fn accept_latest_batch(
+    dir: &Path,
+    acceptance: veredicto_core::gate::Acceptance,
+    wait: std::time::Duration,
+) -> Result<BatchRecord> {
+    use std::io::Write;
+    let _lock = if crate::lock::held_by_us(dir)? {
+        None
+    } else {
+        Some(crate::lock::WriterLock::acquire(dir, wait)?)
+    };
+    let mut manifest = Manifest::read(dir)?;
+    let Some(batch) = manifest.batches.last_mut() else {
+        return Err(IndexError::argument("batch", "the index has no batch"));
+    };
+    batch.acceptances.push(acceptance);
+    let recorded = batch.clone();
+    let path = dir.join(files::MANIFEST);
+    let temp = dir.join(format!(".{}.tmp-{}", files::MANIFEST, std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&temp)?;
+        f.write_all(&manifest.to_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&temp, &path)?;
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    };
+    if let Err(e) = write() {
+        let _ = std::fs::remove_file(&temp);
+        return Err(IndexError::io(&path, e));
+    }
+    Ok(recorded)
 }
 
 /// Size and SHA-256 of one data file, checked by [`crate::Index::verify`].

@@ -242,3 +242,63 @@ fn bad_inputs_are_refused_with_clear_errors() {
     );
     assert!(!tmp.path().join("other").exists());
 }
+
+/// The ingestion gate's record: a batch keeps the lines its ingest rejected, the manifest
+/// of an index without rejections is unchanged in form, and acceptances are only appended.
+#[test]
+fn rejections_are_recorded_per_batch_and_acceptances_appended() {
+    use veredicto_core::gate::{Acceptance, RejectReason, Rejection};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("kb");
+    let plan = Plan::new(None, vec![chunk("a", "alpha")], settings(4, 1)).unwrap();
+    let v = embed(&plan.to_embed());
+    let index = plan
+        .apply(&v, &batch("clean", "2025-01-01T00:00:00Z"), &dir)
+        .unwrap();
+    let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+    assert!(
+        !text.contains("rejected") && !text.contains("acceptances"),
+        "{text}"
+    );
+
+    let rejection = Rejection {
+        file: "c.jsonl".into(),
+        line: 2,
+        id: Some("b".into()),
+        reason: RejectReason::EmptyText,
+        field: "text".into(),
+        message: "nothing to embed".into(),
+    };
+    let plan = Plan::new(Some(&index), vec![chunk("a", "alpha")], settings(4, 1))
+        .unwrap()
+        .with_rejections(vec![rejection.clone()]);
+    let v = embed(&plan.to_embed());
+    let index = plan
+        .apply(&v, &batch("dirty", "2025-01-02T00:00:00Z"), &dir)
+        .unwrap();
+    let last = index.manifest().batches.last().unwrap();
+    assert_eq!(last.rejected, [rejection]);
+    assert_eq!(last.lines_read(), 2);
+    assert!(index.manifest().batches[0].rejected.is_empty());
+
+    for reason in ["first", "second"] {
+        accept_latest_batch(
+            &dir,
+            Acceptance {
+                time: "2025-01-03T00:00:00Z".into(),
+                reason: reason.into(),
+                rejected: 1,
+            },
+            std::time::Duration::ZERO,
+        )
+        .unwrap();
+    }
+    let reopened = Index::open(&dir).unwrap();
+    reopened.verify().unwrap();
+    let reasons: Vec<_> = reopened.manifest().batches[1]
+        .acceptances
+        .iter()
+        .map(|a| a.reason.as_str())
+        .collect();
+    assert_eq!(reasons, ["first", "second"]);
+}

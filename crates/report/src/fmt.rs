@@ -91,6 +91,69 @@ pub fn failing_first(r: &ExamReport) -> Vec<&CaseResult> {
     out
 }
 
+/// The declared boost's effect, when the policy has one: a summary line (both orders'
+/// mean recall from the stage summaries, cases where expected or gold chunks reach the top
+/// K only thanks to the boost) and one line per case whose top K the boost changed.
+pub fn boost_lines(r: &ExamReport) -> Vec<String> {
+    if r.boost.is_empty() {
+        return Vec::new();
+    }
+    let recall = |stage: &str| {
+        r.stages
+            .iter()
+            .find(|s| s.stage == stage)
+            .map_or("-".to_owned(), |s| f3(s.mean_recall))
+    };
+    let helped = r
+        .boost
+        .iter()
+        .filter(|b| !b.only_with_boost.is_empty())
+        .count();
+    let gold = r
+        .boost
+        .iter()
+        .filter(|b| !b.gold_only_with_boost.is_empty())
+        .count();
+    let hurt = r
+        .boost
+        .iter()
+        .filter(|b| !b.lost_by_boost.is_empty())
+        .count();
+    let mut out = vec![format!(
+        "boost: mean recall vector only {} · vector + boost {} · {helped} cases reach expected chunks only thanks to the boost ({gold} of them gold chunks) · {hurt} lose expected chunks to it",
+        recall("retrieval"),
+        recall("boost")
+    )];
+    for b in &r.boost {
+        if b.vector_order == b.boosted_order {
+            continue;
+        }
+        let mut line = format!(
+            "  {}: vector [{}] -> boosted [{}]",
+            b.case,
+            b.vector_order.join(", "),
+            b.boosted_order.join(", ")
+        );
+        if !b.only_with_boost.is_empty() {
+            line.push_str(&format!(
+                "; only thanks to the boost: {}",
+                b.only_with_boost.join(", ")
+            ));
+        }
+        if !b.gold_only_with_boost.is_empty() {
+            line.push_str(" (gold)");
+        }
+        if !b.lost_by_boost.is_empty() {
+            line.push_str(&format!(
+                "; lost to the boost: {}",
+                b.lost_by_boost.join(", ")
+            ));
+        }
+        out.push(line);
+    }
+    out
+}
+
 /// The exactness check in one line, when the report has one.
 pub fn exactness(r: &ExamReport) -> Option<String> {
     let x = r.exactness.as_ref()?;

@@ -167,6 +167,10 @@ pub fn render(r: &ExamReport, color: bool) -> String {
         out.push_str(&line);
         out.push('\n');
     }
+    for line in fmt::boost_lines(r) {
+        out.push_str(&escape_control(&line));
+        out.push('\n');
+    }
     if r.run.ignored_queries > 0 {
         let more = r
             .run

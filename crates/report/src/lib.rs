@@ -4,11 +4,13 @@
 pub mod audit;
 pub mod comparison;
 pub mod corpus;
+pub mod gate;
 pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod matrix;
 pub mod runs;
 pub mod signals;
 

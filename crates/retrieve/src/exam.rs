@@ -407,7 +407,7 @@ pub fn examine(
 ) -> Result<Examined, RetrieveError> {
     let policy = inputs.policy;
     let k_of = |c: &Case| k_of(policy, c);
-    let retrieval = retrieve(
+    let mut retrieval = retrieve(
         retriever,
         embedder,
         inputs.corpus,
@@ -415,6 +415,35 @@ pub fn examine(
         &k_of,
         settings,
     )?;
+    // A declared boost reranks the vector search's candidates (`--depth` deep); the
+    // vector-only order is kept as stage 1 for the report.
+    let boost_cases = match policy.boost.as_ref().filter(|b| !b.rules.is_empty()) {
+        Some(_) if settings.reranker.is_some() => {
+            return Err(RetrieveError::Setup {
+                uri: retriever.describe(),
+                reason: "the policy declares a [boost] and --rerank is given: use one or the other (a boost applies to the vector search's order)".into(),
+            })
+        }
+        Some(b) => {
+            let today = inputs.as_of.and_then(veredicto_core::time::parse_date_days);
+            let (boosted, cases) = veredicto_core::boost::boost_run(
+                b,
+                &retrieval.run,
+                inputs.cases,
+                inputs.corpus,
+                &policy.gold_label,
+                &k_of,
+                today,
+            );
+            let vector = std::mem::replace(&mut retrieval.run, boosted);
+            retrieval.stage1 = Some(Run {
+                name: format!("{} (vector only)", vector.name),
+                ..vector
+            });
+            Some(cases)
+        }
+        None => None,
+    };
     let evaluate = |cases: &[Case], run: &Run| {
         exam::evaluate(ExamInput {
             cases,
@@ -426,7 +455,15 @@ pub fn examine(
         })
     };
     let mut report = evaluate(inputs.cases, &retrieval.run);
-    if let Some(s1) = &retrieval.stage1 {
+    if let (Some(cases), Some(s1)) = (boost_cases, &retrieval.stage1) {
+        // Both orders at each case's K: the vector search alone, then with the boost.
+        let r1 = evaluate(inputs.cases, s1);
+        report.stages = vec![
+            stage_summary("retrieval", policy.top_k, &r1),
+            stage_summary("boost", policy.top_k, &report),
+        ];
+        report.boost = cases;
+    } else if let Some(s1) = &retrieval.stage1 {
         // Stage 1 at N candidates: the ceiling of the reranker.
         let at_n: Vec<Case> = inputs
             .cases

@@ -442,9 +442,16 @@ fn snapshot(
         &cases,
         &|c| c.gold,
         "gold",
-        format!(
-            "the authority layer is not surfacing: check that the curated syntheses carry the `{label}` label and the calibration of the boost the consumer applies"
-        ),
+        match &report.policy.boost {
+            Some(b) if !b.rules.is_empty() => format!(
+                "the authority layer is not surfacing although a boost is declared ([boost] in the policy, {} rule{}): calibrate the boost (its factors and additions, and whether the rule for `{label}` matches the curated syntheses), and check they carry the `{label}` label",
+                b.rules.len(),
+                if b.rules.len() == 1 { "" } else { "s" }
+            ),
+            _ => format!(
+                "the authority layer is not surfacing: check that the curated syntheses carry the `{label}` label and the calibration of the boost the consumer applies"
+            ),
+        },
         opts,
     ));
 

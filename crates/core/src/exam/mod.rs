@@ -68,6 +68,11 @@ pub struct ExamReport {
     /// this list, not by the batch's name or clock.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub batches: Vec<CorpusBatch>,
+    /// Per case, when the policy declares a `[boost]`: the vector-only and the boosted top
+    /// K, and which expected (and gold) chunks emerge only thanks to the boost. The cases'
+    /// results are those of the boosted order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boost: Vec<crate::boost::BoostCase>,
     pub cases: Vec<CaseResult>,
 }
 
@@ -309,6 +314,7 @@ pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
         latency: BTreeMap::new(),
         exactness: None,
         batches: input.corpus.map(Corpus::batches).unwrap_or_default(),
+        boost: Vec::new(),
         cases,
     }
 }

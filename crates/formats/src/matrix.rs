@@ -1,0 +1,284 @@
+//! Matrix files (`matrix.toml`): the configurations `veredicto matrix` examines, one exam
+//! each. Errors name the file, the line and the field (`matrix.toml:7: field
+//! \`config[1].top_k\``).
+
+use crate::error::{FormatError, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// A matrix file. Relative paths are resolved against the file's folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    /// The golden set every configuration is examined on.
+    pub golden: PathBuf,
+    /// The policy file (optional: the defaults).
+    pub policy: Option<PathBuf>,
+    /// A corpus for the diagnosis and reranking (optional).
+    pub corpus: Option<PathBuf>,
+    /// The exam date (`YYYY-MM-DD`) for every configuration (optional: today).
+    pub as_of: Option<String>,
+    /// The configurations, in file order.
+    pub configs: Vec<MatrixConfig>,
+}
+
+/// One configuration: what produced the knowledge base (model, chunking) and how it is
+/// searched (retriever, top-K, rerank).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixConfig {
+    /// A unique name: the row of the table, the run's label in the history.
+    pub name: String,
+    /// veredicto's own index folder (exactly one of index, retriever, run).
+    #[serde(default)]
+    pub index: Option<PathBuf>,
+    /// A live retriever URI (docs/retrievers.md).
+    #[serde(default)]
+    pub retriever: Option<String>,
+    /// A saved run (TREC or JSONL).
+    #[serde(default)]
+    pub run: Option<String>,
+    /// The query embedding model (folder or known name), when the retriever needs one.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The K of the exam (overrides the policy's `top_k`).
+    #[serde(default)]
+    pub top_k: Option<u32>,
+    /// A reranker (model folder or URL).
+    #[serde(default)]
+    pub rerank: Option<String>,
+    /// Declared chunk size and overlap of this configuration's corpus (recorded).
+    #[serde(default)]
+    pub chunk_size: Option<u32>,
+    #[serde(default)]
+    pub chunk_overlap: Option<u32>,
+    /// Results asked per case.
+    #[serde(default)]
+    pub depth: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    golden: PathBuf,
+    #[serde(default)]
+    policy: Option<PathBuf>,
+    #[serde(default)]
+    corpus: Option<PathBuf>,
+    #[serde(default)]
+    as_of: Option<String>,
+    #[serde(default)]
+    config: Vec<MatrixConfig>,
+}
+
+/// Reads and checks a matrix file.
+pub fn read_matrix(path: &Path) -> Result<Matrix> {
+    let source = crate::text::read_to_string(path)?;
+    parse_matrix(path, &source)
+}
+
+/// Parses and checks matrix TOML; `path` locates errors and relative paths.
+pub fn parse_matrix(path: &Path, source: &str) -> Result<Matrix> {
+    let file: File = toml::from_str(source).map_err(|e| {
+        let message = e.message().trim().replace('\n', " ");
+        let line = e.span().map_or(0, |s| {
+            1 + source[..s.start.min(source.len())].matches('\n').count()
+        });
+        let field = message
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split('`').next())
+            .or_else(|| {
+                message
+                    .strip_prefix("missing field `")
+                    .and_then(|r| r.split('`').next())
+            })
+            .unwrap_or("-")
+            .to_owned();
+        FormatError::invalid(path, line, field, message)
+    })?;
+    let err = |i: usize, field: &str, message: String| {
+        FormatError::invalid(
+            path,
+            config_line(source, i, field),
+            format!("config[{i}].{field}"),
+            message,
+        )
+    };
+    if file.config.is_empty() {
+        return Err(FormatError::invalid(
+            path,
+            0,
+            "config",
+            "no configuration: add [[config]] tables",
+        ));
+    }
+    let mut seen = std::collections::BTreeMap::new();
+    for (i, c) in file.config.iter().enumerate() {
+        if c.name.trim().is_empty() {
+            return Err(err(i, "name", "must not be empty".into()));
+        }
+        if let Some(first) = seen.insert(c.name.clone(), i) {
+            return Err(err(
+                i,
+                "name",
+                format!(
+                    "duplicate configuration name `{}` (also config[{first}])",
+                    veredicto_core::redact::short(&c.name)
+                ),
+            ));
+        }
+        let sources = [c.index.is_some(), c.retriever.is_some(), c.run.is_some()]
+            .iter()
+            .filter(|&&b| b)
+            .count();
+        if sources != 1 {
+            return Err(err(
+                i,
+                "name",
+                format!("needs exactly one of index, retriever, run (found {sources})"),
+            ));
+        }
+        if c.top_k == Some(0) {
+            return Err(err(i, "top_k", "must be at least 1, got 0".into()));
+        }
+        if c.depth == Some(0) {
+            return Err(err(i, "depth", "must be at least 1, got 0".into()));
+        }
+    }
+    if let Some(d) = &file.as_of {
+        if veredicto_core::time::parse_date_days(d).is_none() {
+            let line = source
+                .lines()
+                .position(|l| l.trim_start().starts_with("as_of"))
+                .map_or(0, |i| i + 1);
+            return Err(FormatError::invalid(
+                path,
+                line,
+                "as_of",
+                format!(
+                    "expected a date YYYY-MM-DD, got {:?}",
+                    veredicto_core::redact::short(d)
+                ),
+            ));
+        }
+    }
+    let base = path.parent().unwrap_or(Path::new(""));
+    let resolve = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
+    let configs = file
+        .config
+        .into_iter()
+        .map(|mut c| {
+            c.index = c.index.map(resolve);
+            c
+        })
+        .collect();
+    Ok(Matrix {
+        golden: resolve(file.golden),
+        policy: file.policy.map(resolve),
+        corpus: file.corpus.map(resolve),
+        as_of: file.as_of,
+        configs,
+    })
+}
+
+/// The line of `field` in the `i`-th `[[config]]` table, else of its header (0 if none).
+fn config_line(source: &str, index: usize, field: &str) -> usize {
+    let mut seen: Option<usize> = None;
+    let mut header = 0;
+    for (n, raw) in source.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with('[') {
+            if line.replace(' ', "") == "[[config]]" {
+                seen = Some(seen.map_or(0, |s| s + 1));
+                if seen == Some(index) {
+                    header = n + 1;
+                }
+            } else if seen == Some(index) {
+                break;
+            }
+            continue;
+        }
+        if seen == Some(index) {
+            if let Some((k, _)) = line.split_once('=') {
+                if k.trim() == field {
+                    return n + 1;
+                }
+            }
+        }
+    }
+    header
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Matrix> {
+        parse_matrix(Path::new("/m/matrix.toml"), s)
+    }
+
+    const GOOD: &str = r#"golden = "golden.jsonl"
+policy = "/abs/policy.toml"
+
+[[config]]
+name = "minilm-k10"
+index = "kb-minilm"
+top_k = 10
+
+[[config]]
+name = "e5-k5"
+retriever = "index:kb-e5"
+model = "multilingual-e5-small"
+top_k = 5
+chunk_size = 512
+"#;
+
+    #[test]
+    fn configurations_are_read_in_order_with_paths_resolved() {
+        let m = parse(GOOD).unwrap();
+        assert_eq!(m.golden, Path::new("/m/golden.jsonl"));
+        assert_eq!(m.policy.as_deref(), Some(Path::new("/abs/policy.toml")));
+        let names: Vec<_> = m.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["minilm-k10", "e5-k5"]);
+        assert_eq!(
+            m.configs[0].index.as_deref(),
+            Some(Path::new("/m/kb-minilm"))
+        );
+        assert_eq!(m.configs[1].chunk_size, Some(512));
+    }
+
+    #[test]
+    fn bad_input_names_file_line_and_field() {
+        let e = parse(&GOOD.replace("top_k = 5", "top_k = 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/m/matrix.toml:13: field `config[1].top_k`"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("chunk_size", "chunk_sise"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/m/matrix.toml:14: field `chunk_sise`"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("e5-k5", "minilm-k10"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/m/matrix.toml:10: field `config[1].name`: duplicate"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("index = \"kb-minilm\"\n", ""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/m/matrix.toml:5: field `config[0].name`"),
+            "{e}"
+        );
+        let e = parse("policy = \"p\"\n").unwrap_err().to_string();
+        assert!(e.contains("field `golden`"), "{e}");
+        let e = parse("golden = \"g\"\n").unwrap_err().to_string();
+        assert!(e.contains("no configuration"), "{e}");
+    }
+}

@@ -1,0 +1,114 @@
+//! Renderers of the ingestion gate: an ingest's rejected lines, and `veredicto gate`.
+
+use veredicto_core::gate::{GateOutcome, GateStatus, Rejection};
+use veredicto_core::redact::escape_control;
+
+/// At most this many rejections are listed in human output (JSON lists them all).
+pub const LISTED: usize = 20;
+
+/// `N corpus lines rejected:` and one line per rejection (the first [`LISTED`]); empty
+/// when there are none.
+pub fn rejections_human(rejected: &[Rejection]) -> String {
+    if rejected.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "{} corpus line{} rejected (left out of the index, recorded with the batch):\n",
+        rejected.len(),
+        if rejected.len() == 1 { "" } else { "s" }
+    );
+    for r in rejected.iter().take(LISTED) {
+        out.push_str(&format!("  {}\n", escape_control(&r.to_string())));
+    }
+    if rejected.len() > LISTED {
+        out.push_str(&format!(
+            "  ... and {} more (--json lists them all)\n",
+            rejected.len() - LISTED
+        ));
+    }
+    out
+}
+
+/// The gate's decision for people.
+pub fn gate_human(index: &str, o: &GateOutcome) -> String {
+    let verdict = match o.status {
+        GateStatus::Pass => "PASS",
+        GateStatus::Accepted => "PASS (accepted in writing)",
+        GateStatus::Blocked => "BLOCKED",
+    };
+    let mut out = format!(
+        "ingestion gate: {verdict}: {}: batch {}: {} of {} corpus lines rejected ({:.2}%); policy allows {}\n",
+        escape_control(index),
+        escape_control(&o.batch),
+        o.rejected.len(),
+        o.lines,
+        o.rejected_percent,
+        o.limit
+    );
+    if let (Some(a), false) = (&o.accepted, o.within_policy) {
+        out.push_str(&format!(
+            "accepted on {} with {} rejections: {}\n",
+            escape_control(&a.time),
+            a.rejected,
+            escape_control(&a.reason)
+        ));
+    }
+    out.push_str(&rejections_human(&o.rejected));
+    if o.status == GateStatus::Blocked {
+        out.push_str(
+            "fix the corpus and ingest again, or accept the batch with a written reason: veredicto gate accept --index DIR --reason \"...\"\n",
+        );
+    }
+    out
+}
+
+/// The gate's decision as pretty JSON with a final newline.
+pub fn gate_json(index: &str, o: &GateOutcome) -> String {
+    let value = serde_json::json!({
+        "index": index,
+        "status": o.status,
+        "batch": o.batch,
+        "lines": o.lines,
+        "rejected_count": o.rejected.len(),
+        "rejected_percent": o.rejected_percent,
+        "limit": o.limit,
+        "within_policy": o.within_policy,
+        "accepted": o.accepted,
+        "rejected": o.rejected,
+    });
+    let mut s = serde_json::to_string_pretty(&value).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use veredicto_core::gate::{judge, IngestPolicy, RejectReason};
+
+    #[test]
+    fn blocked_gate_names_each_rejection_and_the_way_out() {
+        let r: Vec<Rejection> = (1..=23)
+            .map(|i| Rejection {
+                file: "corpus.jsonl".into(),
+                line: i,
+                id: None,
+                reason: RejectReason::Unparseable,
+                field: "-".into(),
+                message: "malformed JSON".into(),
+            })
+            .collect();
+        let o = judge("nightly", 100, &r, &[], &IngestPolicy::default());
+        let text = gate_human("kb", &o);
+        assert!(
+            text.starts_with("ingestion gate: BLOCKED: kb: batch nightly: 23 of 100"),
+            "{text}"
+        );
+        assert!(text.contains("corpus.jsonl:1: field `-`: unparseable: malformed JSON"));
+        assert!(text.contains("... and 3 more"));
+        assert!(text.contains("veredicto gate accept"));
+        let json: serde_json::Value = serde_json::from_str(&gate_json("kb", &o)).unwrap();
+        assert_eq!(json["status"], "blocked");
+        assert_eq!(json["rejected"].as_array().unwrap().len(), 23);
+    }
+}
