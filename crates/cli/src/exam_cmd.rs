@@ -279,6 +279,16 @@ fn outcome_of(
         }
     });
     let print_notice = |n: &Notice| crate::printer::note(&n.to_string());
+    // A bar on a terminal, a line every few seconds in CI logs (stderr only).
+    let bar = std::sync::Mutex::new(crate::progress::Progress::new(
+        "cases examined",
+        cases.len() as u64,
+    ));
+    let tick = || {
+        if let Ok(mut b) = bar.lock() {
+            b.inc(1);
+        }
+    };
     let outcome = veredicto_retrieve::run_exam(ExamRequest {
         retriever: retriever.as_ref(),
         embedder: embedder.as_deref(),
@@ -295,12 +305,16 @@ fn outcome_of(
             candidates: args.candidates,
             keep: args.keep,
             exactness_check: args.exactness_check,
+            progress: Some(&tick),
         },
         rerank_spec: args.rerank.as_deref(),
         timings: args.timings,
         record,
         notify: Some(&print_notice),
     })?;
+    if let Ok(b) = bar.into_inner() {
+        b.finish();
+    }
     Ok(outcome)
 }
 

@@ -40,6 +40,10 @@ pub struct Settings<'a> {
     pub keep: usize,
     /// Also ask the engine for its exact ranking ([`Retriever::exact_search`]).
     pub exactness_check: bool,
+    /// Called once for each case as its retrieval ends (from the worker threads, in no
+    /// particular order): progress reporting. It sees no result, so nothing it does can
+    /// change the exam's output.
+    pub progress: Option<&'a (dyn Fn() + Sync)>,
 }
 
 impl Default for Settings<'_> {
@@ -51,6 +55,7 @@ impl Default for Settings<'_> {
             candidates: 30,
             keep: 10,
             exactness_check: false,
+            progress: None,
         }
     }
 }
@@ -295,6 +300,9 @@ pub fn retrieve(
                 }
                 if let Ok(mut slot) = slots[i].lock() {
                     *slot = Some(out);
+                }
+                if let Some(progress) = settings.progress {
+                    progress();
                 }
             });
         }
