@@ -78,6 +78,7 @@ fn exam_argv(
 pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let matrix = veredicto_formats::matrix::read_matrix(&args.config)?;
     let mut rows = Vec::new();
+    let mut history = None;
     for c in &matrix.configs {
         let argv = exam_argv(&matrix, c, &args);
         let exam = ExamOnly::try_parse_from(&argv)
@@ -97,6 +98,9 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
                 veredicto_core::redact::short(&c.name)
             )
         })?;
+        if !args.no_record {
+            history = Some(exam.record.history.clone());
+        }
         let s = &outcome.report.summary;
         rows.push(veredicto_report::matrix::MatrixRow {
             name: c.name.clone(),
@@ -109,7 +113,29 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             mean_ndcg: s.mean_ndcg,
             failing: s.failing,
             run_id: outcome.run_id.clone(),
+            recall_trend: Vec::new(),
         });
+    }
+    // Each configuration's trend: its recorded runs (by label) on this golden set.
+    if let Some(spec) = history {
+        let store = spec.open_read_only()?;
+        for row in rows.iter_mut() {
+            let runs = store.list(&veredicto_store::RunFilter {
+                label: Some(row.name.clone()),
+                limit: Some(10),
+                ..Default::default()
+            })?;
+            let golden = runs
+                .iter()
+                .find(|r| Some(&r.id) == row.run_id.as_ref())
+                .map(|r| r.golden_fingerprint.clone());
+            row.recall_trend = runs
+                .iter()
+                .rev()
+                .filter(|r| Some(&r.golden_fingerprint) == golden.as_ref())
+                .map(|r| r.mean_recall)
+                .collect();
+        }
     }
     let text = match args.format {
         MatrixFormat::Human => veredicto_report::matrix::human(&rows),

@@ -79,6 +79,21 @@ fn each_configuration_is_examined_recorded_and_tabled() {
         stderr(&o)
     );
 
+    // A second night: each configuration's trend holds both of its runs, oldest first.
+    let o = veredicto(&[
+        "matrix",
+        "--config",
+        &matrix,
+        "--history",
+        &history,
+        "--format",
+        "json",
+    ]);
+    let j: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = j["configurations"].as_array().unwrap();
+    assert_eq!(rows[0]["recall_trend"], serde_json::json!([0.5, 0.5]));
+    assert_eq!(rows[1]["recall_trend"], serde_json::json!([1.0, 1.0]));
+
     let o = veredicto(&["matrix", "--config", &matrix, "--no-record"]);
     let text = stdout(&o);
     assert!(text.starts_with("configuration"), "{text}{}", stderr(&o));

@@ -19,6 +19,22 @@ pub struct MatrixRow {
     pub failing: usize,
     /// The recorded run (absent with `--no-record`).
     pub run_id: Option<String>,
+    /// Mean recall of this configuration's recorded runs on the same golden set (same
+    /// label), oldest first, ending with this run: at most the last 10. Empty with
+    /// `--no-record`.
+    pub recall_trend: Vec<f64>,
+}
+
+/// A trend as text: `0.833 → 0.917 → 0.917` (empty: `-`).
+pub fn trend_text(values: &[f64]) -> String {
+    if values.is_empty() {
+        return "-".to_owned();
+    }
+    values
+        .iter()
+        .map(|v| format!("{v:.3}"))
+        .collect::<Vec<_>>()
+        .join(" → ")
 }
 
 /// Which rows hold the best value of each metric column (ties: all of them).
@@ -69,9 +85,10 @@ pub fn human(rows: &[MatrixRow]) -> String {
         "failing",
         "verdict",
         "run",
+        "recall trend",
     ]
     .map(str::to_owned);
-    let mut table: Vec<[String; 9]> = vec![header];
+    let mut table: Vec<[String; 10]> = vec![header];
     for r in rows {
         table.push([
             escape_control(&r.name),
@@ -85,9 +102,10 @@ pub fn human(rows: &[MatrixRow]) -> String {
             r.run_id
                 .as_deref()
                 .map_or("-".to_owned(), |id| id.chars().take(12).collect()),
+            trend_text(&r.recall_trend),
         ]);
     }
-    let widths: Vec<usize> = (0..9)
+    let widths: Vec<usize> = (0..10)
         .map(|c| {
             table
                 .iter()
@@ -122,6 +140,12 @@ pub fn json(rows: &[MatrixRow]) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_trend_reads_oldest_first_and_an_empty_one_is_a_dash() {
+        assert_eq!(trend_text(&[0.8333, 0.9167]), "0.833 → 0.917");
+        assert_eq!(trend_text(&[]), "-");
+    }
+
     fn row(name: &str, q: f64, failing: usize) -> MatrixRow {
         MatrixRow {
             name: name.into(),
@@ -134,6 +158,7 @@ mod tests {
             mean_ndcg: 0.6,
             failing,
             run_id: Some("0123456789abcdef".into()),
+            recall_trend: vec![0.5, q / 100.0],
         }
     }
 
