@@ -62,7 +62,7 @@ pub fn render(r: &ExamReport) -> String {
                     .as_deref()
                     .map(|x| format!("{x}: "))
                     .unwrap_or_default(),
-                f.finding
+                crate::gate::finding_text(c, f)
             ));
         }
         if let Some(note) = &c.note {

@@ -1,7 +1,9 @@
 //! Renderers for veredicto reports (STYLE item 12: compute once, render many). Each
 //! function takes the finished [`ExamReport`] and returns text; none recomputes a number.
 
+pub mod calibration;
 pub mod comparison;
+pub mod gate;
 pub mod html;
 pub mod human;
 pub mod json;

@@ -17,6 +17,14 @@ pub fn render(r: &ExamReport) -> String {
     if !r.reasons.is_empty() {
         out.push('\n');
     }
+    let mut notes: Vec<String> = crate::gate::warning_lines(r);
+    notes.extend(crate::gate::uncalibrated_note(r));
+    for n in &notes {
+        out.push_str(&format!("> {}\n", cell(n)));
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+    }
     out.push_str("| cases | gold | mean QS | mean recall | MRR | mean P@K | mean nDCG | failing | over noise |\n");
     out.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     out.push_str(&format!(
@@ -64,7 +72,7 @@ pub fn render(r: &ExamReport) -> String {
                             .as_deref()
                             .map(|x| format!(" / {}", code(x)))
                             .unwrap_or_default(),
-                        cell(&f.finding)
+                        cell(&crate::gate::finding_text(c, f))
                     )
                 })
             })
