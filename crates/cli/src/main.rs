@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 mod audit_cmd;
 mod audit_target;
+mod calibrate_cmd;
 mod clock;
 mod compare_cmd;
 mod exam_cmd;
@@ -38,6 +39,8 @@ struct Cli {
 enum Command {
     /// Run the golden-set acceptance exam over a retriever's results (exit 0 accept, 1 stop).
     Exam(Box<exam_cmd::ExamArgs>),
+    /// Calibrate the noise ceiling on the suite's healthy cases; write a commented policy.
+    Calibrate(Box<calibrate_cmd::CalibrateArgs>),
     /// Embed a corpus into veredicto's exact index (incremental).
     Ingest(ingest_cmd::IngestArgs),
     /// Index maintenance: `index verify DIR` checks every file against the manifest.
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Exam(args) => exam_cmd::run(*args),
+        Command::Calibrate(args) => calibrate_cmd::run(*args),
         Command::Trec(args) => trec_cmd::run(args),
         Command::Ingest(args) => ingest_cmd::run(args),
         Command::Index(args) => index_cmd::run(args),

@@ -15,10 +15,11 @@
 //!   ceiling from two cases would be noise itself).
 //! - Domain `noise_ceiling` overrides of the policy are removed: the calibrated ceiling was
 //!   measured on every domain's healthy cases. Every other key is kept.
-//! - Per case, where K exceeds what the case's expected list can fill (a perfect ranking,
-//!   every expected chunk first, leaves `K − expected` results below them, more than
-//!   ⌊ceiling × K⌋ under the calibrated ceiling), a `top_k` suggestion: the largest K at
-//!   which a perfect ranking stays within the ceiling.
+//! - Per case that is still over the calibrated ceiling because K exceeds what its expected
+//!   list can fill (structural noise: even a perfect ranking, every expected chunk first,
+//!   leaves `min(K, results) − expected` results below them, more than ⌊ceiling × K⌋), a
+//!   `top_k` suggestion: the largest K at which a perfect ranking stays within the ceiling.
+//!   Cases within the ceiling get none, whatever their K: lowering K there buys nothing.
 //!
 //! Pure: a function of the exam report and the settings.
 
@@ -97,7 +98,7 @@ pub struct TopKSuggestion {
     pub k: u32,
     /// Distinct expected chunks.
     pub expected: u32,
-    /// `K − expected`: the noise of a perfect ranking.
+    /// `min(K, results) − expected`: the noise of a perfect ranking.
     pub perfect_noise: u32,
     /// `⌊calibrated ceiling × K⌋`.
     pub max_noise: u32,
@@ -202,9 +203,11 @@ pub fn calibrate(report: &ExamReport, settings: Settings) -> Result<Calibration,
             ids.sort_unstable();
             ids.dedup();
             let expected = ids.len() as u32;
-            let perfect_noise = c.top_k.saturating_sub(expected);
+            let in_top_k = (c.retrieved as u32).min(c.top_k);
+            let perfect_noise = in_top_k.saturating_sub(expected);
             let max = max_noise(noise_ceiling, c.top_k);
-            (expected > 0 && perfect_noise > max).then(|| TopKSuggestion {
+            let over = c.noise.is_some_and(|n| n > max);
+            (expected > 0 && over && perfect_noise > max).then(|| TopKSuggestion {
                 case: c.id.clone(),
                 k: c.top_k,
                 expected,
@@ -368,6 +371,26 @@ mod tests {
                 suggested_top_k: 5,
             }]
         );
+    }
+
+    #[test]
+    fn a_case_within_the_ceiling_gets_no_suggestion_whatever_its_k() {
+        // One expected chunk at rank 10 of 10: noise 0, though a perfect ranking would
+        // leave 9 below it.
+        let r = report(
+            &[
+                (3, &[1, 2, 3], 10),
+                (3, &[1, 2, 3], 10),
+                (3, &[1, 2, 3], 10),
+                (3, &[1, 2, 3], 10),
+                (3, &[1, 2, 3], 10),
+                (1, &[10], 10),
+            ],
+            &Policy::default(),
+        );
+        let c = calibrate(&r, Settings::default()).unwrap();
+        assert_eq!(c.noise_ceiling, 0.8);
+        assert!(c.suggestions.is_empty(), "{:?}", c.suggestions);
     }
 
     #[test]
