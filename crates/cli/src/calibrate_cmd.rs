@@ -68,12 +68,6 @@ pub struct CalibrateArgs {
     /// Print the calibration without writing a policy file.
     #[arg(long)]
     pub dry_run: bool,
-    /// Quantile of the healthy cases' noise (0..1; 1 takes their maximum).
-    #[arg(long, value_name = "Q", default_value_t = calibrate::DEFAULT_QUANTILE)]
-    pub quantile: f64,
-    /// Margin added to the quantile, as a fraction of K.
-    #[arg(long, value_name = "M", default_value_t = calibrate::DEFAULT_MARGIN)]
-    pub margin: f64,
     /// Fewest healthy cases to calibrate from.
     #[arg(long, value_name = "N", default_value_t = calibrate::DEFAULT_MIN_HEALTHY)]
     pub min_healthy: usize,
@@ -87,8 +81,6 @@ pub struct CalibrateArgs {
 
 pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let settings = Settings {
-        quantile: args.quantile,
-        margin: args.margin,
         min_healthy: args.min_healthy,
     };
     // Every argument is checked before the suite runs.

@@ -24,54 +24,59 @@ fn frac(v: f64) -> String {
     format!("{v:.2}")
 }
 
-fn quantile_name(q: f64) -> String {
-    if (q - 1.0).abs() < 1e-12 {
-        "maximum".to_owned()
-    } else {
-        let p = q * 100.0;
-        if (p - p.round()).abs() < 1e-9 {
-            format!("{}th percentile", p.round() as i64)
-        } else {
-            format!("{p}th percentile")
-        }
-    }
-}
-
 /// The lines that say what the ceiling was computed from (shared by the terminal text and
 /// the policy file's comments, which prefix them with `# `).
 fn explanation(c: &Calibration) -> Vec<String> {
+    let d = &c.noise.overall;
     let mut out = vec![format!(
-        "healthy cases: {} of {} (every expected chunk inside the top-K, noise defined); left out: {} missing an expected chunk, {} with noise undefined",
-        c.healthy.len(),
+        "healthy cases: {} of {} (recall 1: every expected chunk inside the top-K, noise defined); left out: {} missing an expected chunk, {} with noise undefined",
+        d.healthy_cases,
         c.cases,
-        c.excluded_recall,
-        c.excluded_noise_undefined
+        c.cases - d.healthy_cases - d.undefined,
+        d.undefined
     )];
-    out.push("noise / K among the healthy cases:".to_owned());
-    let widest = c.distribution.iter().map(|b| b.cases).max().unwrap_or(1);
-    for b in &c.distribution {
-        let bar = "#".repeat((b.cases * 30).div_ceil(widest));
-        out.push(format!("  {}  {bar} {}", frac(b.fraction), b.cases));
+    let k = d.k.unwrap_or(0);
+    out.push(format!(
+        "noise (results below the worst expected chunk) among the healthy cases, most at K = {k}:"
+    ));
+    let widest = d.distribution.values().copied().max().unwrap_or(1);
+    for (noise, cases) in &d.distribution {
+        let bar = "#".repeat((cases * 30).div_ceil(widest));
+        out.push(format!("  {noise:>3}  {bar} {cases}"));
     }
     out.push(format!(
-        "{} {} + margin {} = noise_ceiling {} (was {})",
-        quantile_name(c.settings.quantile),
-        frac(c.quantile_value),
-        frac(c.settings.margin),
+        "90th percentile of noise / K {} + one result in {k} ({}), rounded up to 0.05 = noise_ceiling {} (was {})",
+        frac(d.p90_fraction.unwrap_or(0.0)),
+        frac(1.0 / f64::from(k.max(1))),
         frac(c.noise_ceiling),
         frac(c.previous_noise_ceiling)
     ));
-    if !c.replaced_domain_ceilings.is_empty() {
+    if !c.reliable {
         out.push(format!(
-            "domain noise ceilings replaced by the calibrated one: {}",
-            escape_control(&c.replaced_domain_ceilings.join(", "))
+            "provisional: {} healthy cases (20 make it reliable); calibrate again as the golden set grows",
+            d.healthy_cases
         ));
+    }
+    for dc in &c.domains {
+        let name = escape_control(&veredicto_core::redact::short(&dc.domain));
+        out.push(match dc.calibrated {
+            Some(v) => format!(
+                "domain {name}: noise_ceiling {} -> {} (from its own healthy cases)",
+                frac(dc.previous),
+                frac(v)
+            ),
+            None => format!(
+                "domain {name}: its noise_ceiling {} is removed (fewer than {} healthy cases in it; the global ceiling applies)",
+                frac(dc.previous),
+                c.settings.min_healthy
+            ),
+        });
     }
     if c.suggestions.is_empty() {
         out.push("top_k: every case's expected list can fill its K under this ceiling".to_owned());
     } else {
         out.push(format!(
-            "top_k suggestions ({} cases whose K exceeds what their expected list can fill; set \"top_k\" on the case in the golden set):",
+            "top_k suggestions ({} case(s) whose K exceeds what their expected list can fill; set \"top_k\" on the case in the golden set):",
             c.suggestions.len()
         ));
         for s in &c.suggestions {

@@ -71,23 +71,19 @@ fn written_policy_loads_back_as_the_calibrated_policy() {
         veredicto_formats::policy::parse_policy(Path::new("calibrated.toml"), &text).unwrap();
     assert_eq!(loaded, c.policy, "{text}");
     assert_eq!(loaded.noise_ceiling, 1.0);
-    assert!(text.contains("# 95th percentile 0.90 + margin 0.10 = noise_ceiling 1.00 (was 0.30)"));
-    assert!(text.contains("domain noise ceilings replaced"));
+    assert!(
+        text.contains("# 90th percentile of noise / K 0.90 + one result in 10 (0.10), rounded up to 0.05 = noise_ceiling 1.00 (was 0.30)"),
+        "{text}"
+    );
+    assert!(text.contains("its noise_ceiling 0.40 is removed"), "{text}");
     // Same calibration, same bytes.
     assert_eq!(text, policy_toml(&c, &r.golden_fingerprint));
 }
 
 #[test]
 fn terminal_text_shows_distribution_suggestions_and_verdicts() {
-    let r = report(&[3, 3, 3, 3, 3, 1], &Policy::default());
-    let c = calibrate(
-        &r,
-        Settings {
-            quantile: 0.8,
-            ..Settings::default()
-        },
-    )
-    .unwrap();
+    let r = report(&[3, 3, 3, 3, 3, 3, 3, 3, 3, 1], &Policy::default());
+    let c = calibrate(&r, Settings::default()).unwrap();
     let text = render_human(
         &c,
         Some(Verdicts {
@@ -96,15 +92,18 @@ fn terminal_text_shows_distribution_suggestions_and_verdicts() {
         }),
         Some("policy.toml"),
     );
-    assert!(text.contains("healthy cases: 6 of 6"), "{text}");
-    assert!(text.contains("  0.70  "), "{text}");
+    assert!(text.contains("healthy cases: 10 of 10"), "{text}");
     assert!(
-        text.contains("80th percentile 0.70 + margin 0.10 = noise_ceiling 0.80 (was 0.30)"),
+        text.contains("    7  ############################## 9"),
+        "{text}"
+    );
+    assert!(
+        text.contains("90th percentile of noise / K 0.70 + one result in 10 (0.10), rounded up to 0.05 = noise_ceiling 0.80 (was 0.30)"),
         "{text}"
     );
     assert!(
         text.contains(
-            "  q5: K = 10, 1 expected chunk: a perfect ranking leaves 9 below, ceiling 8 → top_k 5"
+            "  q9: K = 10, 1 expected chunk: a perfect ranking leaves 9 below, ceiling 8 → top_k 5"
         ),
         "{text}"
     );

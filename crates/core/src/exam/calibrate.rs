@@ -2,20 +2,26 @@
 //!
 //! The noise rule stays as it is (noise = top-K results scoring below the worst expected
 //! chunk; a case fails when noise > ⌊ceiling × K⌋); what calibration chooses is the ceiling,
-//! from the noise that the suite's **healthy** cases show, plus a margin:
+//! from the noise that the suite's **healthy** cases show, plus a margin. The distribution
+//! and the suggested ceiling are [`calibrate_noise`]'s (documented in `docs/compare.md`,
+//! the same numbers the HTML report shows):
 //!
-//! - A case is healthy when it passes recall **clearly**: every one of its expected chunks
-//!   is inside its top-K (recall 1, whatever the floor), the run has results for it, and its
-//!   noise is defined (every top-K result has a score).
-//! - Each healthy case contributes its noise as a fraction of its K (`noise / K`).
-//! - The ceiling is the [`Settings::quantile`] of those fractions (nearest rank: the
-//!   ⌈q × n⌉-th smallest of n) plus [`Settings::margin`], rounded up to a hundredth and
-//!   capped at 1. With the defaults, the 95th percentile plus 0.10 (one result in ten).
-//! - At least [`Settings::min_healthy`] healthy cases are needed; fewer is an error (a
-//!   ceiling from two cases would be noise itself).
-//! - Domain `noise_ceiling` overrides of the policy are removed: the calibrated ceiling was
-//!   measured on every domain's healthy cases. Every other key is kept.
-//! - Per case that is still over the calibrated ceiling because K exceeds what its expected
+//! - a case is healthy when it passes recall **clearly**: recall exactly 1 (every expected
+//!   chunk inside its top-K, whatever the floor) and a defined noise;
+//! - the ceiling is the nearest-rank 90th percentile of the healthy cases' `noise / K` plus
+//!   one result (`1 / K`, K the most common among them), rounded **up** to the next 0.05
+//!   and capped at 1: nine healthy cases in ten keep at least one result of margin.
+//!
+//! What this module adds, to turn the suggestion into a policy:
+//!
+//! - at least [`Settings::min_healthy`] healthy cases are needed; fewer is an error (a
+//!   ceiling from two cases would be noise itself). Under 20 the result is marked
+//!   provisional (`reliable: false`);
+//! - the calibrated policy is the examined one with the new `noise_ceiling`; a domain's own
+//!   `noise_ceiling` override is recalibrated from that domain's healthy cases when it has
+//!   at least `min_healthy` of them, and removed otherwise (the global ceiling, measured on
+//!   every domain, then applies). Every other key is kept;
+//! - per case that is still over the calibrated ceiling because K exceeds what its expected
 //!   list can fill (structural noise: even a perfect ranking, every expected chunk first,
 //!   leaves `min(K, results) − expected` results below them, more than ⌊ceiling × K⌋), a
 //!   `top_k` suggestion: the largest K at which a perfect ranking stays within the ceiling.
@@ -23,35 +29,26 @@
 //!
 //! Pure: a function of the exam report and the settings.
 
+use crate::compare::{calibrate_noise, NoiseCalibration};
 use crate::diagnosis::suggested_top_k;
 use crate::exam::noise::max_noise;
 use crate::exam::ExamReport;
 use crate::policy::Policy;
 use serde::{Deserialize, Serialize};
 
-/// How the ceiling is chosen. The defaults are documented in `docs/policy.md`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Settings {
-    /// Quantile of the healthy cases' noise fractions (0..=1; 1 is their maximum).
-    pub quantile: f64,
-    /// Added to the quantile, as a fraction of K.
-    pub margin: f64,
-    /// Fewest healthy cases a ceiling is computed from.
-    pub min_healthy: usize,
-}
-
-/// The 95th percentile of the healthy noise.
-pub const DEFAULT_QUANTILE: f64 = 0.95;
-/// One result in ten.
-pub const DEFAULT_MARGIN: f64 = 0.10;
 /// Five healthy cases at least.
 pub const DEFAULT_MIN_HEALTHY: usize = 5;
+
+/// How the calibration is made.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Fewest healthy cases a ceiling (global, or a domain's) is computed from.
+    pub min_healthy: usize,
+}
 
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            quantile: DEFAULT_QUANTILE,
-            margin: DEFAULT_MARGIN,
             min_healthy: DEFAULT_MIN_HEALTHY,
         }
     }
@@ -61,33 +58,13 @@ impl Default for Settings {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CalibrationError {
     #[error(
-        "only {healthy} of {cases} cases are healthy (every expected chunk inside the top-K, noise defined); calibrating needs at least {needed}"
+        "only {healthy} of {cases} cases are healthy (recall 1: every expected chunk inside the top-K, noise defined); calibrating needs at least {needed}"
     )]
     TooFewHealthy {
         healthy: usize,
         cases: usize,
         needed: usize,
     },
-    #[error("{key} must be between 0 and 1, got {value}")]
-    Setting { key: &'static str, value: f64 },
-}
-
-/// One healthy case's contribution.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HealthyCase {
-    pub id: String,
-    pub noise: u32,
-    pub k: u32,
-    /// `noise / K`.
-    pub fraction: f64,
-}
-
-/// How many healthy cases share one noise fraction.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Bucket {
-    /// `noise / K`, rounded to 4 decimals.
-    pub fraction: f64,
-    pub cases: usize,
 }
 
 /// A case whose K exceeds what its expected list can fill under the calibrated ceiling.
@@ -106,90 +83,72 @@ pub struct TopKSuggestion {
     pub suggested_top_k: u32,
 }
 
-/// The result of a calibration: the distribution used, the chosen ceiling and why, the
-/// per-case suggestions and the calibrated policy.
+/// What happened to a domain's own noise ceiling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DomainCeiling {
+    pub domain: String,
+    pub previous: f64,
+    /// The domain's calibrated ceiling; `None` when the override was removed (fewer than
+    /// `min_healthy` healthy cases in the domain).
+    pub calibrated: Option<f64>,
+}
+
+/// The result of a calibration: the distribution used, the chosen ceiling, the per-case
+/// suggestions and the calibrated policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
     pub settings: Settings,
     /// Cases in the suite.
     pub cases: usize,
-    /// Healthy cases, in golden-set order.
-    pub healthy: Vec<HealthyCase>,
-    /// Cases left out: not every expected chunk inside the top-K (or no results).
-    pub excluded_recall: usize,
-    /// Cases left out: noise undefined (a top-K result without a score).
-    pub excluded_noise_undefined: usize,
-    /// The healthy noise fractions, ascending.
-    pub distribution: Vec<Bucket>,
-    /// The quantile's value among the healthy fractions.
-    pub quantile_value: f64,
-    /// The chosen ceiling: `quantile_value + margin`, rounded up to 0.01, at most 1.
+    /// The healthy cases' noise, overall and per domain, and the suggested ceilings.
+    pub noise: NoiseCalibration,
+    /// The chosen global ceiling.
     pub noise_ceiling: f64,
-    /// The ceiling the suite was examined with.
+    /// The global ceiling the suite was examined with.
     pub previous_noise_ceiling: f64,
-    /// Domains whose own `noise_ceiling` was removed.
-    pub replaced_domain_ceilings: Vec<String>,
+    /// At least 20 healthy cases; otherwise the ceiling is provisional.
+    pub reliable: bool,
+    /// Domains that had their own `noise_ceiling`.
+    pub domains: Vec<DomainCeiling>,
     /// Per case, in golden-set order.
     pub suggestions: Vec<TopKSuggestion>,
-    /// The examined policy with the calibrated ceiling.
+    /// The examined policy with the calibrated ceilings.
     pub policy: Policy,
 }
 
 /// Calibrates the noise ceiling on `report` (an exam of the complete suite).
 pub fn calibrate(report: &ExamReport, settings: Settings) -> Result<Calibration, CalibrationError> {
-    for (key, value) in [("quantile", settings.quantile), ("margin", settings.margin)] {
-        if !(value.is_finite() && (0.0..=1.0).contains(&value)) {
-            return Err(CalibrationError::Setting { key, value });
+    let noise = calibrate_noise(report);
+    let needed = settings.min_healthy.max(1);
+    let healthy = noise.overall.healthy_cases;
+    let noise_ceiling = match noise.overall.suggested_ceiling {
+        Some(c) if healthy >= needed => c,
+        _ => {
+            return Err(CalibrationError::TooFewHealthy {
+                healthy,
+                cases: report.cases.len(),
+                needed,
+            })
         }
-    }
-    let mut healthy = Vec::new();
-    let (mut excluded_recall, mut excluded_noise_undefined) = (0, 0);
-    for c in &report.cases {
-        let all_in =
-            c.retrieved > 0 && !c.expected.is_empty() && c.expected.iter().all(|e| e.in_top_k);
-        match (all_in, c.noise) {
-            (false, _) => excluded_recall += 1,
-            (true, None) => excluded_noise_undefined += 1,
-            (true, Some(noise)) => healthy.push(HealthyCase {
-                id: c.id.clone(),
-                noise,
-                k: c.top_k,
-                fraction: f64::from(noise) / f64::from(c.top_k.max(1)),
-            }),
-        }
-    }
-    if healthy.len() < settings.min_healthy.max(1) {
-        return Err(CalibrationError::TooFewHealthy {
-            healthy: healthy.len(),
-            cases: report.cases.len(),
-            needed: settings.min_healthy.max(1),
-        });
-    }
-    let mut fractions: Vec<f64> = healthy.iter().map(|h| h.fraction).collect();
-    fractions.sort_by(f64::total_cmp);
-    let mut distribution: Vec<Bucket> = Vec::new();
-    for &f in &fractions {
-        let f = (f * 1e4).round() / 1e4;
-        match distribution.last_mut() {
-            Some(b) if b.fraction == f => b.cases += 1,
-            _ => distribution.push(Bucket {
-                fraction: f,
-                cases: 1,
-            }),
-        }
-    }
-    let n = fractions.len();
-    let rank = ((settings.quantile * n as f64 - 1e-9).ceil() as usize).clamp(1, n);
-    let quantile_value = fractions[rank - 1];
-    let noise_ceiling = round_up_hundredth(quantile_value + settings.margin).min(1.0);
-
+    };
     let mut policy = report.policy.clone();
     policy.noise_ceiling = noise_ceiling;
-    let mut replaced_domain_ceilings = Vec::new();
+    let mut domains = Vec::new();
     for (name, d) in &mut policy.domains {
-        if d.noise_ceiling.take().is_some() {
-            replaced_domain_ceilings.push(name.clone());
-        }
+        let Some(previous) = d.noise_ceiling else {
+            continue;
+        };
+        let calibrated = noise
+            .domains
+            .get(name)
+            .filter(|dist| dist.healthy_cases >= needed)
+            .and_then(|dist| dist.suggested_ceiling);
+        d.noise_ceiling = calibrated;
+        domains.push(DomainCeiling {
+            domain: name.clone(),
+            previous,
+            calibrated,
+        });
     }
     policy
         .domains
@@ -203,9 +162,10 @@ pub fn calibrate(report: &ExamReport, settings: Settings) -> Result<Calibration,
             ids.sort_unstable();
             ids.dedup();
             let expected = ids.len() as u32;
+            let ceiling = policy.thresholds(c.domain.as_deref()).noise_ceiling;
             let in_top_k = (c.retrieved as u32).min(c.top_k);
             let perfect_noise = in_top_k.saturating_sub(expected);
-            let max = max_noise(noise_ceiling, c.top_k);
+            let max = max_noise(ceiling, c.top_k);
             let over = c.noise.is_some_and(|n| n > max);
             (expected > 0 && over && perfect_noise > max).then(|| TopKSuggestion {
                 case: c.id.clone(),
@@ -213,7 +173,7 @@ pub fn calibrate(report: &ExamReport, settings: Settings) -> Result<Calibration,
                 expected,
                 perfect_noise,
                 max_noise: max,
-                suggested_top_k: suggested_top_k(expected, noise_ceiling, c.top_k),
+                suggested_top_k: suggested_top_k(expected, ceiling, c.top_k),
             })
         })
         .collect();
@@ -221,22 +181,14 @@ pub fn calibrate(report: &ExamReport, settings: Settings) -> Result<Calibration,
     Ok(Calibration {
         settings,
         cases: report.cases.len(),
-        healthy,
-        excluded_recall,
-        excluded_noise_undefined,
-        distribution,
-        quantile_value,
-        noise_ceiling,
+        reliable: noise.overall.reliable,
         previous_noise_ceiling: report.policy.noise_ceiling,
-        replaced_domain_ceilings,
+        noise,
+        noise_ceiling,
+        domains,
         suggestions,
         policy,
     })
-}
-
-/// `v` rounded up to a hundredth, tolerant of binary noise (0.7 + 0.1 is 0.80, not 0.81).
-fn round_up_hundredth(v: f64) -> f64 {
-    (v * 100.0 - 1e-6).ceil().max(0.0) / 100.0
 }
 
 #[cfg(test)]
@@ -247,12 +199,14 @@ mod tests {
     use crate::run::{Retrieved, Run};
     use std::collections::BTreeMap;
 
-    /// A case with `expected` chunks `e0..` and a run that ranks them at `ranks` among
-    /// `depth` results with decreasing scores.
-    fn suite(specs: &[(usize, &[usize], usize)]) -> (Vec<Case>, Run) {
+    type Spec<'a> = (usize, &'a [usize], usize, Option<&'a str>);
+
+    /// Cases whose `expected` chunks sit at `ranks` among `depth` results with decreasing
+    /// scores.
+    fn report(specs: &[Spec<'_>], policy: &Policy) -> ExamReport {
         let mut cases = Vec::new();
         let mut run = Run::default();
-        for (i, &(n_expected, ranks, depth)) in specs.iter().enumerate() {
+        for (i, &(n_expected, ranks, depth, domain)) in specs.iter().enumerate() {
             let id = format!("q{i}");
             let expected: Vec<String> = (0..n_expected).map(|j| format!("c{i}_e{j}")).collect();
             let mut list: Vec<Retrieved> = (0..depth)
@@ -270,94 +224,61 @@ mod tests {
                 query: format!("question {i}"),
                 expected,
                 top_k: None,
-                domain: None,
+                domain: domain.map(str::to_owned),
                 tags: Vec::new(),
                 gold: false,
                 query_vector: None,
             });
         }
-        (cases, run)
-    }
-
-    fn report(specs: &[(usize, &[usize], usize)], policy: &Policy) -> ExamReport {
-        let (cases, run) = suite(specs);
-        let notes = BTreeMap::new();
         evaluate(ExamInput {
             cases: &cases,
             run: &run,
             corpus: None,
             policy,
-            notes: &notes,
+            notes: &BTreeMap::new(),
             as_of: None,
         })
     }
 
+    const TWO: &[usize] = &[1, 2];
+    const THREE: &[usize] = &[1, 2, 3];
+
     #[test]
-    fn ceiling_is_the_quantile_of_healthy_noise_plus_margin() {
-        // Five healthy cases with 2 or 3 expected chunks first (noise 8 or 7 of 10), one
-        // case missing a chunk (excluded).
+    fn ceiling_is_the_healthy_p90_plus_one_result() {
+        // Healthy: 2 or 3 expected chunks first (noise 8 or 7 of 10); one case misses a
+        // chunk (left out).
         let r = report(
             &[
-                (2, &[1, 2], 10),
-                (2, &[1, 2], 10),
-                (3, &[1, 2, 3], 10),
-                (3, &[1, 2, 3], 10),
-                (2, &[1, 2], 10),
-                (2, &[1, 15], 20),
+                (2, TWO, 10, None),
+                (2, TWO, 10, None),
+                (3, THREE, 10, None),
+                (3, THREE, 10, None),
+                (2, TWO, 10, None),
+                (2, &[1, 15], 20, None),
             ],
             &Policy::default(),
         );
         assert_eq!(r.verdict, crate::exam::Verdict::Stop);
         let c = calibrate(&r, Settings::default()).unwrap();
-        assert_eq!(c.healthy.len(), 5);
-        assert_eq!(c.excluded_recall, 1);
-        assert_eq!(
-            c.distribution,
-            vec![
-                Bucket {
-                    fraction: 0.7,
-                    cases: 2
-                },
-                Bucket {
-                    fraction: 0.8,
-                    cases: 3
-                }
-            ]
-        );
-        assert_eq!(c.quantile_value, 0.8);
+        assert_eq!(c.noise.overall.healthy_cases, 5);
+        assert_eq!(c.noise.overall.p90_fraction, Some(0.8));
         assert_eq!(c.noise_ceiling, 0.9);
         assert_eq!(c.previous_noise_ceiling, 0.3);
         assert_eq!(c.policy.noise_ceiling, 0.9);
+        assert!(!c.reliable);
         assert!(c.suggestions.is_empty(), "{:?}", c.suggestions);
         // The calibrated policy accepts the healthy cases' noise.
-        let again = report(
-            &[
-                (2, &[1, 2], 10),
-                (2, &[1, 2], 10),
-                (3, &[1, 2, 3], 10),
-                (3, &[1, 2, 3], 10),
-                (2, &[1, 2], 10),
-            ],
-            &c.policy,
-        );
+        let again = report(&[(2, TWO, 10, None), (3, THREE, 10, None)], &c.policy);
         assert_eq!(again.summary.over_noise, 0);
     }
 
     #[test]
-    fn a_lower_quantile_leaves_the_outliers_out() {
-        let mut specs: Vec<(usize, &[usize], usize)> = vec![(3, &[1, 2, 3], 10); 9];
-        specs.push((1, &[1], 10));
+    fn a_case_structurally_over_the_calibrated_ceiling_gets_a_top_k() {
+        let mut specs: Vec<Spec<'_>> = vec![(3, THREE, 10, None); 9];
+        specs.push((1, &[1], 10, None));
         let r = report(&specs, &Policy::default());
-        let c = calibrate(
-            &r,
-            Settings {
-                quantile: 0.9,
-                ..Settings::default()
-            },
-        )
-        .unwrap();
-        // 9 cases at 0.7 and one at 0.9: the 9th smallest of 10 is 0.7.
-        assert_eq!(c.quantile_value, 0.7);
+        let c = calibrate(&r, Settings::default()).unwrap();
+        // p90 of nine 0.7 and one 0.9 is 0.7; + 0.1 = 0.8.
         assert_eq!(c.noise_ceiling, 0.8);
         // The one-chunk case cannot fill K = 10: 9 below it > ⌊0.8 × 10⌋ = 8.
         assert_eq!(
@@ -377,17 +298,9 @@ mod tests {
     fn a_case_within_the_ceiling_gets_no_suggestion_whatever_its_k() {
         // One expected chunk at rank 10 of 10: noise 0, though a perfect ranking would
         // leave 9 below it.
-        let r = report(
-            &[
-                (3, &[1, 2, 3], 10),
-                (3, &[1, 2, 3], 10),
-                (3, &[1, 2, 3], 10),
-                (3, &[1, 2, 3], 10),
-                (3, &[1, 2, 3], 10),
-                (1, &[10], 10),
-            ],
-            &Policy::default(),
-        );
+        let mut specs: Vec<Spec<'_>> = vec![(3, THREE, 10, None); 5];
+        specs.push((1, &[10], 10, None));
+        let r = report(&specs, &Policy::default());
         let c = calibrate(&r, Settings::default()).unwrap();
         assert_eq!(c.noise_ceiling, 0.8);
         assert!(c.suggestions.is_empty(), "{:?}", c.suggestions);
@@ -396,7 +309,11 @@ mod tests {
     #[test]
     fn too_few_healthy_cases_is_an_error() {
         let r = report(
-            &[(2, &[1, 2], 10), (2, &[1, 12], 20), (1, &[1], 10)],
+            &[
+                (2, TWO, 10, None),
+                (2, &[1, 12], 20, None),
+                (1, &[1], 10, None),
+            ],
             &Policy::default(),
         );
         let err = calibrate(&r, Settings::default()).unwrap_err();
@@ -412,52 +329,56 @@ mod tests {
     }
 
     #[test]
-    fn domain_ceilings_are_replaced_other_overrides_kept() {
+    fn domain_ceilings_are_recalibrated_or_removed_other_overrides_kept() {
         let mut policy = Policy::default();
-        policy.domains.insert(
-            "a".into(),
-            crate::policy::DomainPolicy {
-                noise_ceiling: Some(0.4),
-                ..Default::default()
-            },
-        );
-        policy.domains.insert(
-            "b".into(),
-            crate::policy::DomainPolicy {
-                noise_ceiling: Some(0.5),
-                top_k: Some(10),
-                ..Default::default()
-            },
-        );
-        let r = report(&[(3, &[1, 2, 3][..], 10); 5], &policy);
+        for (name, top_k) in [("a", None), ("b", Some(10)), ("c", None)] {
+            policy.domains.insert(
+                name.into(),
+                crate::policy::DomainPolicy {
+                    noise_ceiling: Some(0.4),
+                    top_k,
+                    ..Default::default()
+                },
+            );
+        }
+        // Domain a: 5 healthy cases at 0.8; b: one; c: none.
+        let mut specs: Vec<Spec<'_>> = vec![(2, TWO, 10, Some("a")); 5];
+        specs.push((3, THREE, 10, Some("b")));
+        specs.extend(vec![(3, THREE, 10, None); 4]);
+        let r = report(&specs, &policy);
         let c = calibrate(&r, Settings::default()).unwrap();
-        assert_eq!(c.replaced_domain_ceilings, vec!["a", "b"]);
-        assert!(!c.policy.domains.contains_key("a"));
+        assert_eq!(c.noise_ceiling, 0.9);
+        assert_eq!(
+            c.domains,
+            vec![
+                DomainCeiling {
+                    domain: "a".into(),
+                    previous: 0.4,
+                    calibrated: Some(0.9)
+                },
+                DomainCeiling {
+                    domain: "b".into(),
+                    previous: 0.4,
+                    calibrated: None
+                },
+                DomainCeiling {
+                    domain: "c".into(),
+                    previous: 0.4,
+                    calibrated: None
+                },
+            ]
+        );
+        assert_eq!(c.policy.domains["a"].noise_ceiling, Some(0.9));
         assert_eq!(c.policy.domains["b"].top_k, Some(10));
         assert_eq!(c.policy.domains["b"].noise_ceiling, None);
+        assert!(!c.policy.domains.contains_key("c"));
     }
 
     #[test]
-    fn ceiling_rounds_up_and_caps_at_one() {
-        assert_eq!(round_up_hundredth(0.7 + 0.1), 0.8);
-        assert_eq!(round_up_hundredth(0.6667 + 0.1), 0.77);
-        let r = report(&[(1, &[1][..], 10); 5], &Policy::default());
+    fn ceiling_caps_at_one() {
+        let r = report(&[(1, &[1][..], 10, None); 5], &Policy::default());
         let c = calibrate(&r, Settings::default()).unwrap();
-        assert_eq!(c.quantile_value, 0.9);
+        assert_eq!(c.noise.overall.p90_fraction, Some(0.9));
         assert_eq!(c.noise_ceiling, 1.0);
-    }
-
-    #[test]
-    fn bad_settings_are_refused() {
-        let r = report(&[(3, &[1, 2, 3][..], 10); 5], &Policy::default());
-        let err = calibrate(
-            &r,
-            Settings {
-                margin: 1.5,
-                ..Settings::default()
-            },
-        )
-        .unwrap_err();
-        assert_eq!(err.to_string(), "margin must be between 0 and 1, got 1.5");
     }
 }
