@@ -22,7 +22,7 @@ pub enum FieldArg {
 
 #[derive(Debug, clap::Args)]
 pub struct IngestArgs {
-    /// Chunk JSONL (SPEC §1) or a BEIR corpus.jsonl (embedded as title + " " + text).
+    /// Chunk JSONL or a BEIR corpus.jsonl (embedded as title + " " + text).
     #[arg(long, value_name = "CORPUS.jsonl")]
     pub corpus: PathBuf,
     /// The index folder (created, or updated incrementally).

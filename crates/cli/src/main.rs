@@ -55,7 +55,7 @@ enum Command {
     Compare(compare_cmd::CompareArgs),
     /// Render a recorded run: self-contained HTML (default), Markdown, JUnit or JSON.
     Report(report_cmd::ReportArgs),
-    /// Grounding audit (SPEC §7): check, sheet, review, package, verify.
+    /// Grounding audit: check, sheet, review, package, verify.
     Audit(audit_cmd::AuditArgs),
     /// The history itself: migrate between a file and PostgreSQL, check integrity.
     History(history_cmd::HistoryCmdArgs),
