@@ -1,8 +1,8 @@
-//! `veredicto audit`: grounding audit of recorded answers (SPEC §7). Thin: resolves the
-//! arguments and calls `veredicto-grounding`. Exit 0 ok, 1 policy missed / package differs,
+//! `veredicto audit`: grounding audit of recorded answers. Thin: resolves the
+//! arguments, calls `veredicto-grounding`, renders with `veredicto_report::audit` and prints. Exit 0 ok, 1 policy missed / package differs,
 //! 2 error (returned as `Err`).
 
-use crate::audit_target::Target;
+use crate::audit_target::{self as target, Target};
 use crate::history_args::HistoryArgs;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
@@ -10,6 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use veredicto_grounding as g;
+use veredicto_report::audit as report;
 
 /// TARGET arguments: a case file, or a recorded audit run.
 const TARGET_HELP: &str = "Case file (YAML, or JSON by extension), or an audit run in the \
@@ -298,152 +299,48 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "undefined".to_string(), |v| format!("{:.1}%", v * 100.0))
-}
-
 fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let t = Target::open(&a.target, h)?;
-    let (set, reviews) = (&t.set, &t.reviews);
-    let policy = match &a.policy {
-        Some(p) => g::load_policy(p)?,
-        None => g::GroundingPolicy::default(),
+    let t = target::open(&a.target, h)?;
+    let opts = g::CheckOptions {
+        policy: match &a.policy {
+            Some(p) => g::load_policy(p)?,
+            None => g::GroundingPolicy::default(),
+        },
+        k: a.k.clone(),
     };
-    let mut failed = false;
-    let mut out_json = Vec::new();
-    // Counts over all answers (no averaged scores: seed 004).
-    let (mut n_answers, mut n_abst, mut n_claims, mut n_cited, mut n_supp, mut n_unrev) =
-        (0usize, 0usize, 0usize, 0usize, 0usize, 0usize);
-    let mut text = String::new();
-    for case in &set.cases {
-        let ks: Vec<usize> = if a.k.is_empty() {
-            (1..=case.retrieval.len().min(10)).collect()
-        } else {
-            a.k.clone()
-        };
-        let recall: Vec<(usize, Option<f64>)> = ks
-            .iter()
-            .map(|&k| (k, g::document_recall_at(case, k)))
-            .collect();
-        let policy_recall = policy.recall_k.and_then(|k| g::document_recall_at(case, k));
-        text.push_str(&format!(
-            "case {}  snapshot {}  query: {}\n",
-            case.id, case.snapshot, case.query
-        ));
-        if !case.valid_sources.is_empty() {
-            let r: Vec<String> = recall
-                .iter()
-                .map(|(k, v)| format!("@{k} {}", pct(*v)))
-                .collect();
-            text.push_str(&format!("  document recall  {}\n", r.join("  ")));
-        }
-        let facts = g::fact_coverage(case, &ks);
-        if !facts.is_empty() {
-            let r: Vec<String> = facts
-                .iter()
-                .map(|f| match f.facts.is_empty() {
-                    true => format!("@{} 0/{}", f.k, f.required),
-                    false => format!(
-                        "@{} {}/{} ({})",
-                        f.k,
-                        f.facts.len(),
-                        f.required,
-                        f.facts.join(", ")
-                    ),
-                })
-                .collect();
-            text.push_str(&format!("  facts retrieved  {}\n", r.join("  ")));
-        }
-        for (id, x) in case.absences() {
-            text.push_str(&format!(
-                "  absence {id}: the sources do not say {}\n",
-                x.text
-            ));
-        }
-        for ans in &case.answers {
-            let m = g::answer_metrics(case, ans, &|id| {
-                ans.claims
-                    .iter()
-                    .find(|c| c.id == id)
-                    .and_then(|c| g::effective_support(c, reviews))
-            });
-            n_answers += 1;
-            n_abst += usize::from(m.abstention);
-            n_claims += m.claims;
-            n_cited += m.with_citation;
-            n_supp += m.supported;
-            n_unrev += m.unreviewed;
-            let v = g::violations(&policy, &m, policy_recall);
-            failed |= !v.is_empty();
-            if m.abstention {
-                text.push_str(&format!(
-                    "  answer {:<8} abstention (n = 0)  support undefined  coverage {}\n",
-                    m.answer,
-                    pct(m.coverage)
-                ));
-            } else {
-                text.push_str(&format!(
-                    "  answer {:<8} n={}  citation presence {}  support {}  coverage {} ({}/{} facts){}\n",
-                    m.answer,
-                    m.claims,
-                    pct(m.citation_presence),
-                    pct(m.support),
-                    pct(m.coverage),
-                    m.facts_covered,
-                    m.required_facts,
-                    if m.unreviewed > 0 { format!("  {} unreviewed", m.unreviewed) } else { String::new() }
-                ));
-            }
-            for x in &v {
-                text.push_str(&format!("    policy missed: {x}\n"));
-            }
-            out_json.push(serde_json::json!({
-                "metrics": m,
-                "document_recall": recall.iter().map(|(k, v)| serde_json::json!({"k": k, "value": v})).collect::<Vec<_>>(),
-                "violations": v,
-                "fact_coverage": g::fact_coverage(case, &ks),
-            }));
-        }
-    }
-    let mut stdout = crate::output::human_stdout(a.json);
-    if a.json {
-        let doc = serde_json::json!({
-            "cases": t.origin,
-            "run": t.run_meta().map(|m| m.id.clone()),
-            "pass": !failed,
-            "totals": {"answers": n_answers, "abstentions": n_abst, "claims": n_claims,
-                       "with_citation": n_cited, "supported": n_supp, "unreviewed": n_unrev,
-                       "absences": g::absences(set).len()},
-            "answers": out_json,
-            "absences": g::absences(set),
-        });
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
-    } else {
-        write!(stdout, "{text}")?;
-        writeln!(
-            stdout,
-            "totals: {n_answers} answers ({n_abst} abstentions), {n_claims} claims, {n_cited} with citation, {n_supp} supported, {n_unrev} unreviewed, {} absences",
-            g::absences(set).len()
-        )?;
-        writeln!(
-            stdout,
-            "{}",
-            if failed {
-                "policy: missed"
-            } else {
-                "policy: met"
-            }
-        )?;
-    }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
+    let out = g::check(&t.set, &t.reviews, &opts);
+    let run = t.run_meta().map(|m| m.id.as_str());
+    print(
+        a.json,
+        &report::check_json(&out, &t.origin, run),
+        &report::check_human(&out),
+    )?;
+    Ok(if out.pass {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     })
 }
 
+/// Prints one rendering to stdout: the JSON as is, the human text escaped for the terminal.
+/// (Every audit command's stdout goes through here.)
+fn print(json: bool, json_text: &str, human_text: &str) -> anyhow::Result<()> {
+    let mut stdout = crate::output::human_stdout(json);
+    stdout.write_all(if json { json_text } else { human_text }.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Prints bytes to stdout unchanged (sheets, and text its renderer already escaped).
+fn print_raw(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(bytes)?;
+    stdout.flush()?;
+    Ok(())
+}
+
 fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let t = Target::open(&a.target, h)?;
+    let t = target::open(&a.target, h)?;
     let rows = g::build_sheet(&t.set, &t.reviews, &t.suggestions);
     let bytes = match a.format {
         SheetFormat::Csv => g::to_csv(&rows)?,
@@ -457,13 +354,13 @@ fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     };
     match &a.out {
         Some(p) => crate::output::write_atomic(p, &bytes)?,
-        None => std::io::stdout().lock().write_all(&bytes)?,
+        None => print_raw(&bytes)?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let t = Target::open(&a.target, h)?;
+    let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let rec = g::new_review(
         &t.set,
@@ -478,8 +375,10 @@ fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let original = t
         .claim(&a.claim)
         .and_then(|c| g::effective_support(c, &t.reviews));
-    let place = t.append_reviews(std::slice::from_ref(&rec))?;
-    if let Some(note) = t.recorded_elsewhere(h) {
+    let appended = t.append_reviews(std::slice::from_ref(&rec))?;
+    target::warn(&appended.warnings);
+    let place = appended.place;
+    if let Some(note) = target::recorded_elsewhere(&t, h) {
         eprintln!("{note}");
     }
     let kind = match original {
@@ -497,50 +396,26 @@ fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let t = Target::open(&a.target, h)?;
+    let t = target::open(&a.target, h)?;
     // The previous recording: as asked, else (for a run) the run it replays or the
     // previous run of the same case file.
-    let previous = match (&a.previous, t.run_meta(), t.history()) {
-        (Some(p), _, _) => Some(Target::open(p, h)?),
-        (None, Some(meta), Some(history)) => match history.previous_audit_run(&meta.id)? {
+    let previous = match &a.previous {
+        Some(p) => Some(target::open(p, h)?),
+        None => match t.default_previous()? {
             Some(id) => Some(Target::from_run(h.open_existing()?, &id)?),
             None => None,
         },
-        _ => None,
     };
-    let comparison = previous
-        .as_ref()
-        .map(|b| g::compare(&b.set, &b.reviews, &t.set, &t.reviews));
     let notes = match &a.notes {
         Some(p) => Some(std::fs::read(p).with_context(|| p.display().to_string())?),
-        None => t.notes.clone(),
+        None => None,
     };
-    let run = t.run_meta().map(|m| {
-        serde_json::json!({
-            "id": m.id, "created_at": m.created_at, "label": m.label, "replay_of": m.replay_of,
-            "cases_sha256": m.cases_sha256, "recorded_by": m.tool_version,
-            "git_revision": m.git_revision,
-            "compared_with": previous.as_ref().map(|p| p.run_meta().map_or_else(|| p.origin.clone(), |m| m.id.clone())),
-        })
-    });
-    let created = a
-        .created
-        .clone()
-        .or_else(|| t.run_meta().map(|m| m.created_at.clone()));
-    let files = g::build_package(&g::PackageInputs {
-        cases_name: &t.name,
-        cases_bytes: &t.bytes,
-        set: &t.set,
-        reviews_bytes: t.raw_reviews.as_deref(),
-        reviews: &t.reviews,
-        suggestions_bytes: t.raw_suggestions.as_deref(),
-        suggestions: &t.suggestions,
-        run,
-        notes: notes.as_deref(),
-        tool_version: env!("CARGO_PKG_VERSION"),
-        created: created.as_deref(),
-        comparison: comparison.as_ref(),
-    })?;
+    let files = t.package_files(
+        previous.as_ref(),
+        notes.as_deref(),
+        a.created.as_deref(),
+        env!("CARGO_PKG_VERSION"),
+    )?;
     let out = a.out.to_string_lossy();
     if out.ends_with(".tar.gz") || out.ends_with(".tgz") {
         let b = g::tar_gz(&files)?;
@@ -574,39 +449,12 @@ fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     };
     let mut v = g::verify_package(&a.package, &limits)?;
     check_against_history(&mut v, h)?;
-    let files = v.members.len();
-    let mut stdout = crate::output::human_stdout(a.json);
-    if a.json {
-        let doc = serde_json::json!({
-            "package": a.package.display().to_string(), "verified": v.verified(), "files": files,
-            "run": v.run.as_ref().map(|r| r.id.clone()),
-            "differences": v.differences, "checked": v.checked, "not_checked": v.not_checked,
-        });
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
-    } else {
-        for d in &v.differences {
-            writeln!(stdout, "{d}")?;
-        }
-        for c in &v.checked {
-            writeln!(stdout, "checked: {c}")?;
-        }
-        for n in &v.not_checked {
-            writeln!(stdout, "not checked: {n}")?;
-        }
-        if v.verified() {
-            writeln!(
-                stdout,
-                "verified: {} ({files} files match the manifest)",
-                a.package.display()
-            )?;
-        } else {
-            writeln!(
-                stdout,
-                "NOT verified: {} difference(s)",
-                v.differences.len()
-            )?;
-        }
-    }
+    let package = a.package.display().to_string();
+    print(
+        a.json,
+        &report::verification_json(&v, &package),
+        &report::verification_human(&v, &package),
+    )?;
     Ok(if v.verified() {
         ExitCode::SUCCESS
     } else {
@@ -665,49 +513,20 @@ fn check_against_history(v: &mut g::Verification, h: &HistoryArgs) -> anyhow::Re
 }
 
 fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let t = Target::open(&a.target, h)?;
+    let t = target::open(&a.target, h)?;
     let new = g::load_sources(&a.sources)?;
     let hits = g::impact(&t.set, &new);
     let reopened = g::reopened_absences(&t.set, &new);
-    let mut stdout = crate::output::human_stdout(a.json);
-    if a.json {
-        let doc = serde_json::json!({"cases": t.origin, "sources": a.sources.display().to_string(), "impacted": hits, "reopened_absences": reopened});
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
-    } else if hits.is_empty() {
-        writeln!(stdout, "no cited passage changed")?;
-    } else {
-        for h in &hits {
-            writeln!(
-                stdout,
-                "{} {} {} [{}] {}{} {} -> {}: {}",
-                h.case,
-                h.answer,
-                h.claim,
-                h.citation,
-                h.source,
-                h.passage
-                    .as_deref()
-                    .map(|p| format!("#{p}"))
-                    .unwrap_or_default(),
-                h.old_version,
-                h.new_version.as_deref().unwrap_or("(gone)"),
-                h.change
-            )?;
-        }
-        writeln!(stdout, "{} claim citation(s) to re-review", hits.len())?;
-    }
-    if !a.json {
-        for r in &reopened {
-            writeln!(
-                stdout,
-                "{} absence {} reopened: {} {} -> {} ({}) may now say: {}",
-                r.case, r.absence, r.source, r.old_version, r.new_version, r.change, r.lacking
-            )?;
-        }
-        if !reopened.is_empty() {
-            writeln!(stdout, "{} absence(s) to answer again", reopened.len())?;
-        }
-    }
+    print(
+        a.json,
+        &report::impact_json(
+            &hits,
+            &reopened,
+            &t.origin,
+            &a.sources.display().to_string(),
+        ),
+        &report::impact_human(&hits, &reopened),
+    )?;
     Ok(if hits.is_empty() && reopened.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -742,56 +561,24 @@ fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let t = Target::open(&a.target, h)?;
+    let t = target::open(&a.target, h)?;
     let pairs = if a.suggestions {
         g::suggestion_pairs(&t.set, &t.reviews, &t.suggestions)
     } else {
         g::reviewer_pairs(&t.set, &t.reviews)
     };
     let ag = g::cohen_kappa(&pairs);
-    let mut stdout = crate::output::human_stdout(a.json);
-    if a.json {
-        let labels: Vec<&str> = g::VERDICTS.iter().map(|v| v.as_str()).collect();
-        let doc = serde_json::json!({"labels": labels, "agreement": ag});
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let f = |v: Option<f64>| v.map_or_else(|| "undefined".to_string(), |v| format!("{v:.3}"));
-    writeln!(
-        stdout,
-        "pairs {}  observed {}  chance {}  Cohen's kappa {}",
-        ag.pairs,
-        f(ag.observed),
-        f(ag.expected),
-        f(ag.kappa)
+    print(
+        a.json,
+        &report::agreement_json(&ag),
+        &report::agreement_human(&ag, a.suggestions),
     )?;
-    writeln!(
-        stdout,
-        "rows: verdict in force; columns: {}",
-        if a.suggestions {
-            "model suggestion"
-        } else {
-            "annex reviewer"
-        }
-    )?;
-    write!(stdout, "{:<20}", "")?;
-    for v in g::VERDICTS {
-        write!(stdout, "{:>20}", v.as_str())?;
-    }
-    writeln!(stdout)?;
-    for (i, v) in g::VERDICTS.iter().enumerate() {
-        write!(stdout, "{:<20}", v.as_str())?;
-        for n in ag.matrix[i] {
-            write!(stdout, "{n:>20}")?;
-        }
-        writeln!(stdout)?;
-    }
     Ok(ExitCode::SUCCESS)
 }
 
 fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let base = Target::open(&a.base, h)?;
-    let new = Target::open(&a.new, h)?;
+    let base = target::open(&a.base, h)?;
+    let new = target::open(&a.new, h)?;
     print_comparison(&base, &new, a.json)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -799,107 +586,36 @@ fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
 /// Prints the comparison of two recordings (text, or JSON with both origins).
 fn print_comparison(base: &Target, new: &Target, json: bool) -> anyhow::Result<()> {
     let c = g::compare(&base.set, &base.reviews, &new.set, &new.reviews);
-    let mut stdout = crate::output::human_stdout(json);
-    if json {
-        let doc = serde_json::json!({
-            "base": base.run_meta().map_or_else(|| base.origin.clone(), |m| m.id.clone()),
-            "new": new.run_meta().map_or_else(|| new.origin.clone(), |m| m.id.clone()),
-            "compared": c.compared,
-            "not_compared": c.not_compared,
-        });
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
-        return Ok(());
-    }
-    writeln!(stdout, "base: {}\nnew:  {}", base.origin, new.origin)?;
-    for x in &c.compared {
-        writeln!(
-            stdout,
-            "{} {} -> {}: citation presence {} -> {}  support {} -> {}  coverage {} -> {}",
-            x.case,
-            x.base.answer,
-            x.new.answer,
-            pct(x.base.citation_presence),
-            pct(x.new.citation_presence),
-            pct(x.base.support),
-            pct(x.new.support),
-            pct(x.base.coverage),
-            pct(x.new.coverage)
-        )?;
-        for v in &x.verdict_changes {
-            writeln!(stdout, "  verdict changed: {v}")?;
-        }
-        for v in &x.claims_only_in_base {
-            writeln!(stdout, "  claim only in base: {v}")?;
-        }
-        for v in &x.claims_only_in_new {
-            writeln!(stdout, "  claim only in new: {v}")?;
-        }
-        for v in &x.configuration_changes {
-            writeln!(stdout, "  {v}")?;
-        }
-        writeln!(
-            stdout,
-            "  absences: {} -> {}{}",
-            x.absences_base.len(),
-            x.absences_new.len(),
-            if x.absences_new.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", x.absences_new.join("; "))
-            }
-        )?;
-        for v in &x.absence_changes {
-            writeln!(stdout, "  {v}")?;
-        }
-    }
-    for n in &c.not_compared {
-        match &n.answer {
-            Some(ans) => writeln!(stdout, "not compared: {} {ans}: {}", n.case, n.reason)?,
-            None => writeln!(stdout, "not compared: {}: {}", n.case, n.reason)?,
-        }
-    }
-    writeln!(
-        stdout,
-        "{} answer(s) compared, {} not compared",
-        c.compared.len(),
-        c.not_compared.len()
-    )?;
-    Ok(())
+    print(
+        json,
+        &report::comparison_json(&c, &base.reference(), &new.reference()),
+        &report::comparison_human(&c, &base.origin, &new.origin),
+    )
 }
 
 fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let t = Target::open(&a.target, h)?;
+    let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let (recs, failures) = match (&a.nli, &a.judge) {
         (Some(dir), _) => (nli_suggestions(&t, dir, &time)?, Vec::new()),
         (None, Some(url)) => judge_suggestions(&t, &a, url, &time)?,
         (None, None) => bail!("give --nli DIR or --judge URL"),
     };
-    let place = t.append_suggestions(&recs)?;
-    if let Some(note) = t.recorded_elsewhere(h) {
+    let appended = t.append_suggestions(&recs)?;
+    target::warn(&appended.warnings);
+    let place = appended.place;
+    if let Some(note) = target::recorded_elsewhere(&t, h) {
         eprintln!("{note}");
     }
-    let mut stdout = crate::output::human_stdout(a.json);
-    if a.json {
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&recs)?)?;
-    } else {
-        for r in &recs {
-            let human = t
-                .claim(&r.claim)
-                .and_then(|c| g::effective_support(c, &t.reviews))
-                .map_or("pending", |s| s.as_str());
-            let score = r.score().map_or_else(String::new, |v| format!(" {v:.3}"));
-            writeln!(
-                stdout,
-                "{} {} {}: suggested {} ({}{score}); reviewer: {human}",
-                r.case,
-                r.answer,
-                r.claim,
-                r.suggestion.as_str(),
-                r.label
-            )?;
-        }
-    }
+    let reviewer = |claim: &str| {
+        t.claim(claim)
+            .and_then(|c| g::effective_support(c, &t.reviews))
+    };
+    print(
+        a.json,
+        &report::suggestions_json(&recs),
+        &report::suggestions_human(&recs, &reviewer),
+    )?;
     for f in &failures {
         eprintln!(
             "veredicto: no suggestion: {}",
@@ -921,6 +637,22 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// A local NLI sequence-classification model, for `veredicto_grounding::nli_suggestions`.
+struct Nli(veredicto_embed::CrossEncoder);
+
+impl g::NliModel for Nli {
+    fn labels(&self) -> &[String] {
+        self.0.labels()
+    }
+    fn logits(
+        &self,
+        premise: &str,
+        hypothesis: &str,
+    ) -> Result<Option<Vec<f32>>, g::suggest::ModelError> {
+        Ok(self.0.logits(premise, &[hypothesis])?.into_iter().next())
+    }
+}
+
 /// Suggestions from a local NLI sequence-classification model.
 fn nli_suggestions(
     t: &Target,
@@ -930,13 +662,6 @@ fn nli_suggestions(
     use veredicto_embed::Reranker;
     let model = veredicto_embed::CrossEncoder::load(dir)
         .with_context(|| format!("loading NLI model {}", dir.display()))?;
-    let labels: Vec<String> = model.labels().to_vec();
-    if !labels.iter().any(|l| l.eq_ignore_ascii_case("entailment")) {
-        bail!(
-            "{}: not an NLI model: labels {labels:?} have no `entailment`",
-            dir.display()
-        );
-    }
     let fp = model.fingerprint();
     let model_id = format!(
         "{} ({}; {})",
@@ -947,41 +672,27 @@ fn nli_suggestions(
             .cloned()
             .unwrap_or_default()
     );
-    let mut recs = Vec::new();
-    for (case, answer, claim, premise, hypothesis) in g::nli_inputs(&t.set) {
-        let logits = model.logits(&premise, &[hypothesis.as_str()])?;
-        let Some(row) = logits.first() else { continue };
-        let p = g::softmax(row);
-        // Highest probability; ties go to the lowest label index.
-        let (top, _) = p
-            .iter()
-            .enumerate()
-            .fold((0, f64::NEG_INFINITY), |(bi, bv), (i, &v)| {
-                if v > bv {
-                    (i, v)
-                } else {
-                    (bi, bv)
-                }
-            });
-        let label = labels.get(top).cloned().unwrap_or_default();
-        let Some(suggestion) = g::label_to_support(&label) else {
-            bail!("{}: label `{label}` has no support mapping", dir.display());
-        };
-        recs.push(g::SuggestionRecord {
-            case,
-            answer,
-            claim,
-            suggestion,
-            label,
-            probabilities: labels.iter().cloned().zip(p.iter().copied()).collect(),
-            confidence: None,
-            reason: None,
-            model: model_id.clone(),
-            method: g::NLI_METHOD.into(),
-            time: time.to_string(),
-        });
+    let name = dir.display().to_string();
+    Ok(g::nli_suggestions(
+        &t.set,
+        &Nli(model),
+        &name,
+        &model_id,
+        time,
+    )?)
+}
+
+/// An OpenAI-compatible chat client, for `veredicto_grounding::judge_suggestions`.
+struct ChatJudge(veredicto_embed::ChatClient);
+
+impl g::Judge for ChatJudge {
+    fn complete(&self, system: &str, user: &str) -> Result<g::JudgeReply, g::suggest::ModelError> {
+        let r = self.0.complete(system, user)?;
+        Ok(g::JudgeReply {
+            content: r.content,
+            model: r.model,
+        })
     }
-    Ok(recs)
 }
 
 /// Suggestions from a chat model asked with the fixed `judge/1` prompt. Replies that cannot
@@ -1007,41 +718,13 @@ fn judge_suggestions(
         );
     }
     let client = veredicto_embed::ChatClient::new(cfg)?;
-    let method = g::judge_method();
-    let mut recs = Vec::new();
-    let mut failures = Vec::new();
-    for input in g::judge_inputs(&t.set) {
-        let reply = client
-            .complete(g::JUDGE_SYSTEM_PROMPT, &g::judge_user_message(&input))
-            .with_context(|| format!("judge for claim {}", input.claim))?;
-        match g::parse_judge_reply(&reply.content) {
-            Ok(v) => {
-                let answered = match &reply.model {
-                    Some(m) if m != &model => format!(" (answered by {m})"),
-                    _ => String::new(),
-                };
-                recs.push(g::SuggestionRecord {
-                    case: input.case,
-                    answer: input.answer,
-                    claim: input.claim,
-                    suggestion: v.verdict,
-                    label: v.verdict.as_str().into(),
-                    probabilities: Default::default(),
-                    confidence: v.confidence,
-                    reason: v.reason,
-                    model: format!("{model} @ {}{answered}", client.url()),
-                    method: method.clone(),
-                    time: time.to_string(),
-                });
-            }
-            Err(e) => failures.push(format!("{} {}: {e}", input.case, input.claim)),
-        }
-    }
-    Ok((recs, failures))
+    let url = client.url().to_string();
+    let out = g::judge_suggestions(&t.set, &ChatJudge(client), &model, &url, time)?;
+    Ok((out.records, out.failures))
 }
 
 fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let t = Target::from_file(&a.cases)?;
+    let t = target::from_file(&a.cases)?;
     let id = record_target(&t, None, a.recording, h)?;
     let c = t.counts();
     eprintln!(
@@ -1092,7 +775,7 @@ fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     }
     let base = Target::from_run(h.open_existing()?, &a.base)?;
     let base_id = base.run_meta().map(|m| m.id.clone()).unwrap_or_default();
-    let new = Target::from_file(&a.cases)?;
+    let new = target::from_file(&a.cases)?;
     let c = g::compare(&base.set, &base.reviews, &new.set, &new.reviews);
     if c.compared.is_empty() {
         let reasons: Vec<String> = c
@@ -1116,44 +799,9 @@ fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
 fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let history = h.open_read_only()?;
     let list = history.audit_runs(a.limit)?;
-    let mut stdout = std::io::stdout().lock();
-    if a.json {
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&list)?)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if list.is_empty() {
-        writeln!(stdout, "no audit runs in {}", h.history.display())?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    writeln!(
-        stdout,
-        "{:<26}  {:<24}  {:<16}  {:>5} {:>7} {:>6} {:>7} {:>11}  replay of / label",
-        "id", "created", "cases file", "cases", "answers", "claims", "reviews", "suggestions"
-    )?;
-    for r in &list {
-        let m = &r.meta;
-        let tail = [
-            m.replay_of.clone().map(|x| format!("replay of {x}")),
-            m.label.clone(),
-        ]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join("  ");
-        let esc = veredicto_core::redact::escape_control;
-        writeln!(
-            stdout,
-            "{:<26}  {:<24}  {:<16}  {:>5} {:>7} {:>6} {:>7} {:>11}  {}",
-            m.id,
-            esc(&m.created_at),
-            esc(&m.cases_name),
-            m.counts.cases,
-            m.counts.answers,
-            m.counts.claims,
-            r.reviews,
-            r.suggestions,
-            esc(&tail)
-        )?;
+    match a.json {
+        true => print_raw(report::runs_json(&list).as_bytes())?,
+        false => print_raw(report::runs_human(&list, &h.history.display()).as_bytes())?,
     }
     Ok(ExitCode::SUCCESS)
 }

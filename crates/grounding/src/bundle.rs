@@ -1,4 +1,4 @@
-//! What goes into an audit package (SPEC §7), built in memory and deterministic.
+//! What goes into an audit package, built in memory and deterministic.
 
 use crate::error::GroundingError;
 use crate::metrics::{answer_metrics, document_recall_at};

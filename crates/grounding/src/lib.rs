@@ -1,10 +1,13 @@
-//! Grounding audit (SPEC §7, seeds 002 and 004): frozen cases, per-claim association and
-//! support verdicts with reasons, grounding measures, evidence sheets, append-only reviews
-//! and hashed audit packages. No clock, no environment: callers pass times and versions.
+//! Grounding audit: frozen cases, per-claim association and support verdicts with reasons,
+//! grounding measures, the `check` gate, model suggestions, evidence sheets, append-only
+//! reviews and hashed audit packages, over a case file or a recorded run ([`AuditTarget`]).
+//! No clock, no environment: callers pass times and versions. `veredicto-report`'s `audit`
+//! module renders the results; `docs/grounding.md` shows the API in use.
 
 mod absence;
 mod agreement;
 mod bundle;
+pub mod check;
 mod compare;
 mod error;
 mod impact;
@@ -19,7 +22,8 @@ mod policy;
 mod review;
 mod scifact;
 mod sheet;
-mod suggest;
+pub mod suggest;
+pub mod target;
 
 pub use absence::{
     absence_changes, absences, configuration_changes, fact_coverage, reopened_absences,
@@ -27,6 +31,7 @@ pub use absence::{
 };
 pub use agreement::{cohen_kappa, reviewer_pairs, Agreement, VERDICTS};
 pub use bundle::{build_package, PackageInputs};
+pub use check::{check, CheckOptions, CheckOutcome, CheckTotals};
 pub use compare::{compare, AnswerComparison, Comparison, NotCompared};
 pub use error::{GroundingError, Issue};
 pub use impact::{impact, load_sources, Impact, SourceSet};
@@ -57,9 +62,11 @@ pub use scifact::scifact_cases;
 pub use sheet::{build_sheet, effective_support, to_csv, to_html, to_json, to_markdown, SheetRow};
 
 pub use suggest::{
-    append_suggestions, label_to_support, nli_inputs, read_suggestion_log, read_suggestions,
-    softmax, suggestion_log_path, suggestion_pairs, SuggestionRecord, NLI_METHOD,
+    append_suggestions, argmax, judge_suggestions, label_to_support, nli_inputs, nli_suggestions,
+    read_suggestion_log, read_suggestions, softmax, suggestion_log_path, suggestion_pairs, Judge,
+    JudgeOutcome, JudgeReply, NliModel, SuggestError, SuggestionRecord, NLI_METHOD,
 };
+pub use target::{AuditTarget, TargetError};
 
 /// The JSON Schema of case files (same text as `docs/grounding-schema.json`).
 pub const CASE_SCHEMA_JSON: &str = include_str!("../schema/grounding-schema.json");

@@ -1,4 +1,4 @@
-//! Grounding measures (seed 002), pure functions over a recorded answer.
+//! Grounding measures, pure functions over a recorded answer.
 
 use crate::model::{Answer, Case, Support};
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! The frozen case set (SPEC §7): what a reviewer audits, exactly as it was recorded.
+//! The frozen case set: what a reviewer audits, exactly as it was recorded.
 //! Documented in `docs/grounding.md`; JSON Schema in `docs/grounding-schema.json`.
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! The evidence sheet: one row per material claim (SPEC §7), then one row per declared
+//! The evidence sheet: one row per material claim, then one row per declared
 //! absence and answer ("the sources do not say": what was asked, what the sources lack).
 //! Attached and supported are separate columns, never merged. Rendered as CSV, JSON,
 //! Markdown or HTML.

@@ -1,6 +1,7 @@
 //! Suggested support from a model (e.g. an NLI cross-encoder): stored beside the human verdict
 //! in `<cases>.suggestions.jsonl` (append-only), never in its place. This module holds the
-//! records and the label mapping; running a model is the caller's job.
+//! records, the label mapping and the orchestration over any model behind [`NliModel`] or
+//! [`Judge`]; loading a model or opening a connection is the caller's job.
 
 use crate::error::GroundingError;
 use crate::jsonl::{AppendReport, LogRead};
@@ -79,6 +80,174 @@ pub fn softmax(logits: &[f32]) -> Vec<f64> {
     e.iter().map(|x| x / s).collect()
 }
 
+/// The index of the highest probability; ties (and NaN) go to the lowest index; 0 when empty.
+pub fn argmax(p: &[f64]) -> usize {
+    let (top, _) = p
+        .iter()
+        .enumerate()
+        .fold((0, f64::NEG_INFINITY), |(bi, bv), (i, &v)| {
+            if v > bv {
+                (i, v)
+            } else {
+                (bi, bv)
+            }
+        });
+    top
+}
+
+/// A boxed error of a model or a server, shown as its own message.
+pub type ModelError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why suggestions could not be made (nothing is stored then).
+#[derive(Debug, thiserror::Error)]
+pub enum SuggestError {
+    /// The model has no `entailment` label.
+    #[error("{model}: not an NLI model: labels {labels:?} have no `entailment`")]
+    NotNli { model: String, labels: Vec<String> },
+    /// The top label has no verdict (see [`label_to_support`]).
+    #[error("{model}: label `{label}` has no support mapping")]
+    UnmappedLabel { model: String, label: String },
+    /// Running the model failed.
+    #[error(transparent)]
+    Model(ModelError),
+    /// The judge could not be asked (after its retries).
+    #[error("judge for claim {claim}")]
+    Judge {
+        claim: String,
+        #[source]
+        error: ModelError,
+    },
+}
+
+/// A sequence-classification model over (premise, hypothesis) pairs.
+pub trait NliModel {
+    /// Its labels, in the order of its logits.
+    fn labels(&self) -> &[String];
+    /// The logits of one pair (`None`: the model gave no row).
+    fn logits(&self, premise: &str, hypothesis: &str) -> Result<Option<Vec<f32>>, ModelError>;
+}
+
+/// Suggestions for every claim with cited passage text (see [`nli_inputs`]): the softmax of
+/// the logits, the top label ([`argmax`]) and its verdict ([`label_to_support`]).
+/// `name` names the model in messages, `model_id` is recorded with every suggestion.
+pub fn nli_suggestions(
+    set: &CaseSet,
+    model: &dyn NliModel,
+    name: &str,
+    model_id: &str,
+    time: &str,
+) -> Result<Vec<SuggestionRecord>, SuggestError> {
+    let labels: Vec<String> = model.labels().to_vec();
+    if !labels.iter().any(|l| l.eq_ignore_ascii_case("entailment")) {
+        return Err(SuggestError::NotNli {
+            model: name.to_string(),
+            labels,
+        });
+    }
+    let mut recs = Vec::new();
+    for (case, answer, claim, premise, hypothesis) in nli_inputs(set) {
+        let Some(row) = model
+            .logits(&premise, &hypothesis)
+            .map_err(SuggestError::Model)?
+        else {
+            continue;
+        };
+        let p = softmax(&row);
+        let label = labels.get(argmax(&p)).cloned().unwrap_or_default();
+        let Some(suggestion) = label_to_support(&label) else {
+            return Err(SuggestError::UnmappedLabel {
+                model: name.to_string(),
+                label,
+            });
+        };
+        recs.push(SuggestionRecord {
+            case,
+            answer,
+            claim,
+            suggestion,
+            label,
+            probabilities: labels.iter().cloned().zip(p.iter().copied()).collect(),
+            confidence: None,
+            reason: None,
+            model: model_id.to_string(),
+            method: NLI_METHOD.into(),
+            time: time.to_string(),
+        });
+    }
+    Ok(recs)
+}
+
+/// A chat model's reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JudgeReply {
+    pub content: String,
+    /// The model the server says answered, when it says.
+    pub model: Option<String>,
+}
+
+/// A chat model asked as a judge.
+pub trait Judge {
+    /// One completion of a system and a user message.
+    fn complete(&self, system: &str, user: &str) -> Result<JudgeReply, ModelError>;
+}
+
+/// What a judge suggested, and the claims whose reply could not be read (named by case
+/// and claim, with the reason; they are not stored).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JudgeOutcome {
+    pub records: Vec<SuggestionRecord>,
+    pub failures: Vec<String>,
+}
+
+/// Suggestions from a chat model asked with the fixed `judge/1` prompt, for every claim with
+/// cited passage text. `model` is the model asked for at `url` (both recorded).
+pub fn judge_suggestions(
+    set: &CaseSet,
+    judge: &dyn Judge,
+    model: &str,
+    url: &str,
+    time: &str,
+) -> Result<JudgeOutcome, SuggestError> {
+    let method = crate::judge::judge_method();
+    let mut out = JudgeOutcome::default();
+    for input in crate::judge::judge_inputs(set) {
+        let reply = judge
+            .complete(
+                crate::judge::JUDGE_SYSTEM_PROMPT,
+                &crate::judge::judge_user_message(&input),
+            )
+            .map_err(|error| SuggestError::Judge {
+                claim: input.claim.clone(),
+                error,
+            })?;
+        match crate::judge::parse_judge_reply(&reply.content) {
+            Ok(v) => {
+                let answered = match &reply.model {
+                    Some(m) if m != model => format!(" (answered by {m})"),
+                    _ => String::new(),
+                };
+                out.records.push(SuggestionRecord {
+                    case: input.case,
+                    answer: input.answer,
+                    claim: input.claim,
+                    suggestion: v.verdict,
+                    label: v.verdict.as_str().into(),
+                    probabilities: Default::default(),
+                    confidence: v.confidence,
+                    reason: v.reason,
+                    model: format!("{model} @ {url}{answered}"),
+                    method: method.clone(),
+                    time: time.to_string(),
+                });
+            }
+            Err(e) => out
+                .failures
+                .push(format!("{} {}: {e}", input.case, input.claim)),
+        }
+    }
+    Ok(out)
+}
+
 /// (case, answer, claim ID, premise, hypothesis) for every claim with at least one cited
 /// passage text: the premise is the cited passages' texts joined with a space.
 pub fn nli_inputs(set: &CaseSet) -> Vec<(String, String, String, String, String)> {
@@ -129,4 +298,175 @@ pub fn suggestion_pairs(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CASES: &str = r#"
+schema: veredicto-grounding/1
+cases:
+  - id: Q
+    query: q
+    snapshot: s
+    sources: [{ id: D, version: v1, passages: [{ id: p, text: "The sky is blue." }] }]
+    answers:
+      - id: A
+        text: "The sky is blue [D]. It rains."
+        citations: [{ id: D, source: D, passage: p }]
+        claims:
+          - { id: A-1, text: "The sky is blue.", citations: [D] }
+          - { id: A-2, text: "It rains." }
+          - { id: A-3, text: "The sky is green.", citations: [D] }
+"#;
+
+    fn set() -> CaseSet {
+        crate::load::parse_cases(Path::new("cases.yaml"), CASES).expect("valid cases")
+    }
+
+    /// Fixed logits per hypothesis: a stand-in for a classifier, to test the arithmetic.
+    struct Fixed(Vec<String>, Vec<(&'static str, Vec<f32>)>);
+
+    impl NliModel for Fixed {
+        fn labels(&self) -> &[String] {
+            &self.0
+        }
+        fn logits(&self, _premise: &str, h: &str) -> Result<Option<Vec<f32>>, ModelError> {
+            Ok(self.1.iter().find(|(x, _)| *x == h).map(|(_, l)| l.clone()))
+        }
+    }
+
+    fn labels(l: &[&str]) -> Vec<String> {
+        l.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn softmax_is_stable_and_sums_to_one() {
+        let p = softmax(&[1000.0, 1000.0, 999.0]);
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!((p[0] - p[1]).abs() < 1e-15);
+        assert!(p[2] < p[0]);
+        let q = softmax(&[0.0, (2.0f32).ln()]);
+        assert!((q[0] - 1.0 / 3.0).abs() < 1e-6 && (q[1] - 2.0 / 3.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn argmax_takes_the_lowest_index_on_ties() {
+        assert_eq!(argmax(&[0.2, 0.5, 0.3]), 1);
+        assert_eq!(argmax(&[0.4, 0.4, 0.2]), 0);
+        assert_eq!(argmax(&[0.1, 0.45, 0.45]), 1);
+        assert_eq!(argmax(&[]), 0);
+        assert_eq!(argmax(&[f64::NAN, 0.3]), 1);
+    }
+
+    #[test]
+    fn labels_map_to_verdicts() {
+        for l in ["entailment", "ENTAILMENT", "entails", "supports", "support"] {
+            assert_eq!(label_to_support(l), Some(Support::Supported), "{l}");
+        }
+        for l in ["contradiction", "neutral", "not_entailment", "Contradicts"] {
+            assert_eq!(label_to_support(l), Some(Support::Unsupported), "{l}");
+        }
+        assert_eq!(label_to_support("LABEL_0"), None);
+    }
+
+    #[test]
+    fn nli_suggestions_take_the_top_label_of_every_cited_claim() {
+        let m = Fixed(
+            labels(&["contradiction", "entailment", "neutral"]),
+            vec![
+                ("The sky is blue.", vec![0.0, 3.0, 1.0]),
+                ("The sky is green.", vec![4.0, 0.0, 1.0]),
+            ],
+        );
+        let recs = nli_suggestions(&set(), &m, "tiny", "tiny (bert; abc)", "T").unwrap();
+        let got: Vec<(&str, Support, &str)> = recs
+            .iter()
+            .map(|r| (r.claim.as_str(), r.suggestion, r.label.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("A-1", Support::Supported, "entailment"),
+                ("A-3", Support::Unsupported, "contradiction"),
+            ],
+            "A-2 cites nothing and is skipped"
+        );
+        let p = &recs[0].probabilities;
+        assert!((p.values().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert_eq!(recs[0].score(), p.get("entailment").copied());
+        assert_eq!(recs[0].model, "tiny (bert; abc)");
+        assert_eq!(recs[0].method, NLI_METHOD);
+        assert_eq!(recs[0].time, "T");
+    }
+
+    #[test]
+    fn a_model_without_entailment_or_with_an_unmapped_top_label_is_refused() {
+        let m = Fixed(labels(&["LABEL_0", "LABEL_1"]), vec![]);
+        let e = nli_suggestions(&set(), &m, "dir", "id", "T").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "dir: not an NLI model: labels [\"LABEL_0\", \"LABEL_1\"] have no `entailment`"
+        );
+        let m = Fixed(
+            labels(&["entailment", "other"]),
+            vec![("The sky is blue.", vec![0.0, 1.0])],
+        );
+        let e = nli_suggestions(&set(), &m, "dir", "id", "T").unwrap_err();
+        assert_eq!(e.to_string(), "dir: label `other` has no support mapping");
+    }
+
+    struct Replies(Vec<&'static str>, std::cell::Cell<usize>);
+
+    impl Judge for Replies {
+        fn complete(&self, system: &str, _user: &str) -> Result<JudgeReply, ModelError> {
+            assert_eq!(system, crate::judge::JUDGE_SYSTEM_PROMPT);
+            let i = self.1.get();
+            self.1.set(i + 1);
+            Ok(JudgeReply {
+                content: self.0[i].to_string(),
+                model: Some(if i == 0 { "m" } else { "m-2" }.to_string()),
+            })
+        }
+    }
+
+    #[test]
+    fn judge_suggestions_store_readable_replies_and_name_the_rest() {
+        let j = Replies(
+            vec![
+                r#"{"verdict": "supported", "confidence": 0.9, "reason": "it says so"}"#,
+                "I think it is fine",
+            ],
+            Default::default(),
+        );
+        let out = judge_suggestions(&set(), &j, "m", "http://127.0.0.1:1/v1", "T").unwrap();
+        assert_eq!(out.records.len(), 1);
+        let r = &out.records[0];
+        assert_eq!(
+            (r.claim.as_str(), r.suggestion),
+            ("A-1", Support::Supported)
+        );
+        assert_eq!(r.model, "m @ http://127.0.0.1:1/v1");
+        assert_eq!(r.score(), Some(0.9));
+        assert_eq!(r.method, crate::judge::judge_method());
+        assert_eq!(out.failures.len(), 1);
+        assert!(out.failures[0].starts_with("Q A-3: "), "{:?}", out.failures);
+    }
+
+    struct Down;
+
+    impl Judge for Down {
+        fn complete(&self, _: &str, _: &str) -> Result<JudgeReply, ModelError> {
+            Err("connection refused".into())
+        }
+    }
+
+    #[test]
+    fn a_judge_that_cannot_be_asked_is_an_error_naming_the_claim() {
+        let e = judge_suggestions(&set(), &Down, "m", "u", "T").unwrap_err();
+        assert_eq!(e.to_string(), "judge for claim A-1");
+        let source = std::error::Error::source(&e).expect("source");
+        assert_eq!(source.to_string(), "connection refused");
+    }
 }

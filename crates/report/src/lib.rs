@@ -1,6 +1,7 @@
 //! Renderers for veredicto reports (STYLE item 12: compute once, render many). Each
 //! function takes the finished [`ExamReport`] and returns text; none recomputes a number.
 
+pub mod audit;
 pub mod calibration;
 pub mod comparison;
 pub mod gate;
