@@ -29,16 +29,16 @@ pub fn noise_line(nf: &NoiseFinding) -> String {
             } else {
                 format!("{expected} expected chunks")
             };
-            let at = match ranks.as_slice() {
-                [] => String::new(),
-                [r] => format!(" at rank {r}"),
-                rs => format!(
-                    " at ranks {}",
-                    rs.iter()
-                        .map(usize::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+            let list = ranks
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let plural = if ranks.len() == 1 { "" } else { "s" };
+            let at = if ranks.len() as u32 == *expected {
+                format!(" at rank{plural} {list}")
+            } else {
+                format!(", {} in the top {k} at rank{plural} {list}", ranks.len())
             };
             let perfect = ranks.len() as u32 == *expected
                 && ranks.iter().enumerate().all(|(i, &r)| r == i + 1);
@@ -78,7 +78,7 @@ pub fn finding_text(c: &CaseResult, f: &veredicto_core::diagnosis::Finding) -> S
 pub fn uncalibrated_note(r: &ExamReport) -> Option<String> {
     (!r.policy_calibrated).then(|| {
         format!(
-            "policy: veredicto's defaults, not calibrated on this suite (noise ceiling {}% of K); `veredicto calibrate` writes one from the suite's healthy cases ({RULES_DOC})",
+            "policy: veredicto's defaults, not calibrated on this suite (noise ceiling {}% of K); `veredicto calibrate` writes one from the suite's healthy cases",
             fmt_pct0(r.policy.noise_ceiling)
         )
     })
@@ -138,6 +138,23 @@ mod tests {
             noise_line(&nf),
             "K = 10, 1 expected chunk at rank 1: the other 9 necessarily score below it (ceiling 3); lower this case's top_k to 1, or calibrate (veredicto calibrate)"
         );
+    }
+
+    #[test]
+    fn chunks_outside_the_top_k_are_said() {
+        let nf = NoiseFinding::Structural {
+            k: 10,
+            in_top_k: 10,
+            expected: 3,
+            ranks: vec![1, 2],
+            noise: 8,
+            max_noise: 3,
+            perfect_noise: 7,
+            suggested_top_k: 4,
+        };
+        assert!(noise_line(&nf).starts_with(
+            "K = 10, 3 expected chunks, 2 in the top 10 at ranks 1, 2: 8 results score below the worst of them"
+        ));
     }
 
     #[test]
