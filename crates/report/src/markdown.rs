@@ -39,6 +39,10 @@ pub fn render(r: &ExamReport) -> String {
         s.failing,
         s.over_noise
     ));
+    out.push_str(&format!(
+        "\n<sub>QS: Quality Score (0 below the recall floor, 100 at full recall) · noise: top-K results below the worst expected chunk / the most allowed ({})</sub>\n",
+        crate::gate::RULES_DOC
+    ));
     if let Some(line) = fmt::exactness(r) {
         out.push_str(&format!("\n{}\n", cell(&line)));
     }
