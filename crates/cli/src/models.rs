@@ -40,6 +40,17 @@ impl EmbedderArgs {
         index_dir: Option<&Path>,
         net: Option<(std::time::Duration, u32)>,
     ) -> anyhow::Result<Box<dyn Embedder>> {
+        self.load_within(index_dir, net, None)
+    }
+
+    /// [`Self::load_for_index`], with the run's total deadline bounding every request to an
+    /// embeddings server (`--deadline`).
+    pub fn load_within(
+        &self,
+        index_dir: Option<&Path>,
+        net: Option<(std::time::Duration, u32)>,
+        deadline: Option<veredicto_embed::Deadline>,
+    ) -> anyhow::Result<Box<dyn Embedder>> {
         match &self.embedder {
             Some(spec) => {
                 let url = spec.strip_prefix("openai:").with_context(|| {
@@ -56,6 +67,7 @@ impl EmbedderArgs {
                     cfg.timeout = timeout;
                     cfg.retries = retries;
                 }
+                cfg.deadline = deadline;
                 let e = OpenAiEmbedder::new(cfg);
                 e.probe()
                     .with_context(|| format!("probing the embeddings server at {}", e.url()))?;
@@ -94,11 +106,22 @@ impl EmbedderArgs {
     }
 }
 
-/// `--rerank MODEL_DIR|URL`: a local cross-encoder folder, or an HTTP `/rerank` endpoint.
-pub fn load_reranker(spec: &str, api_key_env: &str) -> anyhow::Result<Box<dyn Reranker>> {
+/// `--rerank MODEL_DIR|URL`: a local cross-encoder folder, or an HTTP `/rerank` endpoint;
+/// `net` = (per-request timeout, retries) and the run's total deadline for the latter.
+pub fn load_reranker(
+    spec: &str,
+    api_key_env: &str,
+    net: Option<(std::time::Duration, u32)>,
+    deadline: Option<veredicto_embed::Deadline>,
+) -> anyhow::Result<Box<dyn Reranker>> {
     if spec.starts_with("http://") || spec.starts_with("https://") {
         let mut cfg = HttpRerankConfig::new(spec);
         cfg.api_key = std::env::var(api_key_env).ok().filter(|k| !k.is_empty());
+        if let Some((timeout, retries)) = net {
+            cfg.timeout = timeout;
+            cfg.retries = retries;
+        }
+        cfg.deadline = deadline;
         Ok(Box::new(HttpReranker::new(cfg)))
     } else {
         Ok(Box::new(CrossEncoder::load(std::path::Path::new(spec))?))

@@ -59,6 +59,12 @@ impl NetArgs {
         (Duration::from_secs_f64(self.timeout), self.retries)
     }
 
+    /// The run's total deadline (`--deadline`), starting now: it bounds the embeddings
+    /// server and the HTTP reranker as it bounds the retriever.
+    pub fn total_deadline(&self) -> veredicto_embed::Deadline {
+        veredicto_embed::Deadline::after(Duration::from_secs_f64(self.deadline))
+    }
+
     /// The library's options, with header values read from the environment.
     pub fn options(&self) -> anyhow::Result<Options> {
         let mut headers = Vec::new();
@@ -97,23 +103,21 @@ pub fn load_embedder(
     retriever: &dyn veredicto_retrieve::Retriever,
     args: &crate::models::EmbedderArgs,
     net: &NetArgs,
+    deadline: veredicto_embed::Deadline,
     cases: &[veredicto_core::case::Case],
 ) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
-    use veredicto_retrieve::Vectors;
-    let missing = cases.iter().any(|c| c.query_vector.is_none());
     let explicit = args.embedder.is_some() || args.model.is_some();
-    let load = match retriever.vectors() {
-        Vectors::Never => false,
-        Vectors::Optional => explicit,
-        Vectors::Required => missing,
-    };
-    if !load {
+    if !veredicto_retrieve::conclude::needs_embedder(retriever, cases, explicit) {
         return Ok(None);
     }
     // The own index remembers the model it was built with.
     let index_dir =
         (retriever.kind() == "index").then(|| std::path::PathBuf::from(retriever.describe()));
-    let e = args.load_for_index(index_dir.as_deref(), Some(net.embedder_net()))?;
+    let e = args.load_within(
+        index_dir.as_deref(),
+        Some(net.embedder_net()),
+        Some(deadline),
+    )?;
     retriever.check_model(&crate::models::index_fingerprint(e.as_ref()).hash)?;
     Ok(Some(e))
 }

@@ -127,11 +127,13 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitCode> {
         tags: Vec::new(),
         gold: false,
         query_vector: None,
+        filters: None,
     };
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
         &args.embedder,
         &args.net,
+        args.net.total_deadline(),
         std::slice::from_ref(&case),
     )?;
     let vector = match &embedder {
@@ -150,6 +152,7 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitCode> {
         depth: args.k,
         expected: &[],
         exact: false,
+        filters: None,
     })?;
     let out = if args.json {
         let rows: Vec<serde_json::Value> = ranking

@@ -112,6 +112,45 @@ fn calibrate_json_and_dry_run_through_a_retriever_uri() {
 }
 
 #[test]
+fn tables_of_other_commands_are_carried_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = write(
+        dir.path(),
+        "start.toml",
+        "top_k = 10\n\n[grounding]\nmin_support = 0.8\n\n[corpus]\nmax_duplicates = 3\n",
+    );
+    let golden = example("golden.jsonl");
+    let run = example("run-accept.trec");
+    let corpus = example("corpus.jsonl");
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "calibrate",
+            "--golden",
+            golden.to_str().unwrap(),
+            "--run",
+            run.to_str().unwrap(),
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--policy",
+            &start,
+            "--out",
+            "calibrated.toml",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let written = std::fs::read_to_string(dir.path().join("calibrated.toml")).unwrap();
+    assert!(
+        written.contains("[grounding]\nmin_support = 0.8\n"),
+        "{written}"
+    );
+    assert!(
+        written.contains("[corpus]\nmax_duplicates = 3\n"),
+        "{written}"
+    );
+}
+
+#[test]
 fn too_few_healthy_cases_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let run = example("run-stop.trec");

@@ -295,3 +295,212 @@ fn exam_timeout_applies_to_the_embeddings_server_too() {
         t.elapsed()
     );
 }
+
+#[test]
+fn the_deadline_bounds_an_embeddings_server_that_never_answers() {
+    // Before: the embedder kept its own 10 s timeout × 3 attempts whatever --deadline said.
+    let dir = tempfile::tempdir().unwrap();
+    let golden = dir.path().join("golden.jsonl");
+    std::fs::write(&golden, GOLDEN).unwrap();
+    let url = silent_server();
+    let search = search_service();
+    let t = std::time::Instant::now();
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "exam",
+            "--golden",
+            golden.to_str().unwrap(),
+            "--retriever",
+            &search,
+            "--embedder",
+            &format!("openai:{url}"),
+            "--timeout",
+            "10",
+            "--retries",
+            "2",
+            "--deadline",
+            "1.5",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let took = t.elapsed();
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(8), "{took:?}");
+    assert!(stderr.contains(&url), "{stderr}");
+    assert!(
+        stderr.contains("no answer within the total deadline of 1500 ms"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+fn rerank_exam(dir: &std::path::Path, rerank: &str, net: &[&str]) -> std::process::Output {
+    let golden = dir.join("golden.jsonl");
+    std::fs::write(&golden, GOLDEN).unwrap();
+    let corpus = dir.join("corpus.jsonl");
+    std::fs::write(
+        &corpus,
+        "{\"id\": \"c1\", \"text\": \"uno\"}\n{\"id\": \"c2\", \"text\": \"dos\"}\n{\"id\": \"c3\", \"text\": \"tres\"}\n{\"id\": \"c4\", \"text\": \"cuatro\"}\n",
+    )
+    .unwrap();
+    let search = search_service();
+    let mut args = vec![
+        "exam",
+        "--golden",
+        golden.to_str().unwrap(),
+        "--corpus",
+        corpus.to_str().unwrap(),
+        "--retriever",
+        &search,
+        "--rerank",
+        rerank,
+        "--no-record",
+    ];
+    args.extend_from_slice(net);
+    veredicto_in(dir, &args)
+}
+
+#[test]
+fn the_deadline_bounds_an_http_reranker_that_never_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = silent_server() + "/rerank";
+    let t = std::time::Instant::now();
+    let o = rerank_exam(
+        dir.path(),
+        &url,
+        &["--timeout", "10", "--retries", "2", "--deadline", "1.5"],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let took = t.elapsed();
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(8), "{took:?}");
+    assert!(stderr.contains(&url), "{stderr}");
+    assert!(
+        stderr.contains("no answer within the total deadline of 1500 ms"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_timeout_applies_to_each_request_of_an_http_reranker() {
+    // Before: the HTTP reranker waited 60 s per request, 5 attempts, whatever --timeout said.
+    let dir = tempfile::tempdir().unwrap();
+    let url = silent_server() + "/rerank";
+    let t = std::time::Instant::now();
+    let o = rerank_exam(dir.path(), &url, &["--timeout", "0.5", "--retries", "1"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let took = t.elapsed();
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(8), "{took:?}");
+    assert!(stderr.contains(&url), "{stderr}");
+    assert!(
+        stderr.contains("timed out after 500 ms, 2 attempt(s)"),
+        "{stderr}"
+    );
+}
+
+/// Answers like `search_service`, and keeps each request body.
+fn recording_service() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; len];
+            reader.read_exact(&mut body).unwrap();
+            let req: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            log.lock().unwrap().push(req);
+            let text = r#"{"results": [{"id": "c1", "score": 0.5}]}"#;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    (url, seen)
+}
+
+#[test]
+fn a_cases_filters_are_sent_to_an_http_retriever_only_when_declared() {
+    let dir = tempfile::tempdir().unwrap();
+    let golden = dir.path().join("golden.jsonl");
+    std::fs::write(
+        &golden,
+        "{\"id\": \"q1\", \"query\": \"alpha\", \"expected\": [\"c1\"], \"filters\": {\"domain\": \"laboral\", \"labels\": [\"A\"], \"facets\": {\"tipo\": \"tabla\"}}}\n{\"id\": \"q2\", \"query\": \"beta\", \"expected\": [\"c1\"]}\n",
+    )
+    .unwrap();
+    let (url, seen) = recording_service();
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "exam",
+            "--golden",
+            golden.to_str().unwrap(),
+            "--retriever",
+            &url,
+            "--concurrency",
+            "1",
+            "--no-record",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let seen = seen.lock().unwrap();
+    let by_query = |q: &str| seen.iter().find(|b| b["query"] == q).unwrap().clone();
+    assert_eq!(
+        by_query("alpha"),
+        serde_json::json!({"query": "alpha", "k": 100, "filters": {"domain": "laboral", "labels": ["A"], "facets": {"tipo": "tabla"}}})
+    );
+    assert_eq!(
+        by_query("beta"),
+        serde_json::json!({"query": "beta", "k": 100})
+    );
+}
+
+#[test]
+fn a_malformed_filters_field_is_exit_2_naming_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let golden = dir.path().join("golden.jsonl");
+    std::fs::write(
+        &golden,
+        "{\"id\": \"q1\", \"query\": \"alpha\", \"expected\": [\"c1\"]}\n{\"id\": \"q2\", \"query\": \"beta\", \"expected\": [\"c1\"], \"filters\": {\"valid_at\": \"2025-13-40\"}}\n",
+    )
+    .unwrap();
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "exam",
+            "--golden",
+            golden.to_str().unwrap(),
+            "--retriever",
+            "http://127.0.0.1:9/search",
+            "--no-record",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("golden.jsonl"), "{stderr}");
+    assert!(stderr.contains(":2"), "{stderr}");
+    assert!(stderr.contains("filters.valid_at"), "{stderr}");
+}

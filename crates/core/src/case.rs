@@ -20,6 +20,14 @@ pub struct Case {
     /// their own pipeline; then no model is needed to search the index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_vector: Option<Vec<f32>>,
+    /// Metadata filters the case declares (`"filters"`): the retriever ranks only the chunks
+    /// they match. A JSON object, as given: `domain` (string), `label` / `labels` (a string
+    /// or a list, all required), `valid_at` (`YYYY-MM-DD`), `facets` (an object of scalars)
+    /// and any other key a facet equal to its scalar value. Live retrievers receive it as
+    /// declared (HTTP, command) or mapped to their engine's filter (see the retrievers'
+    /// documentation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filters: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// One indexed unit of the knowledge base ("píldora"). Only the fields the exam and the

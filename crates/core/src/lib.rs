@@ -3,15 +3,18 @@
 //! Pure: no I/O, no clock, no threads. Everything here is a function of its inputs, so the
 //! same inputs always give the same report.
 
+pub mod aggregation;
 pub mod case;
 pub mod compare;
 pub mod diagnosis;
 pub mod exam;
 pub mod fingerprint;
 pub mod history;
+pub mod hygiene;
 pub mod measure;
 pub mod policy;
 pub mod redact;
 pub mod run;
+pub mod signals;
 pub mod time;
 pub mod trec;

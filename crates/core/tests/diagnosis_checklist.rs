@@ -26,6 +26,7 @@ fn exam_with(table: Chunk) -> CaseResult {
         tags: vec!["numeric".into()],
         gold: false,
         query_vector: None,
+        filters: None,
     };
     let mut chunks = vec![
         Chunk {

@@ -34,6 +34,7 @@ fn build(expected: &[usize], ranking: &[(usize, u8)], k: u32) -> (Case, Run) {
         tags: vec![],
         gold: false,
         query_vector: None,
+        filters: None,
     };
     // The run lists results in the given order; sort by score descending so scores agree
     // with ranks (ties keep the given order).

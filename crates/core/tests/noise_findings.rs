@@ -18,6 +18,7 @@ fn case(id: &str, expected: &[&str], gold: bool) -> Case {
         tags: vec![],
         gold,
         query_vector: None,
+        filters: None,
     }
 }
 

@@ -16,6 +16,7 @@ fn case(id: &str, expected: &[&str]) -> Case {
         tags: vec![],
         gold: false,
         query_vector: None,
+        filters: None,
     }
 }
 

@@ -118,6 +118,7 @@ impl ChatClient {
             backoff: cfg.backoff,
             api_key: cfg.api_key.clone(),
             proxy: cfg.proxy.clone(),
+            deadline: None,
         })?;
         let endpoint = cfg.endpoint();
         Ok(ChatClient {

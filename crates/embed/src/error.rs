@@ -137,6 +137,18 @@ pub enum EmbedError {
         /// How many requests were made.
         attempts: u32,
     },
+    /// The total deadline of the run passed before a server answered.
+    #[error(
+        "{url}: no answer within the total deadline of {deadline_ms} ms ({attempts} attempt(s))"
+    )]
+    HttpDeadline {
+        /// The URL posted to.
+        url: String,
+        /// The total deadline.
+        deadline_ms: u64,
+        /// How many requests were made.
+        attempts: u32,
+    },
     /// A server could not be reached (connection refused, DNS, TLS, ...).
     #[error("{url}: request failed after {attempts} attempt(s): {reason}")]
     HttpTransport {

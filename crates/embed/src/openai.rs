@@ -36,6 +36,9 @@ pub struct OpenAiConfig {
     pub passage_prefix: String,
     /// HTTP proxy URL (no proxy when `None`).
     pub proxy: Option<String>,
+    /// The run's total deadline: no request starts after it and none lasts beyond it
+    /// (`None`: only the per-request timeout and the retries bound a call).
+    pub deadline: Option<crate::Deadline>,
 }
 
 /// Without the key, and the URLs without credentials.
@@ -78,6 +81,7 @@ impl OpenAiConfig {
             query_prefix: String::new(),
             passage_prefix: String::new(),
             proxy: None,
+            deadline: None,
         }
     }
 
@@ -119,6 +123,7 @@ impl OpenAiEmbedder {
             backoff: cfg.backoff,
             api_key: cfg.api_key.clone(),
             proxy: cfg.proxy.clone(),
+            deadline: cfg.deadline,
         })
         .map_err(|e| e.to_string());
         let unprobed = ModelFingerprint {

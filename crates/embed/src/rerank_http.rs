@@ -56,6 +56,9 @@ pub struct HttpRerankConfig {
     pub batch_size: usize,
     /// HTTP proxy URL (no proxy when `None`).
     pub proxy: Option<String>,
+    /// The run's total deadline: no request starts after it and none lasts beyond it
+    /// (`None`: only the per-request timeout and the retries bound a call).
+    pub deadline: Option<crate::Deadline>,
 }
 
 /// Without the key, and the URLs without credentials.
@@ -95,6 +98,7 @@ impl HttpRerankConfig {
             backoff: Duration::from_millis(500),
             batch_size: 64,
             proxy: None,
+            deadline: None,
         }
     }
 }
@@ -126,6 +130,7 @@ impl HttpReranker {
             backoff: cfg.backoff,
             api_key: cfg.api_key.clone(),
             proxy: cfg.proxy.clone(),
+            deadline: cfg.deadline,
         })
         .map_err(|e| e.to_string());
         let fingerprint = RerankerFingerprint {

@@ -1,8 +1,10 @@
 //! Golden sets: veredicto JSONL cases, or a BEIR folder (`queries.jsonl` + `qrels/test.tsv`).
 //!
 //! JSONL case fields: `id`, `query`, `expected` (non-empty list of chunk IDs, no repeats),
-//! optional `top_k` (>= 1), `domain`, `tags`, `gold`. Other fields are allowed and ignored
-//! by the exam (e.g. `filters`, `query_vector`).
+//! optional `top_k` (>= 1), `domain`, `tags`, `gold`, `query_vector` (a precomputed query
+//! embedding) and `filters` (an object: `domain`, `label` / `labels`, `valid_at`,
+//! `facets`, any other key a facet; see [`read_filters`]). Other fields are allowed and
+//! ignored.
 //!
 //! BEIR: the cases are the queries that have at least one qrel with relevance > 0, in the
 //! order of `queries.jsonl`; those documents are the expected list (in qrels order).
@@ -69,9 +71,106 @@ fn read_jsonl(path: &Path) -> Result<Vec<Case>> {
             tags: line.str_list("tags")?,
             gold: line.opt_bool("gold")?.unwrap_or(false),
             query_vector: line.opt_vector("query_vector")?,
+            filters: read_filters(&line)?,
         });
     }
     Ok(cases)
+}
+
+/// A case's optional `filters` object, checked against the shape every retriever reads:
+/// `domain` a string; `label` / `labels` a string or a list of strings; `valid_at` a
+/// calendar date `YYYY-MM-DD`; `facets` an object of scalars (string, number, boolean); any
+/// other key a scalar (a facet). An empty object is no filter.
+fn read_filters(
+    line: &jsonl::ObjectLine<'_>,
+) -> Result<Option<serde_json::Map<String, serde_json::Value>>> {
+    use serde_json::Value;
+    let object = match line.object.get("filters") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(o)) => o,
+        Some(other) => {
+            return Err(line.error(
+                "filters",
+                format!("expected an object, found {}", jsonl::kind(other)),
+            ))
+        }
+    };
+    let scalar = |v: &Value| matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
+    for (key, value) in object {
+        let field = format!("filters.{key}");
+        match key.as_str() {
+            "domain" if !value.is_string() => {
+                return Err(line.error(
+                    &field,
+                    format!("expected a string, found {}", jsonl::kind(value)),
+                ))
+            }
+            "label" | "labels" => match value {
+                Value::String(_) => {}
+                Value::Array(items) => {
+                    if let Some((i, item)) = items.iter().enumerate().find(|(_, v)| !v.is_string())
+                    {
+                        return Err(line.error(
+                            &format!("{field}[{i}]"),
+                            format!("expected a string, found {}", jsonl::kind(item)),
+                        ));
+                    }
+                }
+                other => {
+                    return Err(line.error(
+                        &field,
+                        format!(
+                            "expected a string or a list of strings, found {}",
+                            jsonl::kind(other)
+                        ),
+                    ))
+                }
+            },
+            "valid_at" => {
+                let ok = value.as_str().is_some_and(|d| {
+                    d.len() == 10 && veredicto_core::time::parse_date_days(d).is_some()
+                });
+                if !ok {
+                    return Err(line.error(
+                        &field,
+                        format!(
+                            "expected a calendar date YYYY-MM-DD, found {}",
+                            veredicto_core::redact::short(&value.to_string())
+                        ),
+                    ));
+                }
+            }
+            "facets" => {
+                let Some(facets) = value.as_object() else {
+                    return Err(line.error(
+                        &field,
+                        format!("expected an object, found {}", jsonl::kind(value)),
+                    ));
+                };
+                if let Some((k, v)) = facets.iter().find(|(_, v)| !scalar(v)) {
+                    return Err(line.error(
+                        &format!("{field}.{k}"),
+                        format!(
+                            "expected a string, number or boolean, found {}",
+                            jsonl::kind(v)
+                        ),
+                    ));
+                }
+            }
+            "domain" => {}
+            _ if !scalar(value) => {
+                return Err(line.error(
+                    &field,
+                    format!(
+                        "expected a string, number or boolean (a facet), found {}",
+                        jsonl::kind(value)
+                    ),
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok((!object.is_empty()).then(|| object.clone()))
 }
 
 /// Reads a BEIR folder's queries and `qrels/<split>.tsv`.
@@ -135,6 +234,7 @@ pub fn read_beir(dir: &Path, split: &str) -> Result<Vec<Case>> {
             tags: Vec::new(),
             gold: false,
             query_vector: None,
+            filters: None,
         });
     }
     Ok(cases)

@@ -11,6 +11,7 @@ pub mod jsonl;
 pub mod notes;
 pub mod policy;
 pub mod run;
+pub mod signals;
 pub mod text;
 pub mod trec;
 

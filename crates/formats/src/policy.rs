@@ -65,7 +65,37 @@ impl<'de> Deserialize<'de> for PolicyFile {
     }
 }
 
-/// The entries of a map except `grounding`, which must hold a table.
+/// Tables of the policy file read by other commands: `[grounding]` (the grounding audit),
+/// `[corpus]` (`corpus check`).
+const TABLES_OF_OTHERS: &[&str] = &["grounding", "corpus"];
+
+/// The tables of other commands (`[grounding]`, `[corpus]`) of a policy file, as TOML text
+/// to append to a rewritten policy (`veredicto calibrate`), so that rewriting the exam's keys
+/// loses none of them; empty when the file has none. Comments inside them are not kept.
+pub fn tables_of_others(path: &Path, source: &str) -> Result<String> {
+    let table: toml::Table = toml::from_str(source).map_err(|e| {
+        FormatError::invalid(
+            path,
+            0,
+            "-".to_owned(),
+            e.message().trim().replace('\n', " "),
+        )
+    })?;
+    let mut out = String::new();
+    for name in TABLES_OF_OTHERS {
+        if let Some(value) = table.get(*name) {
+            let mut one = toml::Table::new();
+            one.insert((*name).to_owned(), value.clone());
+            let text = toml::to_string(&one)
+                .map_err(|e| FormatError::invalid(path, 0, (*name).to_owned(), e.to_string()))?;
+            out.push('\n');
+            out.push_str(&text);
+        }
+    }
+    Ok(out)
+}
+
+/// The entries of a map except the [`TABLES_OF_OTHERS`], each of which must hold a table.
 struct WithoutGrounding<A>(A);
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutGrounding<A> {
@@ -79,7 +109,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutGrounding<A> {
             let Some(key) = self.0.next_key::<String>()? else {
                 return Ok(None);
             };
-            if key == "grounding" {
+            if TABLES_OF_OTHERS.contains(&key.as_str()) {
                 self.0.next_value::<toml::Table>()?;
                 continue;
             }
@@ -93,6 +123,44 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutGrounding<A> {
     ) -> std::result::Result<V::Value, A::Error> {
         self.0.next_value_seed(seed)
     }
+}
+
+/// Reads the `[corpus]` table of a policy file (`corpus check`'s thresholds); the rest of
+/// the file is the exam's and is not read here. An absent table gives the defaults.
+pub fn read_corpus_policy(path: &Path) -> Result<veredicto_core::hygiene::CorpusPolicy> {
+    let source = text::read_to_string(path)?;
+    parse_corpus_policy(path, &source)
+}
+
+/// Parses the `[corpus]` table; `path` is only used in messages.
+pub fn parse_corpus_policy(
+    path: &Path,
+    source: &str,
+) -> Result<veredicto_core::hygiene::CorpusPolicy> {
+    #[derive(Deserialize)]
+    struct File {
+        #[serde(default)]
+        corpus: Option<veredicto_core::hygiene::CorpusPolicy>,
+    }
+    let file: File = toml::from_str(source).map_err(|e| {
+        let message = e.message().trim().replace('\n', " ");
+        let field = unknown_field(&message)
+            .map(|f| format!("corpus.{f}"))
+            .unwrap_or_else(|| "corpus".to_owned());
+        let line = Some(key_line(source, &field))
+            .filter(|&l| l > 0)
+            .or_else(|| {
+                e.span()
+                    .map(|s| 1 + source[..s.start.min(source.len())].matches('\n').count())
+            })
+            .unwrap_or(0);
+        FormatError::invalid(path, line, field, message)
+    })?;
+    let policy = file.corpus.unwrap_or_default();
+    policy.validate().map_err(|(key, message)| {
+        FormatError::invalid(path, key_line(source, &key), key, message)
+    })?;
+    Ok(policy)
 }
 
 /// The key named by serde's "unknown field `x`" message.
@@ -179,6 +247,44 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("policy.toml:4: field `top_kk`"), "{err}");
+    }
+
+    #[test]
+    fn corpus_table_is_left_to_corpus_check_and_read_by_it() {
+        let src = "top_k = 5\n\n[corpus]\nmax_obsolete = 2\nexpected_batches = [\"b1\"]\n";
+        assert_eq!(parse(src).unwrap().top_k, 5);
+        let c = parse_corpus_policy(Path::new("policy.toml"), src).unwrap();
+        assert_eq!(c.max_obsolete, Some(2));
+        assert_eq!(c.expected_batches, vec!["b1"]);
+        assert_eq!(c.near_duplicate_cosine, 0.95);
+        let err = parse_corpus_policy(
+            Path::new("policy.toml"),
+            "top_k = 5\n[corpus]\nmax_obsolet = 1\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("policy.toml:3: field `corpus.max_obsolet`"),
+            "{err}"
+        );
+        let err = parse_corpus_policy(
+            Path::new("policy.toml"),
+            "[corpus]\nnear_duplicate_cosine = 1.5\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("policy.toml:2: field `corpus.near_duplicate_cosine`"),
+            "{err}"
+        );
+        let err = parse_corpus_policy(Path::new("policy.toml"), "[corpus]\nmax_drift = -1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("policy.toml:2:"), "{err}");
+        assert_eq!(
+            parse_corpus_policy(Path::new("p.toml"), "top_k = 3\n").unwrap(),
+            veredicto_core::hygiene::CorpusPolicy::default()
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ fn case(id: &str, expected: &[&str]) -> Case {
         tags: Vec::new(),
         gold: false,
         query_vector: Some(vec![1.0, 0.0]),
+        filters: None,
     }
 }
 

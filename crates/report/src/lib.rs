@@ -4,12 +4,14 @@
 pub mod audit;
 pub mod calibration;
 pub mod comparison;
+pub mod corpus;
 pub mod gate;
 pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod signals;
 
 mod fmt;
 

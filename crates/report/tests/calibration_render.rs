@@ -37,6 +37,7 @@ fn report(expected_counts: &[usize], policy: &Policy) -> ExamReport {
             tags: vec![],
             gold: i == 0,
             query_vector: None,
+            filters: None,
         });
     }
     evaluate(ExamInput {
@@ -168,6 +169,7 @@ fn unknown_gold_label_is_a_warning_in_text_and_json() {
         tags: vec![],
         gold: false,
         query_vector: None,
+        filters: None,
     });
     let r = evaluate(ExamInput {
         cases: &cases,

@@ -18,6 +18,7 @@ fn the_exactness_line_is_in_every_text_format() {
         tags: vec![],
         gold: false,
         query_vector: None,
+        filters: None,
     };
     let mut run = Run::default();
     run.queries.insert(

@@ -160,9 +160,19 @@ impl EngineRetriever {
     }
 
     /// The request body for one case.
-    fn body(&self, vector: &[f32], k: usize, exact: bool) -> Value {
+    fn body(&self, vector: &[f32], k: usize, exact: bool, filters: &[(String, Value)]) -> Value {
         let field = self.field.clone().unwrap_or_default();
-        match self.engine {
+        // Equality filters: Qdrant `must` / `match`, OpenSearch / Elasticsearch `term`.
+        let terms: Vec<Value> = filters
+            .iter()
+            .map(|(k, v)| json!({"term": {k.as_str(): v}}))
+            .collect();
+        let scored_query = if terms.is_empty() {
+            json!({"match_all": {}})
+        } else {
+            json!({"bool": {"filter": terms}})
+        };
+        let mut body = match self.engine {
             Engine::Qdrant => {
                 let v = match &self.field {
                     Some(name) => json!({"name": name, "vector": vector}),
@@ -182,21 +192,31 @@ impl EngineRetriever {
                 if !params.is_empty() {
                     body["params"] = Value::Object(params);
                 }
+                if !filters.is_empty() {
+                    let must: Vec<Value> = filters
+                        .iter()
+                        .map(|(k, v)| json!({"key": k, "match": {"value": v}}))
+                        .collect();
+                    body["filter"] = json!({ "must": must });
+                }
                 body
             }
             Engine::OpenSearch if exact => json!({
                 "size": k,
                 "query": {"script_score": {
-                    "query": {"match_all": {}},
+                    "query": scored_query,
                     "script": {"source": "knn_score", "lang": "knn", "params": {
                         "field": field, "query_value": vector, "space_type": self.space
                     }}
                 }}
             }),
-            Engine::OpenSearch => json!({
-                "size": k,
-                "query": {"knn": {field: {"vector": vector, "k": k}}}
-            }),
+            Engine::OpenSearch => {
+                let mut knn = json!({"vector": vector, "k": k});
+                if !terms.is_empty() {
+                    knn["filter"] = json!({"bool": {"filter": terms}});
+                }
+                json!({"size": k, "query": {"knn": {field: knn}}})
+            }
             Engine::Elasticsearch if exact => {
                 // `field` is checked to be a plain name: it cannot break out of the quotes.
                 let source = match self.space.as_str() {
@@ -209,7 +229,7 @@ impl EngineRetriever {
                 json!({
                     "size": k,
                     "query": {"script_score": {
-                        "query": {"match_all": {}},
+                        "query": scored_query,
                         "script": {"source": source, "params": {"query_vector": vector}}
                     }}
                 })
@@ -221,8 +241,11 @@ impl EngineRetriever {
                     "num_candidates": self.num_candidates.unwrap_or(k.max(100) as u64).max(k as u64)
                 }
             }),
+        };
+        if self.engine == Engine::Elasticsearch && !exact && !terms.is_empty() {
+            body["knn"]["filter"] = json!(terms);
         }
-        .and_source(self.engine, self.id_field.as_deref())
+        body.and_source(self.engine, self.id_field.as_deref())
     }
 
     fn read(&self, answer: &Value) -> Result<Vec<Hit>, String> {
@@ -318,7 +341,14 @@ impl Retriever for EngineRetriever {
         let vector = request.vector.ok_or_else(|| RetrieveError::NoVector {
             case: request.case_id.to_owned(),
         })?;
-        let body = self.body(vector, request.depth, request.exact);
+        let filters = match request.filters {
+            Some(f) => crate::filter_equalities(f).map_err(|reason| RetrieveError::Setup {
+                uri: self.shown.clone(),
+                reason: format!("case `{}`: {reason}", request.case_id),
+            })?,
+            None => Vec::new(),
+        };
+        let body = self.body(vector, request.depth, request.exact, &filters);
         let answer = self.net.post(&self.endpoint, &self.shown, &body)?;
         let mut hits = self.read(&answer).map_err(|reason| RetrieveError::Setup {
             uri: self.shown.clone(),

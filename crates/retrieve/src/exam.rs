@@ -161,6 +161,7 @@ fn run_case(ctx: &Ctx<'_>, case: &Case, k: usize) -> Result<CaseOut, RetrieveErr
         depth,
         expected: &case.expected,
         exact: false,
+        filters: case.filters.as_ref(),
     };
     let t = Instant::now();
     let Ranking { hits, known } = ctx.retriever.search(&request)?;

@@ -2,8 +2,9 @@
 //! `cmd:` retrievers.
 //!
 //! Request, one per case (POST, `Content-Type: application/json`):
-//! `{"query": "...", "k": N, "query_vector": [...]}` — `query_vector` only when the case
-//! has one or an embedder is given.
+//! `{"query": "...", "k": N, "query_vector": [...], "filters": {...}}` — `query_vector`
+//! only when the case has one or an embedder is given, `filters` only when the case
+//! declares filters (sent as declared).
 //! Response: `{"results": [{"id": "...", "score": 0.83}, ...]}` in rank order, `score`
 //! optional. Other shapes are read with JSON pointers ([`crate::Options`]): the list, and
 //! the ID and the score inside each element.
@@ -102,6 +103,9 @@ pub(crate) fn request_body(request: &Request<'_>) -> Value {
     let mut body = json!({"query": request.query, "k": request.depth});
     if let Some(v) = request.vector {
         body["query_vector"] = json!(v);
+    }
+    if let Some(f) = request.filters {
+        body["filters"] = Value::Object(f.clone());
     }
     body
 }

@@ -3,7 +3,9 @@
 //! (an HTTP search service, a command, pgvector, OpenSearch / Elasticsearch, Qdrant), and
 //! the exam pipeline over it ([`exam`]): embedding the queries when the retriever needs
 //! vectors, running the cases with bounded concurrency, per-stage latency, the optional
-//! rerank stage and the exactness check (is it the embedding or the ANN index?).
+//! rerank stage and the exactness check (is it the embedding or the ANN index?), and the
+//! whole exam as one call ([`run_exam`]: recording, comparison with a baseline, the
+//! decision).
 //!
 //! A retriever is chosen by a URI ([`open`]); the scheme names the backend:
 //!
@@ -29,6 +31,7 @@ use veredicto_core::case::Corpus;
 use veredicto_core::run::Run;
 
 pub mod cmd;
+pub mod conclude;
 pub mod engines;
 pub mod exam;
 pub mod http;
@@ -38,6 +41,7 @@ pub mod pgvector;
 pub mod run_file;
 mod uri;
 
+pub use conclude::{run_exam, ExamError, ExamOutcome, ExamRequest};
 pub use uri::open;
 
 /// What the pipeline asks a retriever for one case.
@@ -58,6 +62,40 @@ pub struct Request<'a> {
     /// Ask for the exact (brute-force) ranking instead of the approximate index's
     /// ([`Retriever::exact_search`]).
     pub exact: bool,
+    /// The case's metadata filters, as declared in the golden set
+    /// ([`veredicto_core::case::Case::filters`]); `None` when it declares none.
+    pub filters: Option<&'a serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A case's filters as equality conditions `(name, value)`, for engines whose filters are
+/// equalities on fields: `domain` and each facet (`facets.K` or a top-level `K`) is one
+/// condition on the field of that name; each label of `label` / `labels` is one condition
+/// on the field `labels` (an array field matches when one element equals). `valid_at` has
+/// no equality form: it is refused with the reason.
+pub fn filter_equalities(
+    filters: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Vec<(String, serde_json::Value)>, String> {
+    use serde_json::Value;
+    let mut out = Vec::new();
+    for (key, value) in filters {
+        match (key.as_str(), value) {
+            ("valid_at", _) => {
+                return Err(
+                    "filter `valid_at` has no equivalent on this retriever (a validity window is not an equality); drop it from the case or examine the own index"
+                        .to_owned(),
+                )
+            }
+            ("label" | "labels", Value::Array(items)) => {
+                out.extend(items.iter().map(|v| ("labels".to_owned(), v.clone())));
+            }
+            ("label" | "labels", v) => out.push(("labels".to_owned(), v.clone())),
+            ("facets", Value::Object(facets)) => {
+                out.extend(facets.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            (k, v) => out.push((k.to_owned(), v.clone())),
+        }
+    }
+    Ok(out)
 }
 
 /// One result, in rank order.

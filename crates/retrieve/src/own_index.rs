@@ -65,8 +65,20 @@ impl Retriever for OwnIndex {
                 want: self.index.dimension(),
             });
         }
+        let filter = match request.filters {
+            Some(f) => Some(
+                veredicto_index::Filter::from_json(&serde_json::Value::Object(f.clone())).map_err(
+                    |e| RetrieveError::Setup {
+                        uri: self.describe(),
+                        reason: format!("case `{}`: {e}", request.case_id),
+                    },
+                )?,
+            ),
+            None => None,
+        };
         let mut q = Query::new(vector, request.depth);
         q.rank_ids = request.expected;
+        q.filter = filter.as_ref();
         let Some(result) = self.index.search_batch(&[q])?.pop() else {
             return Ok(Ranking::default());
         };

@@ -9,6 +9,10 @@
 //! - `where`: an SQL condition ANDed to the query. It is trusted SQL from the user's own
 //!   command line or configuration (like the URI itself), not data: veredicto only refuses
 //!   a `;` in it.
+//! - `filter.KEY=COLUMN`: a golden case's `filters` key compared with a column, the value
+//!   a bound parameter: `COLUMN::text = $n` (`domain`, facets), `$n = ANY(COLUMN::text[])`
+//!   for each label (key `labels`). A case whose filters name a key without a column is
+//!   refused with that key; `valid_at` has no equivalent here.
 //! - `ef_search` / `probes`: set `hnsw.ef_search` / `ivfflat.probes` on each connection, to
 //!   examine the setting that is deployed.
 //! - The exact ranking (`--exactness-check`) is the same statement in a transaction with
@@ -57,6 +61,8 @@ pub struct PgVector {
     vector: String,
     metric: Metric,
     condition: Option<String>,
+    /// `filter.KEY=COLUMN`: the column a case filter's key is compared with.
+    filter_columns: std::collections::BTreeMap<String, String>,
     settings: Vec<String>,
     options: Options,
     start: Instant,
@@ -180,6 +186,7 @@ impl PgVector {
         config.application_name("veredicto");
         let (mut table, mut id, mut vector) = (None, None, None);
         let (mut metric, mut condition, mut settings) = (Metric::Cosine, None, Vec::new());
+        let mut filter_columns = std::collections::BTreeMap::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             let v = percent_decode(v);
@@ -218,9 +225,13 @@ impl PgVector {
                     settings.push(format!("SET {name} = {n}"));
                 }
                 "sslmode" if v == "disable" || v == "prefer" => {}
+                k if k.starts_with("filter.") && k.len() > "filter.".len() => {
+                    let column = identifier(k, &v, false).map_err(bad)?;
+                    filter_columns.insert(k["filter.".len()..].to_owned(), column);
+                }
                 other => {
                     return Err(bad(format!(
-                        "unknown parameter `{}` (known: table, id, vector, metric, where, ef_search, probes)",
+                        "unknown parameter `{}` (known: table, id, vector, metric, where, filter.KEY, ef_search, probes)",
                         redact::short(other)
                     )))
                 }
@@ -237,6 +248,7 @@ impl PgVector {
             config,
             metric,
             condition,
+            filter_columns,
             settings,
             options: options.clone(),
             start: Instant::now(),
@@ -302,13 +314,24 @@ impl PgVector {
         }
     }
 
-    fn statement(&self) -> String {
+    /// The statement, with `equalities` (column SQL, whether it is the labels array) as
+    /// parameters `$3`, `$4`, ….
+    fn statement(&self, equalities: &[(&str, bool)]) -> String {
         let dist = format!("{} {} $1::text::vector", self.vector, self.metric.op());
-        let filter = self
-            .condition
-            .as_ref()
-            .map(|c| format!(" WHERE ({c})"))
-            .unwrap_or_default();
+        let mut conditions: Vec<String> = self.condition.iter().map(|c| format!("({c})")).collect();
+        for (i, (column, labels)) in equalities.iter().enumerate() {
+            let n = i + 3;
+            conditions.push(if *labels {
+                format!("${n} = ANY({column}::text[])")
+            } else {
+                format!("{column}::text = ${n}")
+            });
+        }
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conditions.join(" AND "))
+        };
         format!(
             "SELECT {id}::text, ({dist})::float8 FROM {table}{filter} ORDER BY {dist} LIMIT $2",
             id = self.id,
@@ -427,18 +450,44 @@ impl Retriever for PgVector {
         let mut client = self.client()?;
         let text = vector_text(vector);
         let limit = request.depth as i64;
-        let sql = self.statement();
+        let filters = match request.filters {
+            Some(f) => crate::filter_equalities(f)
+                .map_err(|reason| self.setup(format!("case `{}`: {reason}", request.case_id)))?,
+            None => Vec::new(),
+        };
+        let mut equalities = Vec::with_capacity(filters.len());
+        let mut values = Vec::with_capacity(filters.len());
+        for (key, value) in &filters {
+            let Some(column) = self.filter_columns.get(key) else {
+                return Err(self.setup(format!(
+                    "case `{}`: filter `{key}` has no column here: add `&filter.{key}=COLUMN` to the URI",
+                    request.case_id
+                )));
+            };
+            equalities.push((column.as_str(), key == "labels"));
+            values.push(match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+        }
+        let sql = self.statement(&equalities);
+        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&text, &limit];
+        params.extend(
+            values
+                .iter()
+                .map(|v| v as &(dyn postgres::types::ToSql + Sync)),
+        );
         let rows = if request.exact {
             client.transaction().and_then(|mut tx| {
                 tx.batch_execute(
                     "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off",
                 )?;
-                let rows = tx.query(&sql, &[&text, &limit])?;
+                let rows = tx.query(&sql, &params)?;
                 tx.commit()?;
                 Ok(rows)
             })
         } else {
-            client.query(&sql, &[&text, &limit])
+            client.query(&sql, &params)
         };
         let rows = match rows {
             Ok(rows) => {

@@ -247,6 +247,7 @@ fn qdrant_numeric_point_ids_and_bad_answers() {
             depth: 3,
             expected: &[],
             exact: false,
+            filters: None,
         })
         .unwrap();
     assert_eq!(ranking.hits[0].id, "7");
@@ -265,4 +266,98 @@ fn qdrant_numeric_point_ids_and_bad_answers() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("must be letters"), "{e}");
+}
+
+/// One search with `filters` against a fake that records the body and answers `answer`.
+fn filtered_body(scheme_uri: &str, answer: Value, exact: bool) -> Value {
+    let seen_body = Arc::new(std::sync::Mutex::new(Value::Null));
+    let keep = seen_body.clone();
+    let server = serve(Arc::new(move |seen: &Seen| {
+        *keep.lock().unwrap() = seen.body.clone();
+        Some((200, answer.to_string()))
+    }));
+    let uri = scheme_uri.replace("URL", &server.url);
+    let r = open(&uri, &Options::default()).unwrap();
+    let filters = json!({"domain": "laboral", "labels": ["A", "B"], "facets": {"tipo": "tabla"}, "year": 2024});
+    r.search(&veredicto_retrieve::Request {
+        case_id: "c",
+        query: "q",
+        vector: Some(&[1.0, 0.0]),
+        depth: 3,
+        expected: &[],
+        exact,
+        filters: filters.as_object(),
+    })
+    .unwrap();
+    let body = seen_body.lock().unwrap().clone();
+    body
+}
+
+#[test]
+fn case_filters_become_each_engines_documented_filter() {
+    let terms = json!([
+        {"term": {"domain": "laboral"}},
+        {"term": {"labels": "A"}},
+        {"term": {"labels": "B"}},
+        {"term": {"tipo": "tabla"}},
+        {"term": {"year": 2024}}
+    ]);
+    let os_answer = json!({"hits": {"hits": [{"_id": "d1", "_score": 0.5}]}});
+    // OpenSearch: `filter` inside the knn query (efficient filtering), and the exact
+    // script_score scores only the filtered documents.
+    let knn = filtered_body("opensearch+URL/idx?field=emb", os_answer.clone(), false);
+    assert_eq!(
+        knn["query"]["knn"]["emb"]["filter"],
+        json!({"bool": {"filter": terms}})
+    );
+    let exact = filtered_body("opensearch+URL/idx?field=emb", os_answer.clone(), true);
+    assert_eq!(
+        exact["query"]["script_score"]["query"],
+        json!({"bool": {"filter": terms}})
+    );
+    // Elasticsearch: `knn.filter`, a list of queries.
+    let knn = filtered_body("elasticsearch+URL/idx?field=emb", os_answer.clone(), false);
+    assert_eq!(knn["knn"]["filter"], terms);
+    let exact = filtered_body("elasticsearch+URL/idx?field=emb", os_answer, true);
+    assert_eq!(
+        exact["query"]["script_score"]["query"],
+        json!({"bool": {"filter": terms}})
+    );
+    // Qdrant: `filter.must` of `match` conditions on payload keys.
+    let q_answer = json!({"result": [{"id": "d1", "version": 1, "score": 0.5}], "status": "ok"});
+    let body = filtered_body("qdrant+URL/kb", q_answer, false);
+    assert_eq!(
+        body["filter"],
+        json!({"must": [
+            {"key": "domain", "match": {"value": "laboral"}},
+            {"key": "labels", "match": {"value": "A"}},
+            {"key": "labels", "match": {"value": "B"}},
+            {"key": "tipo", "match": {"value": "tabla"}},
+            {"key": "year", "match": {"value": 2024}}
+        ]})
+    );
+}
+
+#[test]
+fn a_validity_filter_is_refused_by_the_engines_with_the_case() {
+    let server = serve(Arc::new(|_: &Seen| panic!("nothing may be sent")));
+    let r = open(&format!("qdrant+{}/kb", server.url), &Options::default()).unwrap();
+    let filters = json!({"valid_at": "2025-01-01"});
+    let e = r
+        .search(&veredicto_retrieve::Request {
+            case_id: "c7",
+            query: "q",
+            vector: Some(&[1.0, 0.0]),
+            depth: 3,
+            expected: &[],
+            exact: false,
+            filters: filters.as_object(),
+        })
+        .err()
+        .unwrap();
+    let text = e.to_string();
+    assert!(
+        text.contains("case `c7`") && text.contains("valid_at"),
+        "{text}"
+    );
 }

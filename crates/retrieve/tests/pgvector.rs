@@ -80,6 +80,7 @@ fn cases(items: &[(String, Vec<f32>)], n: usize, seed: u64, picks: &[usize]) -> 
                 tags: vec![],
                 gold: false,
                 query_vector: Some(q),
+                filters: None,
             }
         })
         .collect()
@@ -333,4 +334,85 @@ fn where_filters_and_credentials_never_show() {
     )
     .unwrap();
     assert!(!r.describe().contains("hunter2"), "{}", r.describe());
+}
+
+#[test]
+fn case_filters_are_bound_equalities_on_mapped_columns() {
+    let data = items(60, 11);
+    let mut client = load_table("filt_t", &data);
+    client
+        .batch_execute(
+            "ALTER TABLE filt_t ADD COLUMN tags text[]; \
+             UPDATE filt_t SET domain = 'other', tags = ARRAY['A','B'] WHERE chunk_id < 'chunk-00020'",
+        )
+        .unwrap();
+    let other: Vec<String> = (0..20).map(|i| format!("chunk-{i:05}")).collect();
+    let filtered = |json: serde_json::Value| -> Vec<Case> {
+        cases(&data, 4, 3, &[1])
+            .into_iter()
+            .map(|c| Case {
+                filters: json.as_object().cloned(),
+                ..c
+            })
+            .collect()
+    };
+    let mapped = table_uri("filt_t", "&filter.domain=domain&filter.labels=tags");
+    for filters in [
+        serde_json::json!({"domain": "other"}),
+        serde_json::json!({"labels": ["A", "B"]}),
+        serde_json::json!({"label": "A", "domain": "other"}),
+    ] {
+        for exact in [false, true] {
+            let e = exam(
+                &mapped,
+                &filtered(filters.clone()),
+                &Settings {
+                    exactness_check: exact,
+                    ..Settings::default()
+                },
+            )
+            .unwrap();
+            for (case, list) in &e.retrieval.run.queries {
+                assert_eq!(list.len(), 20, "{case} {filters}");
+                assert!(list.iter().all(|r| other.contains(&r.id)), "{filters}");
+            }
+        }
+    }
+    // The value is a parameter: quotes in it are data, not SQL.
+    let e = exam(
+        &mapped,
+        &filtered(serde_json::json!({"domain": "x' OR '1'='1"})),
+        &Settings::default(),
+    )
+    .unwrap();
+    assert!(e.report.cases.iter().all(|c| c.retrieved == 0));
+    // A key without a column, and a validity window, are refused with the case.
+    let e = exam(
+        &table_uri("filt_t", ""),
+        &filtered(serde_json::json!({"domain": "other"})),
+        &Settings::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string()
+            .contains("filter `domain` has no column here: add `&filter.domain=COLUMN`"),
+        "{e}"
+    );
+    let e = exam(
+        &mapped,
+        &filtered(serde_json::json!({"valid_at": "2025-01-01"})),
+        &Settings::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("valid_at"), "{e}");
+    // A column mapping must be a plain identifier.
+    let e = open(
+        &table_uri("filt_t", "&filter.domain=a;b"),
+        &Options::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("not a plain identifier"), "{e}");
 }

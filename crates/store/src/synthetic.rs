@@ -82,6 +82,7 @@ impl Synthetic {
                 },
                 gold: false,
                 query_vector: None,
+                filters: None,
             });
         }
         for n in 0..DISTRACTORS {

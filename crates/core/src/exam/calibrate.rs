@@ -228,6 +228,7 @@ mod tests {
                 tags: Vec::new(),
                 gold: false,
                 query_vector: None,
+                filters: None,
             });
         }
         evaluate(ExamInput {

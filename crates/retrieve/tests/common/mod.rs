@@ -94,6 +94,7 @@ pub fn case(id: &str, query: &str, expected: &[&str], vector: Option<Vec<f32>>) 
         tags: vec![],
         gold: false,
         query_vector: vector,
+        filters: None,
     }
 }
 

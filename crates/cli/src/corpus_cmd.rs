@@ -1,0 +1,177 @@
+//! `veredicto corpus check`: duplicates, obsolete and suspicious material, drift since the
+//! last accepted run (or a previous corpus), aggregation questions. Exit 1 when a threshold
+//! of the policy's `[corpus]` table is exceeded.
+
+use crate::history_args::HistoryArgs;
+use anyhow::Context;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use veredicto_core::hygiene::{self, CheckInput};
+
+#[derive(Debug, clap::Args)]
+pub struct CorpusArgs {
+    #[command(subcommand)]
+    pub command: CorpusCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum CorpusCommand {
+    /// Check the corpus' hygiene (exit 0 clean or within the policy, 1 a threshold exceeded).
+    Check(Box<CheckArgs>),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("chunks").required(true).multiple(true))]
+pub struct CheckArgs {
+    /// The corpus (chunk JSONL or BEIR corpus.jsonl).
+    #[arg(long, value_name = "FILE", group = "chunks")]
+    pub corpus: Option<PathBuf>,
+    /// veredicto's index: its vectors find near duplicates, its batch records order the
+    /// batches; without --corpus, its chunks are the ones checked.
+    #[arg(long, value_name = "DIR", group = "chunks")]
+    pub index: Option<PathBuf>,
+    /// The policy file: its `[corpus]` table (thresholds) and its `gold_label`.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// The golden set, checked for aggregation questions.
+    #[arg(long, value_name = "FILE|DIR")]
+    pub golden: Option<PathBuf>,
+    /// A signals file (or log in canonical form), whose queries are checked for aggregations.
+    #[arg(long, value_name = "FILE")]
+    pub signals: Option<PathBuf>,
+    /// A previous corpus file: what entered, changed and left since it.
+    #[arg(long, value_name = "CORPUS")]
+    pub since: Option<PathBuf>,
+    /// The date for validity (`valid_to`); default today (UTC).
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub as_of: Option<String>,
+    #[command(flatten)]
+    pub history: HistoryArgs,
+    #[arg(long, value_enum, default_value_t = crate::signals_cmd::OutFormat::Human)]
+    pub format: crate::signals_cmd::OutFormat,
+}
+
+pub fn run(args: CorpusArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        CorpusCommand::Check(a) => check(*a),
+    }
+}
+
+fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let as_of = match &args.as_of {
+        Some(d) if veredicto_core::time::parse_date_days(d).is_some() => d.clone(),
+        Some(d) => anyhow::bail!(
+            "--as-of: expected a date YYYY-MM-DD, got `{}`",
+            veredicto_core::redact::short(d)
+        ),
+        None => crate::clock::today_utc(),
+    };
+    let (policy, gold_label) = match &args.policy {
+        Some(p) => (
+            veredicto_formats::policy::read_corpus_policy(p)?,
+            veredicto_formats::policy::read_policy(p)?.gold_label,
+        ),
+        None => (
+            hygiene::CorpusPolicy::default(),
+            veredicto_core::policy::Policy::default().gold_label,
+        ),
+    };
+    let index = match &args.index {
+        Some(dir) => Some(veredicto_index::Index::open(dir)?),
+        None => None,
+    };
+    let mut input = CheckInput {
+        as_of,
+        gold_label,
+        ..CheckInput::default()
+    };
+    match (&args.corpus, &index) {
+        (Some(path), _) => {
+            for line in veredicto_formats::corpus::read_corpus_lines(path)? {
+                input.sources.push(
+                    line.raw
+                        .get("source")
+                        .and_then(|v| v.as_str())
+                        .filter(|s| !s.trim().is_empty())
+                        .map(str::to_owned),
+                );
+                input.vectors.push(line.vector);
+                input.chunks.push(line.chunk);
+            }
+        }
+        (None, Some(index)) => {
+            let corpus = veredicto_index::retriever::corpus_of(index)?;
+            for c in corpus.iter() {
+                input.sources.push(None);
+                input.vectors.push(None);
+                input.chunks.push(c.clone());
+            }
+        }
+        (None, None) => anyhow::bail!("give --corpus FILE or --index DIR"),
+    }
+    if let Some(index) = &index {
+        // The index's vectors (they win over a line's own) and its batch times.
+        let rows: HashMap<&str, usize> = index.chunks().map(|c| (c.id(), c.row())).collect();
+        for (i, c) in input.chunks.iter().enumerate() {
+            if let Some(&row) = rows.get(c.id.as_str()) {
+                input.vectors[i] = Some(index.vector(row).to_vec());
+            }
+        }
+        let mut times: BTreeMap<String, String> = BTreeMap::new();
+        for c in index.chunks() {
+            let t = times.entry(c.ingest_batch().to_owned()).or_default();
+            if c.ingested_at() > t.as_str() {
+                *t = c.ingested_at().to_owned();
+            }
+        }
+        input.batch_times = times;
+    }
+    if let Some(prev) = &args.since {
+        input.previous = Some(veredicto_formats::corpus::read_corpus(prev)?);
+    }
+    if let Some(g) = &args.golden {
+        input.questions = hygiene::golden_questions(&veredicto_formats::golden::read_golden(g)?);
+    }
+    if let Some(s) = &args.signals {
+        let events = veredicto_formats::signals::read_events(
+            s,
+            &veredicto_formats::signals::FieldMap::default(),
+        )?;
+        let mut seen = std::collections::BTreeSet::new();
+        for e in events {
+            if seen.insert(e.event.query.clone()) {
+                input
+                    .questions
+                    .push(("signals".to_owned(), e.at.clone(), e.event.query.clone()));
+            }
+        }
+    }
+    if args.history.history.is_file() {
+        let history = args
+            .history
+            .open_read_only()
+            .with_context(|| format!("opening the history {}", args.history.history.display()))?;
+        if let Some(run) = history.last_accepted(None, None)? {
+            let recorded = history.get(&run.id)?;
+            input.accepted_batches = Some((run.id, recorded.report.batches));
+        }
+    }
+    let result = hygiene::check(&input, &policy);
+    let text = match args.format {
+        crate::signals_cmd::OutFormat::Json => veredicto_report::corpus::json(&result),
+        crate::signals_cmd::OutFormat::Human => veredicto_report::corpus::human(&result),
+    };
+    let json = args.format == crate::signals_cmd::OutFormat::Json;
+    let mut w = crate::output::human_stdout(json);
+    match w.write_all(text.as_bytes()).and_then(|()| w.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
+    Ok(if result.breaches.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

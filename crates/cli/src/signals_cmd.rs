@@ -1,0 +1,256 @@
+//! `veredicto signals`: import interaction logs into the signals file, and propose
+//! candidate golden cases (with the triage of failed answers) from them.
+
+use crate::models::EmbedderArgs;
+use anyhow::Context;
+use std::collections::HashSet;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use veredicto_core::signals::{self, LocatedEvent, Settings};
+use veredicto_formats::signals::FieldMap;
+
+/// The default signals file, beside the default history.
+pub const DEFAULT_SIGNALS: &str = ".veredicto/signals.jsonl";
+
+#[derive(Debug, clap::Args)]
+pub struct SignalsArgs {
+    #[command(subcommand)]
+    pub command: SignalsCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum SignalsCommand {
+    /// Validate an interaction log (JSONL) and append its events, in canonical form, to the
+    /// signals file (events already there are skipped). All or nothing.
+    Import(ImportArgs),
+    /// Propose candidate golden cases from the signals (a golden-set JSONL to review) and
+    /// triage the failed answers: upstream (not retrieved) or downstream (retrieved, ignored).
+    Candidates(Box<CandidatesArgs>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The interaction log (JSONL, one event per line; see docs/signals.md).
+    pub log: PathBuf,
+    /// The log's name for a field: `FIELD=NAME` (e.g. `conversation_id=session`,
+    /// `retrieved=context.ids`); repeatable.
+    #[arg(long = "map", value_name = "FIELD=NAME")]
+    pub map: Vec<String>,
+    /// The signals file to append to.
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_SIGNALS)]
+    pub signals: PathBuf,
+    #[arg(long, value_enum, default_value_t = OutFormat::Human)]
+    pub format: OutFormat,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CandidatesArgs {
+    /// The signals file (written by `signals import`).
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_SIGNALS, conflicts_with = "log")]
+    pub signals: PathBuf,
+    /// Read an interaction log directly instead of the signals file.
+    #[arg(long, value_name = "LOG")]
+    pub log: Option<PathBuf>,
+    /// The log's name for a field (with --log): `FIELD=NAME`; repeatable.
+    #[arg(long = "map", value_name = "FIELD=NAME", requires = "log")]
+    pub map: Vec<String>,
+    /// Where to write the candidate cases (golden-set JSONL).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// The golden set: its questions are not proposed again, and its expected chunks are
+    /// the reference of the triage.
+    #[arg(long, value_name = "FILE|DIR")]
+    pub golden: Option<PathBuf>,
+    /// The corpus, to find the chunk a copied text came from.
+    #[arg(long, value_name = "FILE")]
+    pub corpus: Option<PathBuf>,
+    /// Merge near-duplicate queries by embedding similarity too (cosine at or above this),
+    /// with the model given by --model / --embedder.
+    #[arg(long, value_name = "COSINE", default_value_t = 0.92)]
+    pub merge_cosine: f64,
+    /// Retrieved chunks of a rescuing final query taken as expected when it has no gesture.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub rescue_depth: usize,
+    #[command(flatten)]
+    pub embedder: EmbedderArgs,
+    #[arg(long, value_enum, default_value_t = OutFormat::Human)]
+    pub format: OutFormat,
+}
+
+pub fn run(args: SignalsArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        SignalsCommand::Import(a) => import(a),
+        SignalsCommand::Candidates(a) => candidates(*a),
+    }
+}
+
+fn field_map(pairs: &[String]) -> anyhow::Result<FieldMap> {
+    FieldMap::parse(pairs.iter().map(String::as_str)).map_err(anyhow::Error::msg)
+}
+
+fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let map = field_map(&args.map)?;
+    let events = veredicto_formats::signals::read_events(&args.log, &map)?;
+    let lines: Vec<String> = events
+        .iter()
+        .map(|e| serde_json::to_string(&e.event))
+        .collect::<Result<_, _>>()?;
+    let (added, present) = append_new(&args.signals, &lines)
+        .with_context(|| format!("appending to {}", args.signals.display()))?;
+    let out = match args.format {
+        OutFormat::Json => format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "log": args.log.display().to_string(),
+                "signals": args.signals.display().to_string(),
+                "events": events.len(),
+                "added": added,
+                "already_present": present,
+            }))?
+        ),
+        OutFormat::Human => format!(
+            "{} events read from {}: {added} added to {}, {present} already there\n",
+            events.len(),
+            args.log.display(),
+            args.signals.display()
+        ),
+    };
+    crate::output::print_stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Appends the lines not yet in `path` under an exclusive lock, then fsyncs (the file, and
+/// the folder when the file is new). Returns (added, already present).
+fn append_new(path: &Path, lines: &[String]) -> std::io::Result<(usize, usize)> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let existed = path.exists();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)?;
+    file.lock()?;
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut last_newline = true;
+    for line in std::io::BufReader::new(&file).split(b'\n') {
+        let line = line?;
+        let text = String::from_utf8_lossy(&line)
+            .trim_end_matches('\r')
+            .to_owned();
+        if !text.trim().is_empty() {
+            seen.insert(text);
+        }
+    }
+    // A file cut by a crash mid-line: start on a fresh line.
+    if existed {
+        let len = file.metadata()?.len();
+        if len > 0 {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut last = [0u8; 1];
+            let mut f = &file;
+            f.seek(SeekFrom::Start(len - 1))?;
+            f.read_exact(&mut last)?;
+            last_newline = last[0] == b'\n';
+        }
+    }
+    let mut buf = String::new();
+    if !last_newline {
+        buf.push('\n');
+    }
+    let (mut added, mut present) = (0, 0);
+    for l in lines {
+        if seen.insert(l.clone()) {
+            buf.push_str(l);
+            buf.push('\n');
+            added += 1;
+        } else {
+            present += 1;
+        }
+    }
+    if added > 0 {
+        file.write_all(buf.as_bytes())?;
+        file.sync_all()?;
+        if !existed {
+            if let Ok(d) = std::fs::File::open(&dir) {
+                let _ = d.sync_all();
+            }
+        }
+    }
+    file.unlock()?;
+    Ok((added, present))
+}
+
+fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitCode> {
+    if !(args.merge_cosine.is_finite() && args.merge_cosine > 0.0 && args.merge_cosine <= 1.0) {
+        anyhow::bail!(
+            "--merge-cosine must be above 0 and at most 1, got {}",
+            args.merge_cosine
+        );
+    }
+    let events: Vec<LocatedEvent> = match &args.log {
+        Some(log) => veredicto_formats::signals::read_events(log, &field_map(&args.map)?)?,
+        None => {
+            if !args.signals.is_file() {
+                anyhow::bail!(
+                    "{}: no signals file (import a log with `veredicto signals import LOG.jsonl`, or give --log)",
+                    args.signals.display()
+                );
+            }
+            veredicto_formats::signals::read_events(&args.signals, &FieldMap::default())?
+        }
+    };
+    let golden = match &args.golden {
+        Some(g) => veredicto_formats::golden::read_golden(g)?,
+        None => Vec::new(),
+    };
+    let corpus = match &args.corpus {
+        Some(c) => Some(veredicto_formats::corpus::read_corpus(c)?),
+        None => None,
+    };
+    let vectors = if args.embedder.model.is_some() || args.embedder.embedder.is_some() {
+        let embedder = args.embedder.load_for_index(None, None)?;
+        let queries = signals::distinct_queries(&events);
+        let texts: Vec<&str> = queries.iter().map(String::as_str).collect();
+        Some(embedder.embed(&texts, veredicto_embed::TextKind::Query)?)
+    } else {
+        None
+    };
+    let settings = Settings {
+        merge_cosine: args.merge_cosine,
+        rescue_depth: args.rescue_depth,
+    };
+    let report = signals::candidates(
+        &events,
+        &golden,
+        corpus.as_deref(),
+        vectors.as_deref(),
+        &settings,
+    );
+    crate::output::write_atomic(
+        &args.out,
+        veredicto_report::signals::candidates_jsonl(&report).as_bytes(),
+    )
+    .with_context(|| format!("writing {}", args.out.display()))?;
+    let out_name = args.out.display().to_string();
+    let text = match args.format {
+        OutFormat::Json => veredicto_report::signals::json(&report, Some(&out_name)),
+        OutFormat::Human => veredicto_report::signals::human(&report, Some(&out_name)),
+    };
+    let mut w = crate::output::human_stdout(args.format == OutFormat::Json);
+    match w.write_all(text.as_bytes()).and_then(|()| w.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,146 @@
+//! Renderers for `veredicto signals`: the candidate golden cases as JSONL to review, and
+//! the counts and triage for people (human) or programs (JSON).
+
+use serde::Serialize;
+use veredicto_core::signals::SignalsReport;
+
+/// One JSON line per candidate, in the golden-set format (`id`, `query`, `expected`,
+/// `tags`) plus `candidate: true`, `gold: false` and the supporting events.
+pub fn candidates_jsonl(report: &SignalsReport) -> String {
+    let mut s = String::new();
+    for c in &report.candidates {
+        s.push_str(&serde_json::to_string(c).unwrap_or_default());
+        s.push('\n');
+    }
+    s
+}
+
+/// The counts and the triage as pretty JSON (the candidates are in the JSONL file).
+pub fn json(report: &SignalsReport, candidates_file: Option<&str>) -> String {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        candidates_file: Option<&'a str>,
+        counts: &'a veredicto_core::signals::Counts,
+        candidates: Vec<Brief<'a>>,
+        triage: &'a [veredicto_core::signals::Triage],
+    }
+    #[derive(Serialize)]
+    struct Brief<'a> {
+        id: &'a str,
+        query: &'a str,
+        expected: &'a [String],
+        tags: &'a [String],
+        events: usize,
+    }
+    let out = Out {
+        candidates_file,
+        counts: &report.counts,
+        candidates: report
+            .candidates
+            .iter()
+            .map(|c| Brief {
+                id: &c.id,
+                query: &c.query,
+                expected: &c.expected,
+                tags: &c.tags,
+                events: c.support.events,
+            })
+            .collect(),
+        triage: &report.triage,
+    };
+    let mut s = serde_json::to_string_pretty(&out).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// The counts, the candidates and the triage for a terminal.
+pub fn human(report: &SignalsReport, candidates_file: Option<&str>) -> String {
+    let c = &report.counts;
+    let mut s = String::new();
+    let events: Vec<String> = c.events.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    s.push_str(&format!(
+        "events: {} ({})\ninteractions: {} in {} conversations; {} distinct queries in {} groups ({} merged by embedding)\n",
+        c.events.values().sum::<usize>(),
+        events.join(", "),
+        c.interactions,
+        c.conversations,
+        c.distinct_queries,
+        c.query_groups,
+        c.merged_by_embedding
+    ));
+    s.push_str(&format!(
+        "candidates: {} ({} failed-query, {} aggregation); {} groups already in the golden set, {} without evidence{}\n",
+        c.candidates,
+        c.failed_query_candidates,
+        c.aggregation_candidates,
+        c.covered_by_golden,
+        c.without_evidence,
+        if c.unresolved_copies > 0 {
+            format!(", {} copied texts matched no chunk", c.unresolved_copies)
+        } else {
+            String::new()
+        }
+    ));
+    if let Some(f) = candidates_file {
+        s.push_str(&format!(
+            "written to {f} (candidates: review before adding them to the golden set)\n"
+        ));
+    }
+    for cand in &report.candidates {
+        s.push_str(&format!(
+            "  {}  {:>3} events  {}  -> {}{}\n",
+            cand.id,
+            cand.support.events,
+            trunc(&cand.query, 60),
+            cand.expected.join(", "),
+            if cand.tags.len() > 1 {
+                format!("  [{}]", cand.tags[1..].join(", "))
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let t: Vec<String> = c.triage.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    s.push_str(&format!(
+        "failed interactions: {}{}\n",
+        c.failed_interactions,
+        if t.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", t.join(", "))
+        }
+    ));
+    for tr in &report.triage {
+        let seen: Vec<String> = tr
+            .retrieved_expected
+            .iter()
+            .map(|(id, r)| format!("{id}@{r}"))
+            .collect();
+        s.push_str(&format!(
+            "  {:<18} {}  {}  ({}){}\n",
+            tr.verdict,
+            tr.at,
+            trunc(&tr.query, 50),
+            tr.why_failed.join("+"),
+            if seen.is_empty() {
+                String::new()
+            } else {
+                format!("  retrieved: {}", seen.join(", "))
+            }
+        ));
+    }
+    s
+}
+
+/// `text` on one line, cut to `max` characters with an ellipsis.
+fn trunc(text: &str, max: usize) -> String {
+    let one_line = text.replace(['\n', '\r'], " ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let mut s: String = one_line.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
