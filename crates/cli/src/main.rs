@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod audit_cmd;
 mod audit_target;
+mod calibrate_cmd;
 mod clock;
 mod compare_cmd;
 mod corpus_cmd;
@@ -65,6 +66,8 @@ enum Command {
     Init(init_cmd::InitArgs),
     /// Run the golden-set acceptance exam over a retriever's results (exit 0 accept, 1 stop).
     Exam(Box<exam_cmd::ExamArgs>),
+    /// Calibrate the noise ceiling on the suite's healthy cases; write a commented policy.
+    Calibrate(Box<calibrate_cmd::CalibrateArgs>),
     /// Embed a corpus into veredicto's exact index (incremental).
     Ingest(ingest_cmd::IngestArgs),
     /// Index maintenance: `index verify DIR` checks every file against the manifest.
@@ -79,7 +82,7 @@ enum Command {
     Compare(compare_cmd::CompareArgs),
     /// Render a recorded run: self-contained HTML (default), Markdown, JUnit or JSON.
     Report(report_cmd::ReportArgs),
-    /// Grounding audit (SPEC §7): check, sheet, review, package, verify.
+    /// Grounding audit: check, sheet, review, package, verify.
     Audit(audit_cmd::AuditArgs),
     /// The history itself: migrate between a file and PostgreSQL, check integrity.
     History(history_cmd::HistoryCmdArgs),
@@ -147,6 +150,7 @@ fn main() -> ExitCode {
                 .map_err(Into::into)
         }
         Command::Exam(args) => exam_cmd::run(*args).map(ExitCode::from),
+        Command::Calibrate(args) => calibrate_cmd::run(*args),
         Command::Trec(args) => trec_cmd::run(args).map(ExitCode::from),
         Command::Ingest(args) => ingest_cmd::run(args).map(ExitCode::from),
         Command::Gate(args) => gate_cmd::run(args),

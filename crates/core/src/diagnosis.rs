@@ -63,6 +63,59 @@ pub struct Finding {
     pub outranked_by: Vec<Outranker>,
 }
 
+/// Why a case is over its noise ceiling.
+///
+/// Noise counts the top-K results scoring below the worst expected chunk inside the top-K.
+/// With `e` expected chunks and `n = min(K, results)` results in the top-K, even a perfect
+/// ranking (every expected chunk first) leaves `n − e` results below them. When that alone
+/// exceeds the ceiling, the noise is **structural**: no better description or ranking can
+/// fix it, only a smaller K for the case (or a calibrated ceiling). Otherwise the noise comes
+/// from the ranking (expected chunks missing from the top-K while others fill it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NoiseFinding {
+    /// K exceeds what the case's expected list can fill.
+    Structural {
+        /// The case's K.
+        k: u32,
+        /// Results inside the top-K (`min(K, results)`).
+        in_top_k: u32,
+        /// Distinct expected chunks of the case.
+        expected: u32,
+        /// Ranks (1-based, ascending) of the expected chunks inside the top-K.
+        ranks: Vec<usize>,
+        /// The case's noise.
+        noise: u32,
+        /// `⌊noise_ceiling × K⌋`.
+        max_noise: u32,
+        /// The noise of a perfect ranking: `in_top_k − expected`.
+        perfect_noise: u32,
+        /// The largest K at which a perfect ranking stays within the case's ceiling
+        /// (at least the number of expected chunks).
+        suggested_top_k: u32,
+    },
+    /// The ranking: expected chunks fell out of the top-K while non-expected ones filled it.
+    Ranking {
+        k: u32,
+        noise: u32,
+        max_noise: u32,
+        /// Expected chunks inside the top-K, and in all.
+        expected_in_top_k: u32,
+        expected: u32,
+    },
+}
+
+/// The largest K' ≥ `expected` at which a perfect ranking (every expected chunk first, K'
+/// results) has noise `K' − expected` within `⌊ceiling × K'⌋`; `expected` itself when no
+/// larger K' qualifies. Searched up to `limit` (the case's current K).
+pub fn suggested_top_k(expected: u32, ceiling: f64, limit: u32) -> u32 {
+    let expected = expected.max(1);
+    (expected..=limit.max(expected))
+        .rev()
+        .find(|&k| k - expected <= crate::exam::noise::max_noise(ceiling, k))
+        .unwrap_or(expected)
+}
+
 /// What the checklist looks at for one case.
 pub struct CaseView<'a> {
     pub case: &'a Case,
@@ -74,6 +127,8 @@ pub struct CaseView<'a> {
     pub as_of: Option<&'a str>,
     pub noise: Option<u32>,
     pub max_noise: u32,
+    /// The case's noise ceiling (fraction of K), for the structural-noise suggestion.
+    pub noise_ceiling: f64,
 }
 
 /// How many outranking results an `embedding` finding lists.
@@ -110,16 +165,8 @@ pub fn diagnose_case(view: &CaseView<'_>) -> Vec<Finding> {
             out[before].outranked_by = outrankers(view, e);
         }
     }
-    if let Some(n) = view.noise.filter(|&n| n > view.max_noise) {
-        out.push(Finding {
-            check: Check::Noise,
-            chunk: None,
-            finding: format!(
-                "{n} of the top {} results score below the worst expected chunk (ceiling {}): generic descriptions, mixed chunks or loose facets",
-                view.k, view.max_noise
-            ),
-            outranked_by: Vec::new(),
-        });
+    if let Some(nf) = classify_noise(view) {
+        out.push(noise_finding(&nf));
     }
     out
 }
@@ -129,6 +176,79 @@ fn finding(check: Check, e: &ExpectedChunk, text: String) -> Finding {
         check,
         chunk: Some(e.id.clone()),
         finding: text,
+        outranked_by: Vec::new(),
+    }
+}
+
+/// Why case `view` is over its noise ceiling, when it is: structural when a perfect
+/// ranking would be over it too ([`NoiseFinding`]). `None` when within the ceiling or
+/// undefined.
+pub fn classify_noise(view: &CaseView<'_>) -> Option<NoiseFinding> {
+    let n = view.noise.filter(|&n| n > view.max_noise)?;
+    let k = view.k;
+    let in_top_k = view.results.len().min(k as usize) as u32;
+    let mut ids: Vec<&str> = view.expected.iter().map(|e| e.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let expected = ids.len() as u32;
+    let mut ranks: Vec<usize> = view
+        .expected
+        .iter()
+        .filter(|e| e.in_top_k)
+        .filter_map(|e| e.rank)
+        .collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    let perfect_noise = in_top_k.saturating_sub(expected);
+    Some(if perfect_noise > view.max_noise {
+        NoiseFinding::Structural {
+            k,
+            in_top_k,
+            expected,
+            ranks,
+            noise: n,
+            max_noise: view.max_noise,
+            perfect_noise,
+            suggested_top_k: suggested_top_k(expected, view.noise_ceiling, k),
+        }
+    } else {
+        NoiseFinding::Ranking {
+            k,
+            noise: n,
+            max_noise: view.max_noise,
+            expected_in_top_k: ranks.len() as u32,
+            expected,
+        }
+    })
+}
+
+/// The checklist's `noise` finding, worded from [`classify_noise`].
+fn noise_finding(nf: &NoiseFinding) -> Finding {
+    let finding = match nf {
+        NoiseFinding::Structural {
+            k,
+            noise,
+            max_noise,
+            expected,
+            perfect_noise,
+            suggested_top_k,
+            ..
+        } => format!(
+            "structural noise: {noise} of the top {k} results score below the worst expected chunk (ceiling {max_noise}); with {expected} expected chunk(s) even a perfect ranking leaves {perfect_noise}: lower this case's top_k to {suggested_top_k}, or calibrate the ceiling"
+        ),
+        NoiseFinding::Ranking {
+            k,
+            noise,
+            max_noise,
+            ..
+        } => format!(
+            "{noise} of the top {k} results score below the worst expected chunk (ceiling {max_noise}): generic descriptions, mixed chunks or loose facets"
+        ),
+    };
+    Finding {
+        check: Check::Noise,
+        chunk: None,
+        finding,
         outranked_by: Vec::new(),
     }
 }

@@ -78,6 +78,32 @@ impl<'de> Deserialize<'de> for PolicyFile {
 /// `[corpus]` (`corpus check`), `[ingest]` (`gate`).
 const TABLES_OF_OTHERS: &[&str] = &["grounding", "corpus", "ingest"];
 
+/// The tables of other commands (`[grounding]`, `[corpus]`) of a policy file, as TOML text
+/// to append to a rewritten policy (`veredicto calibrate`), so that rewriting the exam's keys
+/// loses none of them; empty when the file has none. Comments inside them are not kept.
+pub fn tables_of_others(path: &Path, source: &str) -> Result<String> {
+    let table: toml::Table = toml::from_str(source).map_err(|e| {
+        FormatError::invalid(
+            path,
+            0,
+            "-".to_owned(),
+            e.message().trim().replace('\n', " "),
+        )
+    })?;
+    let mut out = String::new();
+    for name in TABLES_OF_OTHERS {
+        if let Some(value) = table.get(*name) {
+            let mut one = toml::Table::new();
+            one.insert((*name).to_owned(), value.clone());
+            let text = toml::to_string(&one)
+                .map_err(|e| FormatError::invalid(path, 0, (*name).to_owned(), e.to_string()))?;
+            out.push('\n');
+            out.push_str(&text);
+        }
+    }
+    Ok(out)
+}
+
 /// The entries of a map except the [`TABLES_OF_OTHERS`], each of which must hold a table.
 struct WithoutGrounding<A>(A);
 

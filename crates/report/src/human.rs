@@ -110,7 +110,7 @@ pub fn render(r: &ExamReport, color: bool) -> String {
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_default(),
-                    f.finding
+                    crate::explain::finding_text(c, f)
                 ));
                 if !f.outranked_by.is_empty() {
                     let list: Vec<String> = f
@@ -169,6 +169,24 @@ pub fn render(r: &ExamReport, color: bool) -> String {
     }
     for line in fmt::boost_lines(r) {
         out.push_str(&escape_control(&line));
+        out.push('\n');
+    }
+    let structural = crate::explain::structural_only(r);
+    if structural > 0 {
+        out.push_str(&format!(
+            "{structural} case(s) fail on noise alone that no ranking can fix: their K exceeds what their expected list can fill (lower their top_k, or calibrate)\n"
+        ));
+    }
+    out.push_str(&format!(
+        "QS = Quality Score (0 below the recall floor, 100 at full recall) · noise = top-K results scoring below the worst expected chunk / the most allowed: {}\n",
+        crate::explain::RULES_DOC
+    ));
+    if let Some(note) = crate::explain::uncalibrated_note(r) {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    for w in crate::explain::warning_lines(r) {
+        out.push_str(&st.red(&w));
         out.push('\n');
     }
     if r.run.ignored_queries > 0 {

@@ -85,7 +85,7 @@ pub fn render_with_comparison(r: &ExamReport, comparison: Option<&Comparison>) -
                     .as_deref()
                     .map(|x| format!("{x}: "))
                     .unwrap_or_default(),
-                f.finding
+                crate::explain::finding_text(c, f)
             ));
         }
         if let Some(note) = &c.note {

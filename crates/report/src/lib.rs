@@ -2,8 +2,10 @@
 //! function takes the finished [`ExamReport`] and returns text; none recomputes a number.
 
 pub mod audit;
+pub mod calibration;
 pub mod comparison;
 pub mod corpus;
+pub mod explain;
 pub mod gate;
 pub mod html;
 pub mod human;

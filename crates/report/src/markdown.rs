@@ -17,6 +17,14 @@ pub fn render(r: &ExamReport) -> String {
     if !r.reasons.is_empty() {
         out.push('\n');
     }
+    let mut notes: Vec<String> = crate::explain::warning_lines(r);
+    notes.extend(crate::explain::uncalibrated_note(r));
+    for n in &notes {
+        out.push_str(&format!("> {}\n", cell(n)));
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+    }
     out.push_str("| cases | gold | mean QS | mean recall | MRR | mean P@K | mean nDCG | failing | over noise |\n");
     out.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     out.push_str(&format!(
@@ -30,6 +38,10 @@ pub fn render(r: &ExamReport) -> String {
         fmt::f3(s.mean_ndcg),
         s.failing,
         s.over_noise
+    ));
+    out.push_str(&format!(
+        "\n<sub>QS: Quality Score (0 below the recall floor, 100 at full recall) · noise: top-K results below the worst expected chunk / the most allowed ({})</sub>\n",
+        crate::explain::RULES_DOC
     ));
     if let Some(line) = fmt::exactness(r) {
         out.push_str(&format!("\n{}\n", cell(&line)));
@@ -64,7 +76,7 @@ pub fn render(r: &ExamReport) -> String {
                             .as_deref()
                             .map(|x| format!(" / {}", code(x)))
                             .unwrap_or_default(),
-                        cell(&f.finding)
+                        cell(&crate::explain::finding_text(c, f))
                     )
                 })
             })

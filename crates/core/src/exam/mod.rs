@@ -11,12 +11,13 @@
 //! - Queries in the run that are not in the golden set are ignored and counted.
 //! - Cases keep the golden set's order; means are plain arithmetic means over all cases.
 
+pub mod calibrate;
 pub mod noise;
 pub mod quality;
 pub mod verdict;
 
 use crate::case::{Case, Corpus};
-use crate::diagnosis::{self, Finding};
+use crate::diagnosis::{self, Finding, NoiseFinding};
 use crate::measure::Measure;
 use crate::policy::Policy;
 use crate::run::Run;
@@ -47,6 +48,14 @@ pub struct ExamReport {
     pub summary: Summary,
     pub policy: Policy,
     pub policy_fingerprint: String,
+    /// `false` when the exam ran on the built-in default policy (no policy file, or one that
+    /// restates the defaults): its thresholds were not calibrated on this suite
+    /// (`veredicto calibrate`). Records written before this field read as `true`.
+    #[serde(default = "yes")]
+    pub policy_calibrated: bool,
+    /// Warnings about the exam's inputs (not about the retriever), in a fixed order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<ExamWarning>,
     pub golden_fingerprint: String,
     /// The exam date used for validity windows, when one was given.
     pub as_of: Option<String>,
@@ -74,6 +83,20 @@ pub struct ExamReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub boost: Vec<crate::boost::BoostCase>,
     pub cases: Vec<CaseResult>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A warning about the exam's inputs. Renderers word it; JSON carries it tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ExamWarning {
+    /// The policy names a gold label, but the exam had no corpus (nor an index) to read
+    /// labels from, and no case says `gold: true`: no case can be gold, so a failing case
+    /// that should stop the suite may be excused by a note.
+    GoldUnknown { gold_label: String },
 }
 
 /// The exactness check over the suite: the served ranking against the engine's exact one.
@@ -206,6 +229,9 @@ pub struct CaseResult {
     pub expected: Vec<ExpectedChunk>,
     /// Extra measures of the policy, by canonical name.
     pub measures: BTreeMap<String, f64>,
+    /// Why the case is over its noise ceiling (structural or ranking), when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_finding: Option<NoiseFinding>,
     /// Diagnosis findings in checklist order: the full checklist for failing cases; for
     /// passing ones only expected chunks missing from the corpus.
     pub diagnosis: Vec<Finding>,
@@ -302,6 +328,8 @@ pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
         summary,
         policy: policy.clone(),
         policy_fingerprint: policy.fingerprint(),
+        policy_calibrated: *policy != Policy::default(),
+        warnings: warnings(&input),
         golden_fingerprint: crate::fingerprint::sha256_json(&input.cases),
         as_of: input.as_of.map(str::to_owned),
         run: RunInfo {
@@ -391,7 +419,7 @@ fn evaluate_case(
         .iter()
         .map(|x| (x.to_string(), x.compute(&judged)))
         .collect();
-    let diagnosis = diagnosis::diagnose_case(&diagnosis::CaseView {
+    let view = diagnosis::CaseView {
         case,
         passed,
         k,
@@ -401,7 +429,10 @@ fn evaluate_case(
         as_of: input.as_of,
         noise: noise.map(|(n, _)| n),
         max_noise,
-    });
+        noise_ceiling: th.noise_ceiling,
+    };
+    let diagnosis = diagnosis::diagnose_case(&view);
+    let noise_finding = diagnosis::classify_noise(&view);
     CaseResult {
         id: case.id.clone(),
         query: case.query.clone(),
@@ -426,8 +457,20 @@ fn evaluate_case(
         reasons,
         expected: expected_chunks,
         measures,
+        noise_finding,
         diagnosis,
     }
+}
+
+/// The input warnings, in [`ExamWarning`]'s order.
+fn warnings(input: &ExamInput<'_>) -> Vec<ExamWarning> {
+    let mut out = Vec::new();
+    if input.corpus.is_none() && !input.cases.iter().any(|c| c.gold) {
+        out.push(ExamWarning::GoldUnknown {
+            gold_label: input.policy.gold_label.clone(),
+        });
+    }
+    out
 }
 
 fn mean(values: impl Iterator<Item = f64>, n: usize) -> f64 {

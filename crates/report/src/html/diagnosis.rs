@@ -34,7 +34,7 @@ fn pattern_title(p: Pattern) -> &'static str {
     }
 }
 
-fn finding_item(f: &Finding) -> String {
+fn finding_item(c: &CaseResult, f: &Finding) -> String {
     let mut s = format!(
         "<li><span class=\"check\">{}</span> {}{}",
         check_label(f.check),
@@ -42,7 +42,7 @@ fn finding_item(f: &Finding) -> String {
             Some(c) => format!("<code>{}</code>: ", escape(c)),
             None => String::new(),
         },
-        escape(&f.finding)
+        escape(&crate::explain::finding_text(c, f))
     );
     if !f.outranked_by.is_empty() {
         s.push_str(
@@ -107,7 +107,7 @@ fn case_card(c: &CaseResult) -> String {
     } else {
         s.push_str("<ol class=\"checklist\">\n");
         for f in &c.diagnosis {
-            s.push_str(&finding_item(f));
+            s.push_str(&finding_item(c, f));
         }
         s.push_str("</ol>\n");
     }

@@ -143,6 +143,12 @@ pub fn verdict(run: &RecordedRun, comparison: Option<&Comparison>) -> String {
             out.push_str("</ul>\n");
         }
     }
+    for note in crate::explain::warning_lines(r)
+        .into_iter()
+        .chain(crate::explain::uncalibrated_note(r))
+    {
+        out.push_str(&format!("<p class=\"small\">{}</p>\n", escape(&note)));
+    }
     if let Some(c) = comparison {
         let base = format!("<code>{}</code>", escape(&c.base.id));
         if c.regression {

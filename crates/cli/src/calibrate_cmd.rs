@@ -1,0 +1,230 @@
+//! `veredicto calibrate`: runs the suite from any source, calibrates the noise ceiling on its
+//! healthy cases (veredicto_core::exam::calibrate) and writes a commented policy file.
+//! Nothing is recorded in the history: a calibration is not a run.
+
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use veredicto_core::case::Corpus;
+use veredicto_core::exam::calibrate::{self, Settings};
+use veredicto_core::exam::{evaluate, ExamInput};
+use veredicto_core::policy::Policy;
+use veredicto_formats as formats;
+use veredicto_report::calibration::{self as render, Verdicts};
+use veredicto_retrieve::conclude::Notice;
+use veredicto_retrieve::ExamRequest;
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CalibrateFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("source").required(true).multiple(false))]
+pub struct CalibrateArgs {
+    /// Golden set: JSONL cases, or a BEIR folder (queries.jsonl + qrels/test.tsv).
+    #[arg(long, value_name = "GOLDEN")]
+    pub golden: PathBuf,
+    /// The retriever's results: a TREC or JSONL run file (`-` reads standard input).
+    #[arg(long, value_name = "RUN", group = "source")]
+    pub run: Option<String>,
+    /// Run every case against veredicto's index.
+    #[arg(long, value_name = "DIR", group = "source")]
+    pub index: Option<PathBuf>,
+    /// A live retriever: `index:DIR`, `run:FILE`, `http(s)://…`, `cmd:PROGRAM ARGS…`
+    /// (see docs/retrievers.md).
+    #[arg(long, value_name = "URI", group = "source")]
+    pub retriever: Option<String>,
+    #[command(flatten)]
+    pub embedder: crate::models::EmbedderArgs,
+    /// Results asked per case.
+    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::exam::DEFAULT_DEPTH)]
+    pub depth: usize,
+    /// Cases sent to the retriever at once.
+    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::exam::DEFAULT_CONCURRENCY, value_parser = crate::retriever_args::concurrency)]
+    pub concurrency: usize,
+    #[command(flatten)]
+    pub net: crate::retriever_args::NetArgs,
+    /// Chunk JSONL: gold labels and the chunks' texts for the diagnosis.
+    #[arg(long, value_name = "CORPUS")]
+    pub corpus: Option<PathBuf>,
+    /// The policy to start from (every key but the noise ceiling is kept); the defaults
+    /// when absent.
+    #[arg(long, value_name = "POLICY.toml")]
+    pub policy: Option<PathBuf>,
+    /// Diagnosis notes (for the verdicts before and after).
+    #[arg(long, value_name = "NOTES")]
+    pub notes: Option<PathBuf>,
+    /// Exam date (YYYY-MM-DD) for validity windows; default: today (UTC).
+    #[arg(long, value_name = "DATE")]
+    pub as_of: Option<String>,
+    /// Where the calibrated policy is written.
+    #[arg(long, value_name = "FILE", default_value = "policy.toml")]
+    pub out: PathBuf,
+    /// Replace FILE when it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the calibration without writing a policy file.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Fewest healthy cases to calibrate from.
+    #[arg(long, value_name = "N", default_value_t = calibrate::DEFAULT_MIN_HEALTHY)]
+    pub min_healthy: usize,
+    /// Output format of the summary.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: CalibrateFormat,
+    /// Shorthand for `--format json`.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+}
+
+pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
+    let settings = Settings {
+        min_healthy: args.min_healthy,
+    };
+    // Every argument is checked before the suite runs.
+    if !args.force && !args.dry_run && args.out.exists() {
+        anyhow::bail!(
+            "{} exists: give --force to replace it, or --out FILE",
+            args.out.display()
+        );
+    }
+    let policy = match &args.policy {
+        Some(p) => formats::policy::read_policy(p)?,
+        None => Policy::default(),
+    };
+    let cases = formats::golden::read_golden(&args.golden)?;
+    let given_corpus = match &args.corpus {
+        Some(p) => Some(Corpus::new(formats::corpus::read_corpus(p)?)),
+        None => None,
+    };
+    let notes = match &args.notes {
+        Some(p) => formats::notes::read_notes(p)?,
+        None => BTreeMap::new(),
+    };
+    let uri = match (&args.run, &args.index, &args.retriever) {
+        (Some(run), _, _) => format!("run:{run}"),
+        (_, Some(dir), _) => format!("index:{}", dir.display()),
+        (_, _, Some(uri)) => uri.clone(),
+        _ => anyhow::bail!("give --retriever URI, --index DIR or --run FILE"),
+    };
+    let deadline = args.net.total_deadline();
+    let retriever = veredicto_retrieve::open(&uri, &args.net.options()?)?;
+    let embedder = crate::retriever_args::load_embedder(
+        retriever.as_ref(),
+        &args.embedder,
+        &args.net,
+        deadline,
+        &cases,
+    )?;
+    // The chunks the exam reads (the file's, else the retriever's own), kept for the
+    // verdict under the calibrated policy.
+    let corpus = match given_corpus {
+        Some(c) => Some(c),
+        None => retriever.corpus()?,
+    };
+    let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
+    let print_notice = |n: &Notice| eprintln!("veredicto: {n}");
+    // The exam library's entry point, without recording: a calibration is not a run.
+    let outcome = veredicto_retrieve::run_exam(ExamRequest {
+        retriever: retriever.as_ref(),
+        embedder: embedder.as_deref(),
+        cases: &cases,
+        policy: &policy,
+        corpus: corpus.clone(),
+        corpus_fingerprint: None,
+        notes: &notes,
+        as_of: &as_of,
+        settings: veredicto_retrieve::exam::Settings {
+            depth: args.depth,
+            concurrency: args.concurrency,
+            ..Default::default()
+        },
+        rerank_spec: None,
+        timings: false,
+        record: None,
+        notify: Some(&print_notice),
+    })?;
+    let report = outcome.report;
+    let examined = outcome.retrieval;
+    let calibration = calibrate::calibrate(&report, settings)?;
+    let after = evaluate(ExamInput {
+        cases: &cases,
+        run: &examined.run,
+        corpus: corpus.as_ref(),
+        policy: &calibration.policy,
+        notes: &notes,
+        as_of: Some(&as_of),
+    });
+    let verdicts = Verdicts {
+        before: report.verdict,
+        after: after.verdict,
+    };
+    let written = if args.dry_run {
+        None
+    } else {
+        let mut text = render::policy_toml(&calibration, &report.golden_fingerprint);
+        // The starting file's tables for other commands (`[grounding]`, `[corpus]`) come along.
+        if let Some(p) = &args.policy {
+            let source =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let others = formats::policy::tables_of_others(p, &source)?;
+            if !others.is_empty() {
+                text.push_str(
+                    "\n# The tables of other commands, carried over from the starting policy:\n",
+                );
+                text.push_str(others.trim_start_matches('\n'));
+            }
+        }
+        // The file must load as a policy: a renderer bug must not leave a broken file.
+        formats::policy::parse_policy(&args.out, &text)
+            .context("the calibrated policy does not read back")?;
+        write_policy(&args.out, text.as_bytes(), args.force)?;
+        Some(args.out.display().to_string())
+    };
+    let json = args.json || matches!(args.format, CalibrateFormat::Json);
+    let out = if json {
+        render::render_json(&calibration, Some(verdicts))
+    } else {
+        render::render_human(&calibration, Some(verdicts), written.as_deref())
+    };
+    crate::output::print_stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Temp file in the target's folder, then a rename; without `force` the rename refuses to
+/// replace a file that appeared meanwhile.
+fn write_policy(path: &Path, bytes: &[u8], force: bool) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("writing {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    let persisted = if force {
+        tmp.persist(path).map(drop)
+    } else {
+        tmp.persist_noclobber(path).map(drop)
+    };
+    persisted.map_err(|e| {
+        if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+            anyhow::anyhow!(
+                "{} exists: give --force to replace it, or --out FILE",
+                path.display()
+            )
+        } else {
+            anyhow::Error::new(e.error).context(format!("writing {}", path.display()))
+        }
+    })
+}
