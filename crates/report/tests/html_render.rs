@@ -215,3 +215,39 @@ fn many_domains_get_a_sparkline_row_each() {
     }
     assert_balanced(&html);
 }
+
+#[test]
+fn trends_are_grouped_by_configuration_when_the_history_holds_several() {
+    let rack = Rack::load();
+    let mut history = rack.history();
+    // One history, two configurations examined on alternate nights (a matrix).
+    for (i, run) in history.iter_mut().enumerate() {
+        if i % 2 == 1 {
+            run.meta.config.top_k = 5;
+            run.meta.config.rerank = Some("models/<cross>".into());
+        }
+    }
+    let current = history.last().expect("history").clone();
+    let html = render(&HtmlInput {
+        current: &current,
+        baseline_comparison: None,
+        diagnosis: None,
+        history: &history,
+    });
+    assert!(html.contains("id=\"trends-by-configuration\""), "no table");
+    assert!(html.contains("rerank models/&lt;cross&gt;"));
+    let table = &html[html.find("trends-by-configuration").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert_eq!(table.matches("<tr><th scope=\"row\">").count(), 2);
+    assert_balanced(&html);
+
+    // A history of one configuration draws no such table.
+    let same = rack.history();
+    let html = render(&HtmlInput {
+        current: same.last().expect("history"),
+        baseline_comparison: None,
+        diagnosis: None,
+        history: &same,
+    });
+    assert!(!html.contains("trends-by-configuration"));
+}

@@ -216,6 +216,7 @@ pub fn section(runs: &[&RecordedRun], diagnosis: Option<&RunsDiagnosis>) -> Stri
             s.push_str(&domain_sparklines(runs, &domains, &tips));
         }
         s.push_str(&data_table(runs, &domains));
+        s.push_str(&configuration_table(runs));
     }
     if let Some(d) = diagnosis {
         s.push_str(&trend_tests(&d.trends));
@@ -323,6 +324,64 @@ fn data_table(runs: &[&RecordedRun], domains: &BTreeSet<&str>) -> String {
         s.push_str("</tr>\n");
     }
     s.push_str("</tbody></table></div></details>\n");
+    s
+}
+
+/// What makes two runs the same configuration: the kind of retriever, the embedding model,
+/// the default K, the rerank stage and the chunking. (Not the source: a run file or an index
+/// folder may be renamed from night to night without changing the configuration.)
+fn configuration_of(r: &RecordedRun) -> String {
+    let c = &r.meta.config;
+    let mut parts = vec![c.retriever.clone()];
+    if let Some(m) = &c.embedding_model {
+        parts.push(m.clone());
+    }
+    parts.push(format!("K {}", c.top_k));
+    if let Some(rr) = &c.rerank {
+        parts.push(format!("rerank {rr}"));
+    }
+    match (c.chunk_size, c.chunk_overlap) {
+        (Some(size), Some(overlap)) => parts.push(format!("chunks {size}/{overlap}")),
+        (Some(size), None) => parts.push(format!("chunks {size}")),
+        _ => {}
+    }
+    parts.join(" · ")
+}
+
+/// The trends grouped by configuration, when the history holds runs of more than one (a
+/// configuration matrix run every night): one row per configuration, in order of first
+/// appearance, with its runs' mean recall oldest to newest and its newest verdict.
+fn configuration_table(runs: &[&RecordedRun]) -> String {
+    let mut groups: Vec<(String, Vec<&RecordedRun>)> = Vec::new();
+    for r in runs {
+        let key = configuration_of(r);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(r),
+            None => groups.push((key, vec![r])),
+        }
+    }
+    if groups.len() < 2 {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<div class=\"table-wrap\"><table class=\"inner\" id=\"trends-by-configuration\"><caption>Per configuration (retriever, model, K, rerank, chunking): mean recall of its runs, oldest to newest</caption><thead><tr><th scope=\"col\">configuration</th><th scope=\"col\" class=\"n\">runs</th><th scope=\"col\">mean recall</th><th scope=\"col\" class=\"n\">newest mean QS</th><th scope=\"col\">newest verdict</th></tr></thead><tbody>\n",
+    );
+    for (key, list) in &groups {
+        let newest = list[list.len() - 1];
+        let recall: Vec<String> = list
+            .iter()
+            .map(|r| pct(r.report.summary.mean_recall))
+            .collect();
+        s.push_str(&format!(
+            "<tr><th scope=\"row\">{}</th><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
+            escape(key),
+            list.len(),
+            recall.join(" → "),
+            fmt::qs(newest.report.summary.mean_quality),
+            verdict_word(newest.report.verdict)
+        ));
+    }
+    s.push_str("</tbody></table></div>\n");
     s
 }
 
