@@ -12,6 +12,23 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// A discovered project file as a path relative to the working folder (it is always in the
+/// folder or one of its ancestors): `veredicto.toml`, `../veredicto.toml`, … so that paths
+/// resolved against it read in messages as the user would type them.
+fn relative_to(cwd: &std::path::Path, file: &std::path::Path) -> PathBuf {
+    for (up, ancestor) in cwd.ancestors().enumerate() {
+        if let Ok(rest) = file.strip_prefix(ancestor) {
+            let mut p = PathBuf::new();
+            for _ in 0..up {
+                p.push("..");
+            }
+            p.push(rest);
+            return p;
+        }
+    }
+    file.to_path_buf()
+}
+
 fn load() -> Result<Settings, String> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let file = if env("VEREDICTO_NO_CONFIG").is_some_and(|v| v == "1") {
@@ -28,7 +45,7 @@ fn load() -> Result<Settings, String> {
                 }
                 Some(p)
             }
-            None => config::discover(&cwd),
+            None => config::discover(&cwd).map(|p| relative_to(&cwd, &p)),
         }
     };
     let project = match file {

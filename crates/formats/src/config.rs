@@ -194,7 +194,7 @@ pub fn parse_project(path: &Path, text: &str) -> Result<Project> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let resolve = |p: &str| root.join(p);
+    let resolve = |p: &str| under(&root, p);
     let line_of = |key: &str| crate::policy::key_line(source_text, key);
     let nonempty = |key: &str, v: Option<String>| -> Result<Option<String>> {
         match v {
@@ -282,12 +282,22 @@ pub fn parse_project(path: &Path, text: &str) -> Result<Project> {
     })
 }
 
+/// `value` resolved against `root`, without a leading `./` when the root is the working
+/// folder itself (messages then show `.veredicto/history.db`, as the user would write it).
+fn under(root: &Path, value: &str) -> PathBuf {
+    if root == Path::new(".") {
+        PathBuf::from(value)
+    } else {
+        root.join(value)
+    }
+}
+
 /// A history value: a `postgres://` URL as written, a path resolved against `root`.
 fn history_value(root: &Path, value: &str) -> String {
     if value.starts_with("postgres://") || value.starts_with("postgresql://") {
         value.to_owned()
     } else {
-        root.join(value).display().to_string()
+        under(root, value).display().to_string()
     }
 }
 
@@ -295,7 +305,7 @@ fn history_value(root: &Path, value: &str) -> String {
 /// `root`; a name (`multilingual-e5-small`) as written.
 fn model_value(root: &Path, value: &str) -> String {
     if value.contains('/') || value.contains('\\') || value.starts_with('.') {
-        root.join(value).display().to_string()
+        under(root, value).display().to_string()
     } else {
         value.to_owned()
     }
@@ -444,7 +454,7 @@ impl Settings {
     pub fn history_or_default(&self) -> String {
         match (&self.history, &self.root) {
             (Some(h), _) => h.clone(),
-            (None, Some(root)) => root.join(".veredicto/history.db").display().to_string(),
+            (None, Some(root)) => under(root, ".veredicto/history.db").display().to_string(),
             (None, None) => ".veredicto/history.db".to_owned(),
         }
     }
@@ -488,7 +498,7 @@ pub fn init_text(o: &InitOptions) -> String {
             );
             t.push_str(&format!("model = {}\n", q(m)));
         }
-        None => t.push_str("# model = \"all-minilm-l6-v2\"\n"),
+        None => t.push_str("# model = \"multilingual-e5-small\"   # the default; or all-minilm-l6-v2, or a folder\n"),
     }
     t.push_str("\n# Where the results come from: one of index, retriever or run.\n[source]\n");
     t.push_str(&format!("{} = {}\n", o.source.0, q(&o.source.1)));
