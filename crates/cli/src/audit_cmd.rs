@@ -219,7 +219,7 @@ pub struct CheckArgs {
     #[arg(long, value_delimiter = ',')]
     pub k: Vec<usize>,
     /// Output format.
-    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json", "markdown"]), default_value = "human")]
     pub format: crate::printer::Format,
     /// Alias of `--format json`.
     #[arg(long)]
@@ -342,10 +342,15 @@ fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     };
     let out = g::check(&t.set, &t.reviews, &opts);
     let run = t.run_meta().map(|m| m.id.as_str());
+    let human = if a.format == crate::printer::Format::Markdown && !a.json {
+        report::check_markdown(&out, &t.origin)
+    } else {
+        report::check_human(&out)
+    };
     print(
         a.json || a.format == crate::printer::Format::Json,
         &report::check_json(&out, &t.origin, run),
-        &report::check_human(&out),
+        &human,
     )?;
     Ok(if out.pass {
         ExitStatus::Success

@@ -561,3 +561,19 @@ fn suggest_with_a_tiny_nli_model_is_stored_beside_the_verdicts() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("not an NLI model"), "{}", stderr(&o));
 }
+
+#[test]
+fn check_as_markdown_for_a_pull_request_comment() {
+    let o = veredicto(&[
+        "audit",
+        "check",
+        &grounding("q017.yaml"),
+        "--format",
+        "markdown",
+    ]);
+    let text = stdout(&o);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert!(text.starts_with("# Grounding check: "), "{text}");
+    assert!(text.contains("q017.yaml"), "{text}");
+    assert!(text.contains("\n|"), "a Markdown table: {text}");
+}
