@@ -338,7 +338,7 @@ fn every_command_with_output_takes_format_and_json() {
         (&["history", "check"], "human, json"),
         (&["history", "migrate"], "human, json"),
         (&["models", "list"], "human, json"),
-        (&["audit", "check"], "human, json"),
+        (&["audit", "check"], "human, json, markdown"),
         (&["audit", "verify"], "human, json"),
         (&["audit", "impact"], "human, json"),
         (&["audit", "compare"], "human, json"),
