@@ -228,6 +228,16 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// How long to wait before retry number `attempt` (1 for the first retry): `backoff`,
+    /// doubled after each retry, at most 30 s. Shared by every retrying retriever.
+    pub(crate) fn retry_wait(&self, attempt: u32) -> Duration {
+        self.backoff
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
+            .min(Duration::from_secs(30))
+    }
+}
+
 /// Why retrieving failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RetrieveError {

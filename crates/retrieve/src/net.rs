@@ -147,11 +147,7 @@ impl Net {
                     reason: summary,
                 });
             }
-            let wait = self
-                .options
-                .backoff
-                .saturating_mul(1u32 << (attempt - 1).min(16))
-                .min(Duration::from_secs(30));
+            let wait = self.options.retry_wait(attempt);
             std::thread::sleep(wait);
         }
     }

@@ -510,11 +510,7 @@ impl Retriever for PgVector {
             if !timed_out {
                 return Err(self.setup(format!("case `{}`: {message}", request.case_id)));
             }
-            let wait = self
-                .options
-                .backoff
-                .saturating_mul(1u32 << (attempt - 1).min(16))
-                .min(Duration::from_secs(30));
+            let wait = self.options.retry_wait(attempt);
             let time_left = self.left().map(|left| left > wait).unwrap_or(false);
             if attempt >= max_attempts || !time_left || client.is_closed() {
                 return Err(RetrieveError::Case {
