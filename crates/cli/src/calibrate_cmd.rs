@@ -105,11 +105,12 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         Some(p) => formats::notes::read_notes(p)?,
         None => BTreeMap::new(),
     };
-    let uri = match (&args.run, &args.index, &args.retriever) {
-        (Some(run), _, _) => format!("run:{run}"),
-        (_, Some(dir), _) => format!("index:{}", dir.display()),
-        (_, _, Some(uri)) => uri.clone(),
-        _ => anyhow::bail!("give --retriever URI, --index DIR or --run FILE"),
+    let Some(uri) = crate::retriever_args::source_uri(
+        args.run.as_deref(),
+        args.index.as_deref(),
+        args.retriever.as_deref(),
+    ) else {
+        anyhow::bail!("give --retriever URI, --index DIR or --run FILE");
     };
     let deadline = args.net.total_deadline();
     let retriever = veredicto_retrieve::open(&uri, &args.net.options()?)?;
@@ -127,7 +128,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         None => retriever.corpus()?,
     };
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
-    let print_notice = |n: &Notice| eprintln!("veredicto: {n}");
+    let print_notice = |n: &Notice| crate::printer::note(&n.to_string());
     // The exam library's entry point, without recording: a calibration is not a run.
     let outcome = veredicto_retrieve::run_exam(ExamRequest {
         retriever: retriever.as_ref(),

@@ -224,13 +224,14 @@ fn outcome_of(
         Some(p) => Some(Corpus::new(formats::corpus::read_corpus(p)?)),
         None => None,
     };
-    let uri = match (&args.run, &args.index, &args.retriever) {
-        (Some(run), _, _) => format!("run:{run}"),
-        (_, Some(dir), _) => format!("index:{}", dir.display()),
-        (_, _, Some(uri)) => uri.clone(),
-        _ => anyhow::bail!(
+    let Some(uri) = crate::retriever_args::source_uri(
+        args.run.as_deref(),
+        args.index.as_deref(),
+        args.retriever.as_deref(),
+    ) else {
+        anyhow::bail!(
             "exam needs something to examine: give --run FILE, --index DIR or --retriever URI (or a [source] in veredicto.toml)"
-        ),
+        );
     };
     // One total deadline for every request of the run: retriever, embedder, reranker.
     let deadline = args.net.total_deadline();

@@ -32,6 +32,21 @@ pub struct NetArgs {
     pub score_pointer: String,
 }
 
+/// The retriever URI that `--run FILE`, `--index DIR` or `--retriever URI` name (the first
+/// given), or `None` when none is.
+pub fn source_uri(
+    run: Option<&str>,
+    index: Option<&std::path::Path>,
+    retriever: Option<&str>,
+) -> Option<String> {
+    match (run, index, retriever) {
+        (Some(run), _, _) => Some(format!("run:{run}")),
+        (_, Some(dir), _) => Some(format!("index:{}", dir.display())),
+        (_, _, Some(uri)) => Some(uri.to_owned()),
+        _ => None,
+    }
+}
+
 /// `--concurrency`: 1 to 256.
 pub fn concurrency(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
