@@ -988,4 +988,38 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn findings_recorded_before_the_kinds_keep_their_sentence() {
+        // A history written by an older version: sentences only, no `kind`.
+        let old: Finding = serde_json::from_str(
+            r#"{"check": "embedding", "chunk": "t", "finding": "buried at rank 9 below the top 5"}"#,
+        )
+        .unwrap();
+        assert_eq!(old.detail, None);
+        assert_eq!(finding_sentence(&old), "buried at rank 9 below the top 5");
+        // A typed one reads back with its kind and is worded from it.
+        let new: Finding = serde_json::from_str(
+            r#"{"check": "embedding", "chunk": "t", "finding": "", "kind": "buried", "rank": 9, "score": null, "k": 5}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            new.detail,
+            Some(DiagnosisFinding::Buried {
+                rank: 9,
+                score: None,
+                k: 5
+            })
+        );
+        assert_eq!(finding_sentence(&new), "buried at rank 9 below the top 5");
+        let old: PatternFinding = serde_json::from_str(
+            r#"{"pattern": "slow_decline", "saw": "old saw", "cause": "old cause", "cases": [],
+                "domain": null, "evidence": {}, "entered": [], "runs": 8}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (pattern_saw(&old), pattern_cause(&old)),
+            ("old saw".to_owned(), "old cause".to_owned())
+        );
+    }
 }
