@@ -8,6 +8,10 @@ one JSON line describing numpy and its BLAS (threadpoolctl), then answers comman
 stdin, one JSON line each:
   run   -> {"seconds": s, "cpu_seconds": c}   wall and process CPU time of
            scores = Q @ D.T, argpartition, sort of the top k
+  sgemm -> {"seconds": s, "cpu_seconds": c}   the same for scores = Q @ D.T alone (the
+           BLAS sgemm that bounds the score kernel, into an output allocated once; no top-k)
+  sgemm1 -> the same on one BLAS thread (no time spent by threads waiting for each other;
+           {"seconds": null} without threadpoolctl)
   ids   -> {"ids": [[row, ...], ...]}   the top k rows per query, best first
   quit
 """
@@ -18,9 +22,10 @@ import time
 import numpy as np
 
 try:
-    from threadpoolctl import threadpool_info
+    from threadpoolctl import threadpool_info, threadpool_limits
 except ImportError:  # pragma: no cover - informative only
     threadpool_info = None
+    threadpool_limits = None
 
 
 def top_k(q, d, k):
@@ -43,6 +48,8 @@ def main():
             for p in threadpool_info()
         ]
     print(json.dumps(info), flush=True)
+    # The sgemm output, allocated and paged in once, so that "sgemm" times the BLAS alone.
+    out = np.ones((nq, n), dtype=np.float32)
     for line in sys.stdin:
         command = line.strip()
         if command == "run":
@@ -51,6 +58,24 @@ def main():
             top_k(q, d, k)
             seconds = time.perf_counter() - t
             cpu = time.process_time() - c
+            print(json.dumps({"seconds": seconds, "cpu_seconds": cpu}), flush=True)
+        elif command == "sgemm":
+            t = time.perf_counter()
+            c = time.process_time()
+            np.matmul(q, d.T, out=out)
+            seconds = time.perf_counter() - t
+            cpu = time.process_time() - c
+            print(json.dumps({"seconds": seconds, "cpu_seconds": cpu}), flush=True)
+        elif command == "sgemm1":
+            if threadpool_limits is None:
+                print(json.dumps({"seconds": None, "cpu_seconds": None}), flush=True)
+                continue
+            with threadpool_limits(limits=1, user_api="blas"):
+                t = time.perf_counter()
+                c = time.process_time()
+                np.matmul(q, d.T, out=out)
+                seconds = time.perf_counter() - t
+                cpu = time.process_time() - c
             print(json.dumps({"seconds": seconds, "cpu_seconds": cpu}), flush=True)
         elif command == "ids":
             print(json.dumps({"ids": top_k(q, d, k).tolist()}), flush=True)

@@ -715,4 +715,102 @@ mod tests {
             .iter()
             .all(|r| r.hits.len() == 7 && r.ranks.len() == 3));
     }
+
+    /// Real-valued unit vectors at the models' dimension (384), where a different summation
+    /// order would change the last bits: the portable and the machine's kernel give the same
+    /// score bits, at 1 and 2 threads (two parallel tasks), in a batch of 24 queries (a panel
+    /// of 16 and one of 8) and one query at a time; the scores are those of `kernel::dot`.
+    /// A query's hits and ranks as (row, score bits) pairs.
+    type Bits = (Vec<(usize, u32)>, Vec<Option<(usize, u32)>>);
+
+    #[test]
+    fn kernels_threads_and_batch_sizes_give_the_same_score_bits_at_dim_384() {
+        let dim = 384;
+        let n = ROWS_PER_TASK + 997;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        let vectors: Vec<Vec<f32>> = (0..n)
+            .map(|_| kernel::normalize(&(0..dim).map(|_| rnd()).collect::<Vec<_>>()).unwrap())
+            .collect();
+        let corpus: Vec<ChunkInput> = (0..n)
+            .map(|i| ChunkInput::new(format!("c{i:05}"), format!("t{i}")))
+            .collect();
+        let settings = IngestSettings {
+            model: crate::ModelFingerprint {
+                value: serde_json::json!("m"),
+                hash: format!("sha256:{}", "0".repeat(64)),
+            },
+            dimension: dim,
+            field: EmbeddedField::Text,
+            full_rebuild: false,
+        };
+        let plan = Plan::new(None, corpus, settings).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let batch = BatchInfo {
+            name: "b".into(),
+            time: "t".into(),
+            corpus_hash: format!("sha256:{}", "1".repeat(64)),
+        };
+        let index = plan
+            .apply(&vectors, &batch, &tmp.path().join("idx"))
+            .unwrap();
+        let queries: Vec<Vec<f32>> = (0..24).map(|_| (0..dim).map(|_| rnd()).collect()).collect();
+        let ids: Vec<String> = ["c00000", "c02100", "c05092"].map(String::from).to_vec();
+        let batch: Vec<Query<'_>> = queries
+            .iter()
+            .map(|q| Query {
+                vector: q,
+                k: 10,
+                filter: None,
+                rank_ids: &ids,
+            })
+            .collect();
+        let run = |threads: usize, kernel: Kernel, batch: &[Query<'_>]| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| index.search_batch_with(batch, kernel).unwrap())
+        };
+        let bits = |results: &[QueryResult]| -> Vec<Bits> {
+            results
+                .iter()
+                .map(|r| {
+                    (
+                        r.hits.iter().map(|h| (h.row, h.score.to_bits())).collect(),
+                        r.ranks
+                            .iter()
+                            .map(|k| k.rank().zip(k.score().map(f32::to_bits)))
+                            .collect(),
+                    )
+                })
+                .collect()
+        };
+        let reference = bits(&run(1, Kernel::Portable, &batch));
+        for threads in [1, 2] {
+            for kernel in [Kernel::Portable, Kernel::detect()] {
+                let got = bits(&run(threads, kernel, &batch));
+                assert_eq!(got, reference, "{kernel:?} on {threads} threads");
+            }
+        }
+        // One query at a time (a lone panel of 8, seven of them padding).
+        for (i, q) in batch.iter().enumerate().step_by(7) {
+            for kernel in [Kernel::Portable, Kernel::detect()] {
+                let got = bits(&run(2, kernel, std::slice::from_ref(q)));
+                assert_eq!(got[0], reference[i], "{kernel:?}, query {i} alone");
+            }
+        }
+        // The scores are the sequential FMA chain of `kernel::dot`.
+        for (i, (hits, _)) in reference.iter().enumerate().step_by(5) {
+            let q = kernel::normalize(&queries[i]).unwrap();
+            for &(row, score) in hits {
+                assert_eq!(kernel::dot(index.vector(row), &q).to_bits(), score);
+            }
+        }
+    }
 }
