@@ -507,7 +507,7 @@ fn check_against_history(v: &mut g::Verification, h: &HistoryArgs) -> anyhow::Re
         return Ok(());
     };
     let label = h.history.display().to_string();
-    let explicit = h.history.as_str() != crate::history_args::DEFAULT_HISTORY;
+    let explicit = h.history.is_explicit();
     if !h.history.is_file() {
         if explicit {
             bail!("no history at {label}");

@@ -16,12 +16,6 @@ use veredicto_report::calibration::{self as render, Verdicts};
 use veredicto_retrieve::conclude::Notice;
 use veredicto_retrieve::ExamRequest;
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum CalibrateFormat {
-    Human,
-    Json,
-}
-
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("source").required(true).multiple(false))]
 pub struct CalibrateArgs {
@@ -74,10 +68,10 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "N", default_value_t = calibrate::DEFAULT_MIN_HEALTHY)]
     pub min_healthy: usize,
     /// Output format of the summary.
-    #[arg(long, value_enum, default_value = "human")]
-    pub format: CalibrateFormat,
-    /// Shorthand for `--format json`.
-    #[arg(long, conflicts_with = "format")]
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    pub format: crate::printer::Format,
+    /// Alias of `--format json`.
+    #[arg(long)]
     pub json: bool,
 }
 
@@ -186,8 +180,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         write_policy(&args.out, text.as_bytes(), args.force)?;
         Some(args.out.display().to_string())
     };
-    let json = args.json || matches!(args.format, CalibrateFormat::Json);
-    let out = if json {
+    let out = if args.format.or_json(args.json) == crate::printer::Format::Json {
         render::render_json(&calibration, Some(verdicts))
     } else {
         render::render_human(&calibration, Some(verdicts), written.as_deref())

@@ -117,9 +117,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
         corpus: corpus.as_ref(),
         ..CompareOptions::default()
     };
-    let comparison = compare::compare(&base, &new, &opts);
+    let mut comparison = compare::compare(&base, &new, &opts);
+    veredicto_report::findings::fill_comparison(&mut comparison);
     let runs = recent_runs(&history, &new, args.window)?;
-    let diagnosis = compare::diagnose_runs(
+    let mut diagnosis = compare::diagnose_runs(
         &runs,
         corpus.as_ref(),
         &DiagnoseOptions {
@@ -127,6 +128,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
             ..DiagnoseOptions::default()
         },
     );
+    veredicto_report::findings::fill_runs(&mut diagnosis);
     let text = match format {
         Format::Json => printer::json(&serde_json::json!({
             "comparison": comparison,

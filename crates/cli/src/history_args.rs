@@ -27,41 +27,63 @@ pub struct HistoryArgs {
 
 /// Where the history is: a file path or a `postgres://` URL, resolved from `--history`,
 /// then `VEREDICTO_HISTORY`, then the project file, then the default file.
+///
+/// `explicit` is false only for the default file (no flag, no variable, no `history` in the
+/// project file): a run missing from a history the user chose is a finding, while a default
+/// history that does not exist or lacks a run is only "not checked".
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HistorySpec(String);
+pub struct HistorySpec {
+    spec: String,
+    explicit: bool,
+}
 
 impl std::str::FromStr for HistorySpec {
     type Err = std::convert::Infallible;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if !s.is_empty() {
-            return Ok(HistorySpec(s.to_owned()));
+            return Ok(HistorySpec {
+                spec: s.to_owned(),
+                explicit: true,
+            });
         }
         // A broken project file is reported by the command itself, once, on one line.
-        Ok(HistorySpec(match crate::project::settings() {
-            Ok(settings) => settings.history_or_default(),
-            Err(_) => DEFAULT_HISTORY.to_owned(),
-        }))
+        Ok(match crate::project::settings() {
+            Ok(settings) => HistorySpec {
+                spec: settings.history_or_default(),
+                explicit: settings.history.is_some(),
+            },
+            Err(_) => HistorySpec {
+                spec: DEFAULT_HISTORY.to_owned(),
+                explicit: false,
+            },
+        })
     }
 }
 
 impl HistorySpec {
     /// The path or URL as given (with any password: never print it; see [`Self::display`]).
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.spec
+    }
+
+    /// Whether the user chose this history (flag, `VEREDICTO_HISTORY` or the project file's
+    /// `history`) rather than getting the default file.
+    pub fn is_explicit(&self) -> bool {
+        self.explicit
     }
 
     /// Whether a history may be there to read: the file exists, or it is a database (whose
     /// absence the connection reports).
     pub fn is_file(&self) -> bool {
-        veredicto_store::is_postgres_url(&self.0) || Path::new(&self.0).is_file()
+        veredicto_store::is_postgres_url(&self.spec) || Path::new(&self.spec).is_file()
     }
 
     /// For messages: the path, or the URL without credentials.
     pub fn display(&self) -> String {
-        if veredicto_store::is_postgres_url(&self.0) {
-            veredicto_core::redact::url(&self.0)
+        if veredicto_store::is_postgres_url(&self.spec) {
+            veredicto_core::redact::url(&self.spec)
         } else {
-            self.0.clone()
+            self.spec.clone()
         }
     }
 }

@@ -52,7 +52,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
         None => None,
     };
     let base_id = crate::history_args::baseline_of(&history, &current.meta, &args.baseline)?;
-    let comparison = match base_id {
+    let mut comparison = match base_id {
         Some(id) => {
             let base = history.get(&id)?;
             Some(compare::compare(
@@ -68,7 +68,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
         None => None,
     };
     let runs = recent_runs(&history, &current, args.window)?;
-    let diagnosis = compare::diagnose_runs(
+    let mut diagnosis = compare::diagnose_runs(
         &runs,
         corpus.as_ref(),
         &DiagnoseOptions {
@@ -76,6 +76,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
             ..DiagnoseOptions::default()
         },
     );
+    // The JSON carries the sentences beside the typed findings.
+    if let Some(c) = comparison.as_mut() {
+        veredicto_report::findings::fill_comparison(c);
+    }
+    veredicto_report::findings::fill_runs(&mut diagnosis);
     let text = match args.format.or_json(args.json) {
         Format::Html => veredicto_report::html::render(&veredicto_report::html::HtmlInput {
             current: &current,
@@ -104,11 +109,15 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
         Format::Junit => {
             veredicto_report::junit::render_with_comparison(&current.report, comparison.as_ref())
         }
-        Format::Json => printer::json(&serde_json::json!({
-            "run": current,
-            "comparison": comparison,
-            "diagnosis": diagnosis,
-        }))?,
+        Format::Json => {
+            let mut run = current.clone();
+            veredicto_report::findings::fill_exam(&mut run.report);
+            printer::json(&serde_json::json!({
+                "run": run,
+                "comparison": comparison,
+                "diagnosis": diagnosis,
+            }))?
+        }
     };
     match &args.out {
         Some(path) => crate::output::write_atomic(path, text.as_bytes())

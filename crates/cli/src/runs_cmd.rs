@@ -105,7 +105,9 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitStatus> {
             printer::stdout(&text)?;
         }
         RunsCommand::Show(a) => {
-            let run = history.get(&a.run)?;
+            let mut run = history.get(&a.run)?;
+            // Runs recorded with typed findings carry their sentences too.
+            veredicto_report::findings::fill_exam(&mut run.report);
             let format = a.format.or_json(a.json);
             let text = if format == Format::Json {
                 printer::json(&run)?

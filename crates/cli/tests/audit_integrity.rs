@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{stderr, stdout, veredicto, workspace};
+use common::{stderr, stdout, veredicto, veredicto_in, workspace};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -204,6 +204,52 @@ fn verify_with_history_catches_a_manifest_rehashed_by_an_attacker() {
         "{}",
         stdout(&o)
     );
+}
+
+/// Regression: inside a project whose veredicto.toml names no history, the default history
+/// (`.veredicto/history.db` beside the file), seen from a subfolder, was taken as one the user chose, so verifying a
+/// package that names a run failed with "no history at …" instead of saying the binding was
+/// not checked.
+#[test]
+fn verify_in_a_project_without_a_history_reports_the_run_as_not_checked() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cases = copy_example(dir.path(), "q017.yaml");
+    let hist = dir.path().join("elsewhere.db");
+    let o = veredicto(&["audit", "record", s(&cases), "--history", s(&hist)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let id = stdout(&o).trim().to_string();
+    let pkg = dir.path().join("pkg");
+    let o = veredicto(&[
+        "audit",
+        "package",
+        &id,
+        "--out",
+        s(&pkg),
+        "--history",
+        s(&hist),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let project = dir.path().join("project");
+    let sub = project.join("notes");
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    std::fs::write(
+        project.join("veredicto.toml"),
+        "golden = \"golden.jsonl\"\n",
+    )
+    .expect("toml");
+    let o = veredicto_in(&sub, &["audit", "verify", s(&pkg), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert!(v["not_checked"].to_string().contains("--history"), "{v}");
+    // A history the project file names is the user's choice: its absence is an error.
+    std::fs::write(
+        project.join("veredicto.toml"),
+        "golden = \"golden.jsonl\"\nhistory = \"h.db\"\n",
+    )
+    .expect("toml");
+    let o = veredicto_in(&sub, &["audit", "verify", s(&pkg), "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("no history at"), "{}", stderr(&o));
 }
 
 #[test]

@@ -238,3 +238,31 @@ fn noise_that_no_ranking_can_fix_is_explained_not_blamed_on_descriptions() {
     );
     assert!(!text.contains("generic descriptions"), "{text}");
 }
+
+#[test]
+fn calibrate_format_takes_the_shared_values_and_json_is_its_alias() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = format!("run:{}", example("run-accept.trec").display());
+    let by = |extra: &[&str]| {
+        let mut args = vec!["--dry-run", "--out", "p.toml"];
+        args.extend_from_slice(extra);
+        calibrate_args(dir.path(), &["--retriever", &run], &args)
+    };
+    let alias = by(&["--json"]);
+    let format = by(&["--format", "json"]);
+    assert_eq!(alias.status.code(), Some(0), "{}", stderr(&alias));
+    assert_eq!(format.status.code(), Some(0), "{}", stderr(&format));
+    assert_eq!(stdout(&alias), stdout(&format));
+    serde_json::from_str::<Value>(&stdout(&format)).unwrap();
+    let human = by(&["--format", "human"]);
+    assert_eq!(human.status.code(), Some(0), "{}", stderr(&human));
+    assert!(serde_json::from_str::<Value>(&stdout(&human)).is_err());
+    // A format calibrate has no renderer for is refused at parse time, naming the choices.
+    let bad = by(&["--format", "markdown"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = stderr(&bad);
+    assert!(
+        err.contains("markdown") && err.contains("human") && err.contains("json"),
+        "{err}"
+    );
+}

@@ -237,4 +237,70 @@ fn friday_the_diagnosis_points_at_the_afternoon_ingestion() {
         text.contains(r#""ingested_at":"2025-11-14T17:20:00Z""#),
         "{text}"
     );
+    // The pattern is typed (`seen`: kind and fields) and keeps its sentences.
+    let f = json["diagnosis"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["pattern"] == "ingestion_regression")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(f["seen"][0]["kind"], "ingestion_regression", "{f}");
+    assert!(f["seen"][0]["accepted_run"].is_string(), "{f}");
+    assert!(f["seen"][0]["accepted_at"].is_string(), "{f}");
+    assert!(
+        f["saw"]
+            .as_str()
+            .unwrap()
+            .contains("5 chunk(s) of batch `viernes` ingested 2025-11-14 17:20"),
+        "{f}"
+    );
+    assert!(
+        f["cause"]
+            .as_str()
+            .unwrap()
+            .starts_with("regression by the latest ingestion: batch `viernes`"),
+        "{f}"
+    );
+    // The exam's buried chunk: `kind` with rank, score and K beside the sentence.
+    let exam_json: Value = serde_json::from_str(&run_ok(
+        dir,
+        &[
+            "exam",
+            "--golden",
+            "golden.jsonl",
+            "--index",
+            "ix",
+            "--policy",
+            policy,
+            "--notes",
+            notes,
+            "--as-of",
+            "2025-11-14",
+            "--json",
+        ],
+        1,
+    ))
+    .unwrap();
+    let case = exam_json["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "q-viaje-internacional")
+        .unwrap();
+    let buried = case["diagnosis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "buried")
+        .unwrap_or_else(|| panic!("{case}"));
+    assert_eq!(buried["chunk"], "silver_viajes_014", "{buried}");
+    assert_eq!(buried["rank"], 13, "{buried}");
+    let k = buried["k"].as_u64().unwrap();
+    let score = buried["score"].as_f64().unwrap();
+    assert_eq!(
+        buried["finding"],
+        format!("buried at rank 13 (score {score:.4}) below the top {k}"),
+        "{buried}"
+    );
+    assert_eq!(buried["outranked_by"][0]["id"], "nuevo0", "{buried}");
 }

@@ -14,7 +14,8 @@
 //! the batch's time when known): on the `embedding` finding when the chunk reached it, else
 //! on the first finding about that chunk, so a chunking finding does not hide what buried it.
 //!
-//! Plus `noise` for cases over the noise ceiling. Each finding says what it saw. Chunk-level
+//! Plus `noise` for cases over the noise ceiling. Each finding says what it saw, as a typed
+//! [`DiagnosisFinding`]; the report layer words it. Chunk-level
 //! checks need the corpus; without it only `embedding` and `noise` findings are possible.
 
 use crate::case::{Case, Chunk, Corpus};
@@ -53,14 +54,112 @@ pub struct Outranker {
 }
 
 /// One observation about a failing case.
+///
+/// What was seen is the typed [`DiagnosisFinding`] (`kind` and its fields in JSON); the
+/// sentence for people is worded by the report layer (`veredicto_report::findings`), which
+/// also fills [`Finding::finding`] before the report is written out. Reports recorded before
+/// findings were typed carry only the sentence (`detail` is `None`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     pub check: Check,
     /// The expected chunk concerned, if the finding is about one.
     pub chunk: Option<String>,
+    /// The sentence for people: empty until the report layer words it.
+    #[serde(default)]
     pub finding: String,
+    /// What was seen, with its numbers.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<DiagnosisFinding>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outranked_by: Vec<Outranker>,
+}
+
+impl Finding {
+    /// A finding with no sentence yet and no outranking chunks.
+    pub fn new(check: Check, chunk: Option<String>, detail: DiagnosisFinding) -> Finding {
+        Finding {
+            check,
+            chunk,
+            finding: String::new(),
+            detail: Some(detail),
+            outranked_by: Vec::new(),
+        }
+    }
+}
+
+/// What a diagnosis finding saw, by kind (serialised as `kind` plus the fields).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DiagnosisFinding {
+    /// `corpus`: the expected chunk is not in the corpus; `source` is what the corpus was
+    /// read from (`index`, `corpus`, …).
+    NotInCorpus { source: String },
+    /// `chunking`: the chunk has no text.
+    NoText,
+    /// `chunking`: pipe-table lines and no header separator (`|---|`).
+    TableWithoutHeader { table_lines: usize },
+    /// `chunking`: the last line opens a table row and does not close it (`last_line` cut to
+    /// 60 characters, `…` marking a cut).
+    TableCutMidRow { last_line: String },
+    /// `chunking`: the text ends inside a sentence (`tail`: its last 40 characters).
+    EndsMidSentence { tail: String },
+    /// `chunking`: fewer than `min` characters.
+    TooShort { chars: usize, min: usize },
+    /// `chunking`: more than `max` characters.
+    TooLong { chars: usize, max: usize },
+    /// `description`: a table chunk with no representation.
+    TableWithoutDescription,
+    /// `description`: no representation: the raw content is embedded.
+    NoRepresentation,
+    /// `description`: the representation is the raw table.
+    RepresentationIsTable,
+    /// `description`: the representation is mostly digits (`digit_share` in 0–1).
+    MostlyNumbers { digit_share: f64 },
+    /// `labelling`: the chunk's domain differs from the case's.
+    DomainMismatch {
+        chunk_domain: String,
+        case_domain: String,
+    },
+    /// `labelling`: the chunk's validity window ended before the exam date.
+    ValidityEnded { valid_to: String, exam_date: String },
+    /// `labelling`: the chunk's validity window starts after the exam date.
+    ValidityNotStarted {
+        valid_from: String,
+        exam_date: String,
+    },
+    /// `embedding` (or `retriever`): ranked below the top `k`.
+    Buried {
+        rank: usize,
+        score: Option<f64>,
+        k: u32,
+    },
+    /// `embedding`: not among the case's `results`.
+    NotRetrieved { results: usize },
+    /// `retriever`: not within the retrieval depth.
+    NotWithinDepth { depth: usize, results: usize },
+    /// `retriever`: not in the run file.
+    NotInRun { results: usize },
+    /// `retriever`: the retriever failed for this case.
+    RetrieverFailed { error: String },
+    /// `ann_index`: the exact search ranks the chunk inside the top K, the ANN index does
+    /// not (`served_rank` absent: not served at all).
+    LostByAnn {
+        exact_rank: usize,
+        served_rank: Option<usize>,
+    },
+    /// `ann_index`: the exact search misses expected chunks too.
+    MissedUnderExactToo,
+    /// `noise`: structural (see [`NoiseFinding::Structural`]).
+    StructuralNoise {
+        k: u32,
+        noise: u32,
+        max_noise: u32,
+        expected: u32,
+        perfect_noise: u32,
+        suggested_top_k: u32,
+    },
+    /// `noise`: from the ranking (see [`NoiseFinding::Ranking`]).
+    RankingNoise { k: u32, noise: u32, max_noise: u32 },
 }
 
 /// Why a case is over its noise ceiling.
@@ -142,11 +241,13 @@ pub fn diagnose_case(view: &CaseView<'_>) -> Vec<Finding> {
     for e in view.expected {
         let chunk = view.corpus.and_then(|c| c.get(&e.id));
         if let (Some(corpus), None) = (view.corpus, chunk) {
-            let text = match corpus.source() {
-                "index" => "expected chunk not in the index (never ingested)".to_owned(),
-                other => format!("expected chunk not in the {other}"),
-            };
-            out.push(finding(Check::Corpus, e, text));
+            out.push(finding(
+                Check::Corpus,
+                e,
+                DiagnosisFinding::NotInCorpus {
+                    source: corpus.source().to_owned(),
+                },
+            ));
             continue;
         }
         if view.passed || e.in_top_k {
@@ -171,13 +272,8 @@ pub fn diagnose_case(view: &CaseView<'_>) -> Vec<Finding> {
     out
 }
 
-fn finding(check: Check, e: &ExpectedChunk, text: String) -> Finding {
-    Finding {
-        check,
-        chunk: Some(e.id.clone()),
-        finding: text,
-        outranked_by: Vec::new(),
-    }
+fn finding(check: Check, e: &ExpectedChunk, detail: DiagnosisFinding) -> Finding {
+    Finding::new(check, Some(e.id.clone()), detail)
 }
 
 /// Why case `view` is over its noise ceiling, when it is: structural when a perfect
@@ -222,9 +318,9 @@ pub fn classify_noise(view: &CaseView<'_>) -> Option<NoiseFinding> {
     })
 }
 
-/// The checklist's `noise` finding, worded from [`classify_noise`].
+/// The checklist's `noise` finding, from [`classify_noise`].
 fn noise_finding(nf: &NoiseFinding) -> Finding {
-    let finding = match nf {
+    let detail = match *nf {
         NoiseFinding::Structural {
             k,
             noise,
@@ -233,24 +329,26 @@ fn noise_finding(nf: &NoiseFinding) -> Finding {
             perfect_noise,
             suggested_top_k,
             ..
-        } => format!(
-            "structural noise: {noise} of the top {k} results score below the worst expected chunk (ceiling {max_noise}); with {expected} expected chunk(s) even a perfect ranking leaves {perfect_noise}: lower this case's top_k to {suggested_top_k}, or calibrate the ceiling"
-        ),
+        } => DiagnosisFinding::StructuralNoise {
+            k,
+            noise,
+            max_noise,
+            expected,
+            perfect_noise,
+            suggested_top_k,
+        },
         NoiseFinding::Ranking {
             k,
             noise,
             max_noise,
             ..
-        } => format!(
-            "{noise} of the top {k} results score below the worst expected chunk (ceiling {max_noise}): generic descriptions, mixed chunks or loose facets"
-        ),
+        } => DiagnosisFinding::RankingNoise {
+            k,
+            noise,
+            max_noise,
+        },
     };
-    Finding {
-        check: Check::Noise,
-        chunk: None,
-        finding,
-        outranked_by: Vec::new(),
-    }
+    Finding::new(Check::Noise, None, detail)
 }
 
 /// Lines of a pipe table (`| a | b |`).
@@ -294,7 +392,7 @@ const MAX_CHARS: usize = 6000;
 
 fn chunking(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
     let Some(text) = chunk.text.as_deref() else {
-        out.push(finding(Check::Chunking, e, "chunk has no text".into()));
+        out.push(finding(Check::Chunking, e, DiagnosisFinding::NoText));
         return;
     };
     let rows = table_lines(text);
@@ -303,10 +401,9 @@ fn chunking(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
             out.push(finding(
                 Check::Chunking,
                 e,
-                format!(
-                    "table without a header row: {} table lines and no header separator (|---|)",
-                    rows.len()
-                ),
+                DiagnosisFinding::TableWithoutHeader {
+                    table_lines: rows.len(),
+                },
             ));
         }
         if let Some(last) = text.lines().map(str::trim).rfind(|l| !l.is_empty()) {
@@ -314,7 +411,9 @@ fn chunking(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
                 out.push(finding(
                     Check::Chunking,
                     e,
-                    format!("table cut mid-row: last line is `{}`", excerpt(last, 60)),
+                    DiagnosisFinding::TableCutMidRow {
+                        last_line: excerpt(last, 60),
+                    },
                 ));
             }
         }
@@ -325,7 +424,9 @@ fn chunking(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
                 out.push(finding(
                     Check::Chunking,
                     e,
-                    format!("text ends mid-sentence: `…{}`", tail(trimmed, 40)),
+                    DiagnosisFinding::EndsMidSentence {
+                        tail: tail(trimmed, 40),
+                    },
                 ));
             }
         }
@@ -335,13 +436,19 @@ fn chunking(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
         out.push(finding(
             Check::Chunking,
             e,
-            format!("very short chunk: {n} characters (< {MIN_CHARS})"),
+            DiagnosisFinding::TooShort {
+                chars: n,
+                min: MIN_CHARS,
+            },
         ));
     } else if n > MAX_CHARS {
         out.push(finding(
             Check::Chunking,
             e,
-            format!("very long chunk: {n} characters (> {MAX_CHARS})"),
+            DiagnosisFinding::TooLong {
+                chars: n,
+                max: MAX_CHARS,
+            },
         ));
     }
 }
@@ -353,9 +460,9 @@ fn description(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
             Check::Description,
             e,
             if table {
-                "table without a description: no representation, the raw table is embedded".into()
+                DiagnosisFinding::TableWithoutDescription
             } else {
-                "no representation: the raw content is embedded".into()
+                DiagnosisFinding::NoRepresentation
             },
         )),
         Some(rep) => {
@@ -363,7 +470,7 @@ fn description(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
                 out.push(finding(
                     Check::Description,
                     e,
-                    "representation is the raw table, not a description".into(),
+                    DiagnosisFinding::RepresentationIsTable,
                 ));
             } else {
                 let share = digit_share(rep);
@@ -371,10 +478,7 @@ fn description(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
                     out.push(finding(
                         Check::Description,
                         e,
-                        format!(
-                            "representation is mostly numbers ({:.0}% digits)",
-                            share * 100.0
-                        ),
+                        DiagnosisFinding::MostlyNumbers { digit_share: share },
                     ));
                 }
             }
@@ -388,7 +492,10 @@ fn labelling(chunk: &Chunk, view: &CaseView<'_>, e: &ExpectedChunk, out: &mut Ve
             out.push(finding(
                 Check::Labelling,
                 e,
-                format!("chunk domain `{cd}` differs from the case's `{qd}`"),
+                DiagnosisFinding::DomainMismatch {
+                    chunk_domain: cd.to_owned(),
+                    case_domain: qd.to_owned(),
+                },
             ));
         }
     }
@@ -398,14 +505,20 @@ fn labelling(chunk: &Chunk, view: &CaseView<'_>, e: &ExpectedChunk, out: &mut Ve
             out.push(finding(
                 Check::Labelling,
                 e,
-                format!("validity window ended on {to} (exam date {day})"),
+                DiagnosisFinding::ValidityEnded {
+                    valid_to: to.to_owned(),
+                    exam_date: day.to_owned(),
+                },
             ));
         }
         if let Some(from) = chunk.valid_from.as_deref().filter(|from| *from > day) {
             out.push(finding(
                 Check::Labelling,
                 e,
-                format!("validity window starts on {from} (exam date {day})"),
+                DiagnosisFinding::ValidityNotStarted {
+                    valid_from: from.to_owned(),
+                    exam_date: day.to_owned(),
+                },
             ));
         }
     }
@@ -443,20 +556,19 @@ fn outrankers(view: &CaseView<'_>, e: &ExpectedChunk) -> Vec<Outranker> {
 
 fn embedding(view: &CaseView<'_>, e: &ExpectedChunk) -> Finding {
     let outranked_by = outrankers(view, e);
-    let text = match (e.rank, e.score) {
-        // The precision of the tables (four decimals), not every digit of an f64.
-        (Some(r), Some(s)) => format!("buried at rank {r} (score {s:.4}) below the top {}", view.k),
-        (Some(r), None) => format!("buried at rank {r} below the top {}", view.k),
-        (None, _) => format!(
-            "not retrieved at all ({} results for this case)",
-            view.results.len()
-        ),
+    let detail = match e.rank {
+        Some(rank) => DiagnosisFinding::Buried {
+            rank,
+            score: e.score,
+            k: view.k,
+        },
+        None => DiagnosisFinding::NotRetrieved {
+            results: view.results.len(),
+        },
     };
     Finding {
-        check: Check::Embedding,
-        chunk: Some(e.id.clone()),
-        finding: text,
         outranked_by,
+        ..Finding::new(Check::Embedding, Some(e.id.clone()), detail)
     }
 }
 

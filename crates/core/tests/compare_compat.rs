@@ -9,10 +9,21 @@ use support::{case, ranked, record, run_of, sane_chunk, Scenario, Sim};
 use veredicto_core::case::{Chunk, Corpus};
 use veredicto_core::compare::rng::Rng;
 use veredicto_core::compare::{
-    compare, CaseMetrics, CaseStatus, CompareOptions, Method, RankChange, RegressionReason,
-    SettingChange,
+    CaseMetrics, CaseStatus, CompareOptions, Method, RankChange, RegressionReason, SettingChange,
 };
+use veredicto_core::history::RecordedRun;
 use veredicto_core::policy::{DomainPolicy, Policy};
+
+/// The comparison with its sentences worded by the report layer, as the CLI writes it.
+fn compare(
+    base: &RecordedRun,
+    new: &RecordedRun,
+    opts: &CompareOptions<'_>,
+) -> veredicto_core::compare::Comparison {
+    let mut c = veredicto_core::compare::compare(base, new, opts);
+    veredicto_report::findings::fill_comparison(&mut c);
+    c
+}
 
 /// Three expected chunks at ranks 1, 7 and 8 of 20 (noise 2): a healthy case.
 fn healthy(id: &str) -> (String, Vec<veredicto_core::run::Retrieved>) {

@@ -7,11 +7,22 @@ mod support;
 use support::{case, ranked, record, run_of, sane_chunk, Scenario};
 use veredicto_core::case::Corpus;
 use veredicto_core::compare::{
-    calibrate_noise, diagnose_runs, DiagnoseOptions, Pattern, PatternFinding, RunsDiagnosis,
+    calibrate_noise, DiagnoseOptions, Pattern, PatternFinding, RunsDiagnosis,
 };
 use veredicto_core::exam::Verdict;
 use veredicto_core::history::RecordedRun;
 use veredicto_core::run::{Retrieved, Run};
+
+/// The cross-run diagnosis with its sentences worded by the report layer, as the CLI writes it.
+fn diagnose_runs(
+    runs: &[RecordedRun],
+    corpus: Option<&Corpus>,
+    opts: &DiagnoseOptions,
+) -> veredicto_core::compare::RunsDiagnosis {
+    let mut d = veredicto_core::compare::diagnose_runs(runs, corpus, opts);
+    veredicto_report::findings::fill_runs(&mut d);
+    d
+}
 
 const DOMAINS: [&str; 3] = ["fiscal", "laboral", "viajes"];
 

@@ -10,12 +10,33 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use veredicto_core::case::{Case, Chunk, Corpus};
 use veredicto_core::compare::{
-    calibrate_noise, compare, diagnose_runs, CompareOptions, DiagnoseOptions, Method, Pattern,
-    RegressionReason,
+    calibrate_noise, CompareOptions, DiagnoseOptions, Method, Pattern, RegressionReason,
 };
 use veredicto_core::history::RecordedRun;
 use veredicto_core::policy::{DomainPolicy, Policy};
 use veredicto_core::run::{Retrieved, Run};
+
+/// The cross-run diagnosis with its sentences worded by the report layer, as the CLI writes it.
+fn diagnose_runs(
+    runs: &[RecordedRun],
+    corpus: Option<&Corpus>,
+    opts: &DiagnoseOptions,
+) -> veredicto_core::compare::RunsDiagnosis {
+    let mut d = veredicto_core::compare::diagnose_runs(runs, corpus, opts);
+    veredicto_report::findings::fill_runs(&mut d);
+    d
+}
+
+/// The comparison with its sentences worded by the report layer, as the CLI writes it.
+fn compare(
+    base: &RecordedRun,
+    new: &RecordedRun,
+    opts: &CompareOptions<'_>,
+) -> veredicto_core::compare::Comparison {
+    let mut c = veredicto_core::compare::compare(base, new, opts);
+    veredicto_report::findings::fill_comparison(&mut c);
+    c
+}
 
 fn rack(file: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -114,7 +114,7 @@ fn findings(c: &CaseResult, id: &str) -> Vec<(Check, String)> {
     c.diagnosis
         .iter()
         .filter(|f| f.chunk.as_deref() == Some(id))
-        .map(|f| (f.check, f.finding.clone()))
+        .map(|f| (f.check, veredicto_report::findings::finding_sentence(f)))
         .collect()
 }
 
@@ -242,11 +242,8 @@ fn embedding_sane_but_buried_names_the_outranking_batch() {
         .collect();
     assert_eq!(f.len(), 1, "only the embedding item: {f:?}");
     assert_eq!(f[0].check, Check::Embedding);
-    assert!(
-        f[0].finding.contains("buried at rank 15"),
-        "{}",
-        f[0].finding
-    );
+    let text = veredicto_report::findings::finding_sentence(f[0]);
+    assert!(text.contains("buried at rank 15"), "{text}");
     assert_eq!(f[0].outranked_by.len(), 10);
     assert!(f[0]
         .outranked_by
@@ -284,7 +281,9 @@ fn a_chunking_finding_keeps_the_outranking_evidence() {
         .collect();
     assert_eq!(mine[0].check, Check::Chunking);
     assert!(mine.iter().all(|f| f.check != Check::Embedding));
-    assert!(mine.iter().any(|f| f.finding.contains("very short chunk")));
+    assert!(mine
+        .iter()
+        .any(|f| veredicto_report::findings::finding_sentence(f).contains("very short chunk")));
     // The outrankers sit on the first finding about the chunk: ten, best first.
     assert_eq!(mine[0].outranked_by.len(), 10);
     assert_eq!(mine[0].outranked_by[0].id, "nuevo_3");

@@ -156,7 +156,7 @@ pub fn human(c: &Comparison) -> String {
             .unwrap_or_default(),
         c.shared_cases
     ));
-    for d in &c.compatibility.differences {
+    for d in crate::findings::compat_differences(&c.compatibility) {
         out.push_str(&format!("  differs: {d}\n"));
     }
     out.push_str(&format!(
@@ -243,8 +243,8 @@ pub fn markdown(c: &Comparison) -> String {
             markdown_text(&regression_reason(r))
         ));
     }
-    for d in &c.compatibility.differences {
-        out.push_str(&format!("- differs: {}\n", markdown_text(&d.to_string())));
+    for d in crate::findings::compat_differences(&c.compatibility) {
+        out.push_str(&format!("- differs: {}\n", markdown_text(&d)));
     }
     out.push_str(&format!(
         "- shared cases: {}\n- newly failing: {}\n- newly passing: {}\n\n",
@@ -291,8 +291,15 @@ pub fn diagnosis_human(d: &RunsDiagnosis) -> String {
         out.push_str(&format!("cross-run diagnosis over {} runs:\n", d.runs));
     }
     for f in &d.findings {
-        out.push_str(&format!("  [{}] {}\n", f.pattern.id(), f.saw));
-        out.push_str(&format!("      likely cause: {}\n", f.cause));
+        out.push_str(&format!(
+            "  [{}] {}\n",
+            f.pattern.id(),
+            crate::findings::pattern_saw(f)
+        ));
+        out.push_str(&format!(
+            "      likely cause: {}\n",
+            crate::findings::pattern_cause(f)
+        ));
         for e in &f.entered {
             out.push_str(&format!(
                 "      {} (batch {}{}) entered since the last accepted run and outranks {} of {} at rank {}\n",
@@ -321,7 +328,7 @@ pub fn diagnosis_human(d: &RunsDiagnosis) -> String {
             _ => out.push_str("  noise calibration: no healthy case with a defined noise\n"),
         }
     }
-    for note in &d.notes {
+    for note in crate::findings::runs_notes(d) {
         out.push_str(&format!("  note: {note}\n"));
     }
     escape_lines(&out)

@@ -70,7 +70,7 @@ pub fn noise_line(nf: &NoiseFinding) -> String {
 pub fn finding_text(c: &CaseResult, f: &veredicto_core::diagnosis::Finding) -> String {
     match (&f.check, &c.noise_finding) {
         (veredicto_core::diagnosis::Check::Noise, Some(nf)) => noise_line(nf),
-        _ => f.finding.clone(),
+        _ => crate::findings::finding_sentence(f),
     }
 }
 

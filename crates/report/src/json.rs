@@ -7,7 +7,9 @@ use veredicto_core::exam::ExamReport;
 /// Pretty-printed JSON with a trailing newline.
 pub fn render(report: &ExamReport) -> String {
     // Serialising plain data (no maps with non-string keys that fail) cannot error.
-    let mut s = serde_json::to_string_pretty(report).unwrap_or_default();
+    let mut filled = report.clone();
+    crate::findings::fill_exam(&mut filled);
+    let mut s = serde_json::to_string_pretty(&filled).unwrap_or_default();
     s.push('\n');
     s
 }

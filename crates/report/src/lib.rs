@@ -6,6 +6,7 @@ pub mod calibration;
 pub mod comparison;
 pub mod corpus;
 pub mod explain;
+pub mod findings;
 pub mod gate;
 pub mod html;
 pub mod human;

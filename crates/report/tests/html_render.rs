@@ -125,6 +125,12 @@ fn escapes_every_user_string() {
     c.note = Some(evil.to_owned());
     c.expected[0].id = evil.to_owned();
     c.diagnosis[0].finding = evil.to_owned();
+    c.diagnosis[0].detail = Some(
+        veredicto_core::diagnosis::DiagnosisFinding::DomainMismatch {
+            chunk_domain: evil.to_owned(),
+            case_domain: evil.to_owned(),
+        },
+    );
     run.meta.label = Some(evil.to_owned());
     run.meta.id = evil.to_owned();
     run.meta.git_revision = Some(evil.to_owned());

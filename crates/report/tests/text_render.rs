@@ -24,6 +24,12 @@ fn hostile() -> veredicto_core::history::RecordedRun {
     c.note = Some(EVIL.to_owned());
     c.expected[0].id = EVIL.to_owned();
     c.diagnosis[0].finding = EVIL.to_owned();
+    c.diagnosis[0].detail = Some(
+        veredicto_core::diagnosis::DiagnosisFinding::DomainMismatch {
+            chunk_domain: EVIL.to_owned(),
+            case_domain: EVIL.to_owned(),
+        },
+    );
     c.diagnosis[0].chunk = Some(EVIL.to_owned());
     run.report.run.name = EVIL.to_owned();
     run

@@ -426,7 +426,8 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
                         corpus: corpus.as_ref(),
                         ..CompareOptions::default()
                     };
-                    let c = compare::compare(&base, &new, &opts);
+                    let mut c = compare::compare(&base, &new, &opts);
+                    veredicto_report::findings::fill_comparison(&mut c);
                     regression = rec.fail_on_regression && c.regression;
                     comparison = Some(c);
                 }

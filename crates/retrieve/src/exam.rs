@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use veredicto_core::case::{Case, Corpus};
-use veredicto_core::diagnosis::{Check, Finding};
+use veredicto_core::diagnosis::{Check, DiagnosisFinding, Finding};
 use veredicto_core::exam::{self, AnnLoss, Exactness, ExamInput, ExamReport, StageSummary};
 use veredicto_core::history::StageLatency;
 use veredicto_core::policy::Policy;
@@ -499,27 +499,29 @@ pub fn examine(
             if f.check == Check::Embedding && !embedding_based {
                 f.check = Check::Retriever;
             }
-            if f.finding.starts_with("not retrieved at all") {
-                f.finding = if depth_applies {
-                    format!(
-                        "not within depth {} ({} results for this case)",
-                        settings.depth.max(case.top_k as usize),
-                        case.retrieved
-                    )
+            if let Some(DiagnosisFinding::NotRetrieved { .. }) = f.detail {
+                f.detail = Some(if depth_applies {
+                    DiagnosisFinding::NotWithinDepth {
+                        depth: settings.depth.max(case.top_k as usize),
+                        results: case.retrieved,
+                    }
                 } else {
-                    format!("not in the run ({} results for this case)", case.retrieved)
-                };
+                    DiagnosisFinding::NotInRun {
+                        results: case.retrieved,
+                    }
+                });
             }
         }
         if let Some(error) = failure {
             case.diagnosis.insert(
                 0,
-                Finding {
-                    check: Check::Retriever,
-                    chunk: None,
-                    finding: format!("the retriever failed for this case: {error}"),
-                    outranked_by: Vec::new(),
-                },
+                Finding::new(
+                    Check::Retriever,
+                    None,
+                    DiagnosisFinding::RetrieverFailed {
+                        error: error.to_string(),
+                    },
+                ),
             );
         }
     }
@@ -534,6 +536,7 @@ pub fn examine(
             policy,
         ));
     }
+    veredicto_report::findings::fill_exam(&mut report);
     Ok(Examined { report, retrieval })
 }
 
@@ -583,16 +586,14 @@ fn exactness(
                 });
                 result.diagnosis.insert(
                     0,
-                    Finding {
-                        check: Check::AnnIndex,
-                        chunk: Some(e.id.clone()),
-                        finding: format!(
-                            "lost by the ANN index: exact rank {}, served rank {}",
-                            p + 1,
-                            served_rank.map_or("—".to_owned(), |r| r.to_string())
-                        ),
-                        outranked_by: Vec::new(),
-                    },
+                    Finding::new(
+                        Check::AnnIndex,
+                        Some(e.id.clone()),
+                        DiagnosisFinding::LostByAnn {
+                            exact_rank: p + 1,
+                            served_rank,
+                        },
+                    ),
                 );
             }
         }
@@ -605,12 +606,11 @@ fn exactness(
             .any(|r| matches!(r, exam::CaseReason::Recall | exam::CaseReason::NoResults));
         if exact_misses {
             exact_too += 1;
-            result.diagnosis.push(Finding {
-                check: Check::AnnIndex,
-                chunk: None,
-                finding: "misses expected chunks under exact search too: not the ANN index (embedding, chunking or labels)".to_owned(),
-                outranked_by: Vec::new(),
-            });
+            result.diagnosis.push(Finding::new(
+                Check::AnnIndex,
+                None,
+                DiagnosisFinding::MissedUnderExactToo,
+            ));
         }
     }
     Exactness {

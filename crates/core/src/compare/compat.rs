@@ -99,8 +99,22 @@ pub struct Compatibility {
     pub config: Vec<SettingChange>,
     /// The corpus/index fingerprints differ (informational: that is usually the point).
     pub corpus_changed: bool,
-    /// One English sentence per difference, for people.
+    /// One sentence per difference, for people, worded by the report layer
+    /// (`veredicto_report::findings`) from `golden`, `policy`, `k` and `config` (empty until
+    /// then).
+    #[serde(default)]
     pub differences: Vec<String>,
+}
+
+impl GoldenDiff {
+    /// Whether the golden sets differ: fingerprint, cases added or removed, or a shared case
+    /// changed.
+    pub fn differs(&self) -> bool {
+        self.changed
+            || !self.added.is_empty()
+            || !self.removed.is_empty()
+            || !self.changed_cases.is_empty()
+    }
 }
 
 /// First occurrence of each case ID.
@@ -209,19 +223,6 @@ fn case_change(b: &CaseResult, n: &CaseResult) -> Option<CaseChange> {
     })
 }
 
-fn list(ids: &[String]) -> String {
-    const MAX: usize = 10;
-    let mut s = ids.iter().take(MAX).cloned().collect::<Vec<_>>().join(", ");
-    if ids.len() > MAX {
-        s.push_str(&format!(", … {} more", ids.len() - MAX));
-    }
-    s
-}
-
-fn show(v: &Value) -> String {
-    v.to_string()
-}
-
 /// The compatibility of two runs and the shared case pairs (in the new run's order).
 pub(crate) fn compatibility<'a>(
     base: &'a RecordedRun,
@@ -294,86 +295,7 @@ pub(crate) fn compatibility<'a>(
     let config = diff_settings(&base.meta.config, &new.meta.config);
     let corpus_changed = base.meta.corpus_fingerprint != new.meta.corpus_fingerprint;
 
-    let mut differences = Vec::new();
-    let golden_differs = golden.changed
-        || !golden.added.is_empty()
-        || !golden.removed.is_empty()
-        || !golden.changed_cases.is_empty();
-    if golden_differs {
-        let mut parts = Vec::new();
-        if !golden.added.is_empty() {
-            parts.push(format!(
-                "{} case(s) added ({})",
-                golden.added.len(),
-                list(&golden.added)
-            ));
-        }
-        if !golden.removed.is_empty() {
-            parts.push(format!(
-                "{} case(s) removed ({})",
-                golden.removed.len(),
-                list(&golden.removed)
-            ));
-        }
-        for ch in &golden.changed_cases {
-            let mut s = format!("case {} changed: {}", ch.id, ch.fields.join(", "));
-            if !ch.expected_added.is_empty() {
-                s.push_str(&format!(" (+{})", ch.expected_added.join(" +")));
-            }
-            if !ch.expected_removed.is_empty() {
-                s.push_str(&format!(" (-{})", ch.expected_removed.join(" -")));
-            }
-            if !ch.compared {
-                s.push_str(", not compared");
-            }
-            parts.push(s);
-        }
-        if parts.is_empty() {
-            parts.push(
-                "fingerprint differs but every case reads the same in the reports (order or a declared field such as top_k)"
-                    .to_owned(),
-            );
-        }
-        differences.push(format!(
-            "golden set changed: {}; compared on the {} shared case(s)",
-            parts.join("; "),
-            golden.shared
-        ));
-    }
-    if policy.changed || !policy.changes.is_empty() {
-        if policy.changes.is_empty() {
-            differences.push(
-                "policy fingerprint differs but the effective policies in the reports are equal"
-                    .to_owned(),
-            );
-        } else {
-            let keys: Vec<String> = policy
-                .changes
-                .iter()
-                .map(|c| format!("{} {} → {}", c.key, show(&c.base), show(&c.new)))
-                .collect();
-            differences.push(format!("policy changed: {}", keys.join("; ")));
-        }
-    }
-    if let Some(k) = &k {
-        let mut s = format!("K changed: default {} → {}", k.base, k.new);
-        if !k.cases.is_empty() {
-            let ids: Vec<String> = k.cases.iter().map(|c| c.id.clone()).collect();
-            s.push_str(&format!(
-                "; {} shared case(s) compared at the smaller K, recomputed from the expected chunks' ranks, noise not compared ({})",
-                ids.len(),
-                list(&ids)
-            ));
-        }
-        differences.push(s);
-    }
-    if !config.is_empty() {
-        let keys: Vec<String> = config
-            .iter()
-            .map(|c| format!("{} {} → {}", c.key, show(&c.base), show(&c.new)))
-            .collect();
-        differences.push(format!("config changed: {}", keys.join("; ")));
-    }
+    let golden_differs = golden.differs();
     let comparable = !golden_differs
         && !policy.changed
         && policy.changes.is_empty()
@@ -387,7 +309,7 @@ pub(crate) fn compatibility<'a>(
             k,
             config,
             corpus_changed,
-            differences,
+            differences: Vec::new(),
         },
         shared,
     )

@@ -31,8 +31,8 @@ pub use compat::{
     CaseChange, CaseK, Compatibility, GoldenDiff, KChange, PolicyDiff, SettingChange,
 };
 pub use patterns::{
-    diagnose_runs, short_time, DiagnoseOptions, EnteredChunk, Pattern, PatternFinding,
-    RunsDiagnosis, Trend,
+    diagnose_runs, short_time, CaseGroup, Decline, DiagnoseOptions, EnteredChunk, NoisyCase,
+    Pattern, PatternFinding, PatternSeen, RunsDiagnosis, RunsNote, Trend,
 };
 pub use stats::{Direction, Method, PermutationTest};
 

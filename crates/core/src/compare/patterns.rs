@@ -140,13 +140,23 @@ pub struct EnteredChunk {
 }
 
 /// One named pattern, with what it saw.
+///
+/// What was seen is typed in [`PatternFinding::seen`]; the sentences `saw` and `cause` are
+/// worded by the report layer (`veredicto_report::findings`), which fills them before the
+/// diagnosis is written out (empty until then).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PatternFinding {
     pub pattern: Pattern,
-    /// What was seen, with numbers and case IDs (English).
+    /// What was seen, with numbers and case IDs, for people.
+    #[serde(default)]
     pub saw: String,
-    /// The suggested cause (seed 000's symptom → chapter table).
+    /// The suggested cause (the symptom → cause table above), for people.
+    #[serde(default)]
     pub cause: String,
+    /// What was seen, typed: one entry, or two when rising noise joins the noise seen on
+    /// the newest run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seen: Vec<PatternSeen>,
     /// The cases concerned.
     pub cases: Vec<String>,
     /// The domain concerned, for the domain patterns.
@@ -159,6 +169,125 @@ pub struct PatternFinding {
     /// Consecutive runs, ending with the newest, in which the pattern holds (the trend
     /// window for trend-based findings).
     pub runs: usize,
+}
+
+/// What a cross-run pattern saw, by kind (serialised as `kind` plus the fields).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PatternSeen {
+    /// `domain_failing`: `domain_failing` of the `domain_cases` cases of `domain` fail recall,
+    /// against `other_failing` of `other_cases` elsewhere.
+    DomainFailing {
+        domain: String,
+        domain_cases: usize,
+        domain_failing: usize,
+        other_cases: usize,
+        other_failing: usize,
+        fisher_p: f64,
+    },
+    /// `numeric_failing` / `gold_failing`: `failing_in_group` of the `failing` recall
+    /// failures are in the group (`numeric` or `gold`), which has `group_cases` cases;
+    /// `failing_other` of the `other_cases` other cases fail.
+    OnlyGroup {
+        group: CaseGroup,
+        failing: usize,
+        failing_in_group: usize,
+        group_cases: usize,
+        failing_other: usize,
+        other_cases: usize,
+        fisher_p: f64,
+    },
+    /// `gold_failing`'s policy context: the gold label and how many boost rules the policy
+    /// declares (0: no boost).
+    GoldPolicy {
+        gold_label: String,
+        boost_rules: usize,
+    },
+    /// `noise_high`: cases that pass recall (`recall_passing` with a defined noise) but
+    /// exceed the noise ceiling.
+    NoiseOverCeiling {
+        recall_passing: usize,
+        over: Vec<NoisyCase>,
+    },
+    /// `ingestion_regression`: the finding's `cases` passed in the last accepted run and
+    /// fail now with no new chunk in their domain; `entered` lists what outranks them.
+    IngestionRegression {
+        accepted_run: String,
+        accepted_at: String,
+    },
+    /// `domain_ingestion_regression`: the same for cases of `domain`, into which
+    /// `new_in_domain` chunks entered.
+    DomainIngestionRegression {
+        domain: String,
+        accepted_run: String,
+        accepted_at: String,
+        new_in_domain: Vec<String>,
+    },
+    /// `slow_decline`: the significant slow declines, one per metric.
+    SlowDecline { trends: Vec<Decline> },
+    /// `noise_high`: mean noise (fraction of K) rising over the window.
+    NoiseRising {
+        from: f64,
+        to: f64,
+        runs: usize,
+        slope: f64,
+        p_value: f64,
+        cases: usize,
+    },
+}
+
+/// The group of an "only X failing" pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseGroup {
+    Numeric,
+    Gold,
+}
+
+/// A recall-passing case over its noise ceiling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoisyCase {
+    pub case: String,
+    pub noise: u32,
+    pub max_noise: u32,
+    pub k: u32,
+}
+
+/// One metric's slow decline over the trend window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decline {
+    pub metric: String,
+    /// Its mean in the first and in the newest run of the window.
+    pub from: f64,
+    pub to: f64,
+    pub runs: usize,
+    pub slope: f64,
+    pub p_value: f64,
+    pub p_adjusted: f64,
+    pub largest_step: f64,
+    /// Cases lower in the newest run than in the first, of `cases` shared ones.
+    pub moving_cases: usize,
+    pub cases: usize,
+}
+
+/// What the cross-run diagnosis could not check, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunsNote {
+    NoRun,
+    /// Regressed cases' domains cannot be checked without a corpus.
+    RegressionDomainsWithoutCorpus,
+    /// Some regressed cases have no domain.
+    RegressedCasesWithoutDomain,
+    /// No accepted run before the newest: no regression check.
+    NoAcceptedRun,
+    /// Too few runs for trends.
+    TooFewRunsForTrends {
+        needed: usize,
+        available: usize,
+    },
+    /// No case is shared by every run of the trend window.
+    NoSharedCases,
 }
 
 /// A linear trend of a suite-level mean over the last runs.
@@ -207,8 +336,13 @@ pub struct RunsDiagnosis {
     pub trends: Vec<Trend>,
     /// Noise calibration of the newest run.
     pub noise: Option<NoiseCalibration>,
-    /// What could not be checked, and why.
+    /// What could not be checked, and why: sentences for people, worded by the report
+    /// layer from `noted` (empty until then).
+    #[serde(default)]
     pub notes: Vec<String>,
+    /// What could not be checked, typed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noted: Vec<RunsNote>,
 }
 
 /// Tags that mark a numeric / table case (compared lower-case).
@@ -253,10 +387,6 @@ fn is_numeric(c: &CaseResult, corpus: Option<&Corpus>) -> bool {
     })
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
-}
-
 fn ratio(a: usize, b: usize) -> f64 {
     if b == 0 {
         0.0
@@ -269,20 +399,12 @@ fn ids(cases: &[&CaseResult]) -> Vec<String> {
     cases.iter().map(|c| c.id.clone()).collect()
 }
 
-fn join(ids: &[String]) -> String {
-    const MAX: usize = 12;
-    let mut s = ids.iter().take(MAX).cloned().collect::<Vec<_>>().join(", ");
-    if ids.len() > MAX {
-        s.push_str(&format!(", … {} more", ids.len() - MAX));
-    }
-    s
-}
-
-fn finding(pattern: Pattern, saw: String, cause: String, cases: Vec<String>) -> PatternFinding {
+fn finding(pattern: Pattern, seen: PatternSeen, cases: Vec<String>) -> PatternFinding {
     PatternFinding {
         pattern,
-        saw,
-        cause,
+        saw: String::new(),
+        cause: String::new(),
+        seen: vec![seen],
         cases,
         domain: None,
         evidence: BTreeMap::new(),
@@ -306,8 +428,7 @@ fn only_group(
     pattern: Pattern,
     cases: &[&CaseResult],
     in_group: &dyn Fn(&CaseResult) -> bool,
-    what: &str,
-    cause: String,
+    group: CaseGroup,
     opts: &DiagnoseOptions,
 ) -> Option<PatternFinding> {
     let failing: Vec<&CaseResult> = cases
@@ -335,20 +456,15 @@ fn only_group(
     let p = stats::fisher_greater(failing_group.len(), group_n, failing_other, other_n);
     let mut f = finding(
         pattern,
-        format!(
-            "{} of the {} cases failing recall are {what} ({}): {} of {} {what} cases fail ({}), against {} of {} other cases ({}); one-sided Fisher exact p = {:.4}",
-            failing_group.len(),
-            failing.len(),
-            pct(share),
-            failing_group.len(),
-            group_n,
-            pct(rate_g),
+        PatternSeen::OnlyGroup {
+            group,
+            failing: failing.len(),
+            failing_in_group: failing_group.len(),
+            group_cases: group_n,
             failing_other,
-            other_n,
-            pct(rate_o),
-            p
-        ),
-        cause,
+            other_cases: other_n,
+            fisher_p: p,
+        },
         ids(&failing_group),
     );
     f.evidence = BTreeMap::from([
@@ -399,19 +515,14 @@ fn snapshot(
         let p = stats::fisher_greater(fail_d.len(), n_d, fail_o, n_o);
         let mut f = finding(
             Pattern::DomainFailing,
-            format!(
-                "{} of {} cases of domain `{d}` fail recall ({}), against {} of {} cases elsewhere ({}); one-sided Fisher exact p = {:.4}",
-                fail_d.len(),
-                n_d,
-                pct(rate_d),
-                fail_o,
-                n_o,
-                pct(rate_o),
-                p
-            ),
-            format!(
-                "ingestion or classification of domain `{d}`: review its ingestion stages and its labels (chapters 6–9), not the global index"
-            ),
+            PatternSeen::DomainFailing {
+                domain: (*d).to_owned(),
+                domain_cases: n_d,
+                domain_failing: fail_d.len(),
+                other_cases: n_o,
+                other_failing: fail_o,
+                fisher_p: p,
+            },
             ids(&fail_d),
         );
         f.domain = Some((*d).to_owned());
@@ -430,30 +541,27 @@ fn snapshot(
         Pattern::NumericFailing,
         &cases,
         &|c| is_numeric(c, corpus),
-        "numeric/table",
-        "chunking of tables or missing descriptions: check header rows, cut rows and that every table has a description in its representation (chapters 10–12); the most frequent pattern in a first deployment".to_owned(),
+        CaseGroup::Numeric,
         opts,
     ));
 
     // Only gold cases failing.
-    let label = &report.policy.gold_label;
-    out.extend(only_group(
-        Pattern::GoldFailing,
-        &cases,
-        &|c| c.gold,
-        "gold",
-        match &report.policy.boost {
-            Some(b) if !b.rules.is_empty() => format!(
-                "the authority layer is not surfacing although a boost is declared ([boost] in the policy, {} rule{}): calibrate the boost (its factors and additions, and whether the rule for `{label}` matches the curated syntheses), and check they carry the `{label}` label",
-                b.rules.len(),
-                if b.rules.len() == 1 { "" } else { "s" }
-            ),
-            _ => format!(
-                "the authority layer is not surfacing: check that the curated syntheses carry the `{label}` label and the calibration of the boost the consumer applies"
-            ),
-        },
-        opts,
-    ));
+    out.extend(
+        only_group(
+            Pattern::GoldFailing,
+            &cases,
+            &|c| c.gold,
+            CaseGroup::Gold,
+            opts,
+        )
+        .map(|mut f| {
+            f.seen.push(PatternSeen::GoldPolicy {
+                gold_label: report.policy.gold_label.clone(),
+                boost_rules: report.policy.boost.as_ref().map_or(0, |b| b.rules.len()),
+            });
+            f
+        }),
+    );
 
     // Recall green but noise high.
     let green: Vec<&CaseResult> = cases
@@ -468,28 +576,21 @@ fn snapshot(
         .collect();
     let share = ratio(noisy.len(), green.len());
     if !noisy.is_empty() && noisy.len() >= opts.noise_min_cases && share >= opts.noise_min_share {
-        let detail: Vec<String> = noisy
+        let over: Vec<NoisyCase> = noisy
             .iter()
-            .map(|c| {
-                format!(
-                    "{} (noise {} > {} of K {})",
-                    c.id,
-                    c.noise.unwrap_or(0),
-                    c.max_noise,
-                    c.top_k
-                )
+            .map(|c| NoisyCase {
+                case: c.id.clone(),
+                noise: c.noise.unwrap_or(0),
+                max_noise: c.max_noise,
+                k: c.top_k,
             })
             .collect();
         let mut f = finding(
             Pattern::NoiseHigh,
-            format!(
-                "{} of {} cases that pass recall exceed the noise ceiling ({}): {}",
-                noisy.len(),
-                green.len(),
-                pct(share),
-                join(&detail)
-            ),
-            noise_cause(),
+            PatternSeen::NoiseOverCeiling {
+                recall_passing: green.len(),
+                over,
+            },
             ids(&noisy),
         );
         f.evidence = BTreeMap::from([
@@ -500,10 +601,6 @@ fn snapshot(
         out.push(f);
     }
     out
-}
-
-fn noise_cause() -> String {
-    "structural noise: generic descriptions, mixed chunks or loose facets (chapters 12, 10 and 9); calibrate the ceiling from the healthy cases' noise (see the noise calibration)".to_owned()
 }
 
 /// `YYYY-MM-DDTHH:MM:SS` of an RFC 3339 time in UTC (`Z`), for ordering; `None` otherwise.
@@ -527,28 +624,6 @@ pub fn short_time(s: &str) -> String {
     }
 }
 
-/// "batch `viernes` ingested 2025-11-14 17:20" (or "batches `a`, `b`") for the chunks known
-/// to have entered since the accepted run; `None` when none is.
-fn new_batches(entered: &[EnteredChunk]) -> Option<String> {
-    let batches: BTreeMap<&str, Option<&str>> = entered
-        .iter()
-        .filter(|e| e.entered_since == Some(true))
-        .filter_map(|e| Some((e.ingest_batch.as_deref()?, e.ingested_at.as_deref())))
-        .collect();
-    let items: Vec<String> = batches
-        .iter()
-        .map(|(b, at)| match at {
-            Some(t) => format!("`{b}` ingested {}", short_time(t)),
-            None => format!("`{b}`"),
-        })
-        .collect();
-    match items.len() {
-        0 => None,
-        1 => Some(format!("batch {}", items[0])),
-        _ => Some(format!("batches {}", items.join(", "))),
-    }
-}
-
 /// Regressions against the last accepted run (`acc` indexes `runs`; the newest is last).
 ///
 /// Whether an outranking chunk's batch entered since the accepted run is told, in order:
@@ -559,7 +634,7 @@ fn regressions(
     runs: &[RecordedRun],
     acc: usize,
     corpus: Option<&Corpus>,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<RunsNote>,
 ) -> Vec<PatternFinding> {
     let Some(newest) = runs.last() else {
         return Vec::new();
@@ -679,73 +754,21 @@ fn regressions(
     }
     if domain_unknown && !unchanged.is_empty() {
         notes.push(if corpus.is_none() {
-            "without a corpus, whether anything entered a regressed case's domain cannot be checked: those cases are listed as ingestion regressions".to_owned()
+            RunsNote::RegressionDomainsWithoutCorpus
         } else {
-            "some regressed cases have no domain: listed as ingestion regressions".to_owned()
+            RunsNote::RegressedCasesWithoutDomain
         });
     }
-    let describe = |entered: &[EnteredChunk]| -> String {
-        if entered.is_empty() {
-            return "no outranking chunk of a new batch is listed".to_owned();
-        }
-        // Grouped by batch (name order; unknown last), chunks in the order listed.
-        type Group = (Option<String>, Option<bool>, Vec<String>);
-        let mut groups: BTreeMap<(bool, String), Group> = BTreeMap::new();
-        for e in entered {
-            let key = (
-                e.ingest_batch.is_none(),
-                e.ingest_batch.clone().unwrap_or_default(),
-            );
-            let g =
-                groups
-                    .entry(key)
-                    .or_insert((e.ingested_at.clone(), e.entered_since, Vec::new()));
-            g.2.push(format!(
-                "{} (rank {}) above {} in {}",
-                e.id, e.rank, e.expected, e.case
-            ));
-        }
-        let parts: Vec<String> = groups
-            .into_iter()
-            .map(|((unknown, name), (at, since, items))| {
-                let batch = if unknown {
-                    "of unknown batch".to_owned()
-                } else {
-                    format!(
-                        "of batch `{name}`{}{}",
-                        at.map(|t| format!(" ingested {}", short_time(&t)))
-                            .unwrap_or_default(),
-                        if since.is_none() {
-                            ", entry time unknown"
-                        } else {
-                            ""
-                        }
-                    )
-                };
-                format!("{} chunk(s) {batch}: {}", items.len(), join(&items))
-            })
-            .collect();
-        format!("outranking them now: {}", parts.join("; "))
-    };
-    let since = format!(
-        "the last accepted run {} ({})",
-        accepted.meta.id, accepted.meta.created_at
-    );
+    let (accepted_run, accepted_at) = (accepted.meta.id.clone(), accepted.meta.created_at.clone());
     let mut out = Vec::new();
     if !unchanged.is_empty() {
         let cases: Vec<String> = unchanged.iter().map(|(c, _)| c.clone()).collect();
         let entered: Vec<EnteredChunk> = unchanged.into_iter().flat_map(|(_, e)| e).collect();
         let mut f = finding(
             Pattern::IngestionRegression,
-            format!(
-                "{} case(s) passed in {since} and fail now with no new chunk in their domain: {}; {}",
-                cases.len(),
-                join(&cases),
-                describe(&entered)
-            ),
-            match new_batches(&entered) {
-                Some(b) => format!("regression by the latest ingestion: {b} buried the old; review what entered since {since}"),
-                None => format!("regression by the latest ingestion: something new buried the old; review what entered since {since}"),
+            PatternSeen::IngestionRegression {
+                accepted_run: accepted_run.clone(),
+                accepted_at: accepted_at.clone(),
             },
             cases,
         );
@@ -762,14 +785,12 @@ fn regressions(
             .unwrap_or_default();
         let mut f = finding(
             Pattern::DomainIngestionRegression,
-            format!(
-                "{} case(s) of domain `{d}` passed in {since} and fail now, and new chunks entered that domain ({}): {}; {}",
-                cases.len(),
-                join(&new_in_domain),
-                join(&cases),
-                describe(&entered)
-            ),
-            format!("the latest ingestion into domain `{d}`{} buried its older chunks: check the classification of the new chunks against the old ones (a concept they share without labels or facets to tell them apart, chapter 9)", new_batches(&entered).map(|b| format!(" ({b})")).unwrap_or_default()),
+            PatternSeen::DomainIngestionRegression {
+                domain: d.clone(),
+                accepted_run: accepted_run.clone(),
+                accepted_at: accepted_at.clone(),
+                new_in_domain: new_in_domain.clone(),
+            },
             cases,
         );
         f.domain = Some(d);
@@ -790,14 +811,15 @@ fn regressions(
 fn trends(
     runs: &[RecordedRun],
     opts: &DiagnoseOptions,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<RunsNote>,
 ) -> (Vec<Trend>, Vec<PatternFinding>) {
     let w = opts.trend_window.min(runs.len());
     let min_runs = opts.min_trend_runs.max(2);
     if w < min_runs {
-        notes.push(format!(
-            "trends need at least {min_runs} runs in the window; {w} available"
-        ));
+        notes.push(RunsNote::TooFewRunsForTrends {
+            needed: min_runs,
+            available: w,
+        });
         return (Vec::new(), Vec::new());
     }
     let window = &runs[runs.len() - w..];
@@ -821,7 +843,7 @@ fn trends(
         })
         .collect();
     if shared.is_empty() {
-        notes.push("no case is shared by every run of the trend window".to_owned());
+        notes.push(RunsNote::NoSharedCases);
         return (Vec::new(), Vec::new());
     }
     let run_ids: Vec<String> = window.iter().map(|r| r.meta.id.clone()).collect();
@@ -916,23 +938,19 @@ fn trends(
         })
         .collect();
     if !slow.is_empty() {
-        let parts: Vec<String> = slow
+        let declines: Vec<Decline> = slow
             .iter()
-            .map(|t| {
-                format!(
-                    "{} {:.4} → {:.4} over {} runs (OLS slope {:.4} per run, one-sided permutation p = {:.4}, Holm-adjusted {:.4}; largest single-run drop {:.4}; {} of {} cases lower than {} runs ago)",
-                    t.metric,
-                    t.values[0],
-                    t.values[w - 1],
-                    w,
-                    t.slope,
-                    t.p_value,
-                    t.p_adjusted,
-                    t.largest_step,
-                    t.moving_cases,
-                    t.cases,
-                    w - 1
-                )
+            .map(|t| Decline {
+                metric: t.metric.clone(),
+                from: t.values[0],
+                to: t.values[w - 1],
+                runs: w,
+                slope: t.slope,
+                p_value: t.p_value,
+                p_adjusted: t.p_adjusted,
+                largest_step: t.largest_step,
+                moving_cases: t.moving_cases,
+                cases: t.cases,
             })
             .collect();
         let moving: Vec<String> = shared
@@ -942,8 +960,7 @@ fn trends(
             .collect();
         let mut f = finding(
             Pattern::SlowDecline,
-            format!("slow generalised decline: {}", parts.join("; ")),
-            "silent staleness: sources out of sync or validity windows not updated (the ghost mode arriving); review source synchronisation and the chunks' valid_from / valid_to".to_owned(),
+            PatternSeen::SlowDecline { trends: declines },
             moving,
         );
         for t in &slow {
@@ -959,11 +976,14 @@ fn trends(
     if let Some(t) = noise.as_ref().filter(|t| t.significant) {
         let mut f = finding(
             Pattern::NoiseHigh,
-            format!(
-                "mean noise rising: {:.3} → {:.3} of K over {} runs (OLS slope {:.4} per run, one-sided permutation p = {:.4}, {} cases)",
-                t.values[0], t.values[w - 1], w, t.slope, t.p_value, t.cases
-            ),
-            noise_cause(),
+            PatternSeen::NoiseRising {
+                from: t.values[0],
+                to: t.values[w - 1],
+                runs: w,
+                slope: t.slope,
+                p_value: t.p_value,
+                cases: t.cases,
+            },
             Vec::new(),
         );
         f.evidence = BTreeMap::from([
@@ -1000,7 +1020,8 @@ pub fn diagnose_runs(
             findings: Vec::new(),
             trends: Vec::new(),
             noise: None,
-            notes: vec!["no run to diagnose".to_owned()],
+            notes: Vec::new(),
+            noted: vec![RunsNote::NoRun],
         };
     };
     let mut notes = Vec::new();
@@ -1029,17 +1050,14 @@ pub fn diagnose_runs(
         .rposition(|r| r.report.verdict == Verdict::Accept);
     match last_accepted {
         Some(i) => findings.extend(regressions(runs, i, corpus, &mut notes)),
-        None => notes.push(
-            "no accepted run before the newest: regressions by ingestion are not checked"
-                .to_owned(),
-        ),
+        None => notes.push(RunsNote::NoAcceptedRun),
     }
     let (trends, trend_findings) = trends(runs, opts, &mut notes);
     for t in trend_findings {
         // Rising noise joins a noise finding already made on the newest run.
         match findings.iter_mut().find(|f| f.pattern == t.pattern) {
             Some(f) => {
-                f.saw = format!("{}; {}", f.saw, t.saw);
+                f.seen.extend(t.seen);
                 f.evidence.extend(t.evidence);
             }
             None => findings.push(t),
@@ -1053,6 +1071,7 @@ pub fn diagnose_runs(
         findings,
         trends,
         noise: Some(calibrate_noise(&newest.report)),
-        notes,
+        notes: Vec::new(),
+        noted: notes,
     }
 }

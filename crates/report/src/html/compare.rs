@@ -228,8 +228,8 @@ pub fn section(c: &Comparison) -> String {
         ));
     } else {
         s.push_str("<p class=\"small\"><span class=\"tag warn\">settings differ</span> The runs are compared only on the cases and settings they share. What differed:</p>\n<ul class=\"plain small\">\n");
-        for d in &compat.differences {
-            s.push_str(&format!("<li>{}</li>\n", escape(d)));
+        for d in crate::findings::compat_differences(compat) {
+            s.push_str(&format!("<li>{}</li>\n", escape(&d)));
         }
         s.push_str("</ul>\n");
     }

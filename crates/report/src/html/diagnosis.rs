@@ -145,8 +145,8 @@ fn pattern_card(f: &PatternFinding) -> String {
     );
     s.push_str(&format!(
         "<p><strong>Saw:</strong> {}</p>\n<p><strong>Likely cause:</strong> {}</p>\n",
-        escape(&f.saw),
-        escape(&f.cause)
+        escape(&crate::findings::pattern_saw(f)),
+        escape(&crate::findings::pattern_cause(f))
     ));
     let mut facts = Vec::new();
     if let Some(d) = &f.domain {
@@ -222,7 +222,7 @@ pub fn section(r: &ExamReport, runs: Option<&RunsDiagnosis>) -> String {
                         Some(ch) => format!("<code>{}</code>: ", escape(ch)),
                         None => String::new(),
                     },
-                    escape(&f.finding)
+                    escape(&crate::explain::finding_text(c, f))
                 ));
             }
         }
@@ -251,11 +251,12 @@ pub fn section(r: &ExamReport, runs: Option<&RunsDiagnosis>) -> String {
             for f in &d.findings {
                 s.push_str(&pattern_card(f));
             }
-            if !d.notes.is_empty() {
+            let notes = crate::findings::runs_notes(d);
+            if !notes.is_empty() {
                 s.push_str(
                     "<p class=\"small muted\">Not checked:</p><ul class=\"plain small muted\">\n",
                 );
-                for n in &d.notes {
+                for n in &notes {
                     s.push_str(&format!("<li>{}</li>\n", escape(n)));
                 }
                 s.push_str("</ul>\n");
