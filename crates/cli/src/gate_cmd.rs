@@ -1,6 +1,7 @@
 //! `veredicto gate`: the ingestion gate on an index's latest batch (exit 1 while it has more
 //! rejected corpus lines than the policy's `[ingest]` table allows and nobody accepted them
-//! in writing), and `veredicto gate accept`.
+//! in writing, in the index's batch record or in the run history), and `veredicto gate
+//! accept`, which writes the acceptance to both.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,6 +19,9 @@ pub struct GateArgs {
     pub command: Option<GateCommand>,
     #[command(flatten)]
     pub check: CheckArgs,
+    /// The run history where acceptances are recorded and looked up.
+    #[command(flatten)]
+    pub history: crate::history_args::HistoryArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -35,8 +39,8 @@ pub struct CheckArgs {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum GateCommand {
-    /// Accept the latest batch's rejections with a written reason (appended to the
-    /// index's batch record; earlier acceptances are kept).
+    /// Accept the latest batch's rejections with a written reason (appended to the run
+    /// history and to the index's batch record; earlier acceptances are kept).
     Accept(AcceptArgs),
 }
 
@@ -54,28 +58,50 @@ pub struct AcceptArgs {
 
 pub fn run(args: GateArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        Some(GateCommand::Accept(a)) => accept(a),
-        None => check(args.check),
+        Some(GateCommand::Accept(a)) => accept(a, &args.history),
+        None => check(args.check, &args.history),
     }
 }
 
-/// The gate's outcome for `index` under the policy file (if any).
+/// The gate's outcome for `index` under the policy file (if any), with the acceptances of
+/// its latest batch from the index's batch record and from the run history (when there is
+/// one; a history that does not exist yet holds none).
 pub fn judge(
     index: &std::path::Path,
     policy: Option<&std::path::Path>,
+    history: &crate::history_args::HistoryArgs,
 ) -> anyhow::Result<veredicto_core::gate::GateOutcome> {
     let policy = match policy {
         Some(p) => veredicto_formats::policy::read_ingest_policy(p)?,
         None => Default::default(),
     };
-    Ok(veredicto_index::judge_latest_batch(index, &policy)?)
+    let outcome = veredicto_index::judge_latest_batch(index, &policy)?;
+    if !history.history.is_file() {
+        return Ok(outcome);
+    }
+    let manifest = veredicto_index::Manifest::read(index)?;
+    let Some(batch) = manifest.batches.last() else {
+        return Ok(outcome);
+    };
+    let key = veredicto_core::gate::batch_fingerprint(&batch.name, &batch.time, &batch.rejected);
+    let found: Vec<veredicto_core::gate::Acceptance> = history
+        .open_read_only()?
+        .acceptances(Some(&key))?
+        .into_iter()
+        .map(|a| veredicto_core::gate::Acceptance {
+            time: a.created_at,
+            reason: a.reason,
+            rejected: a.rejected,
+        })
+        .collect();
+    Ok(outcome.with_acceptances(&format!("history {}", history.history.display()), &found))
 }
 
-fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+fn check(args: CheckArgs, history: &crate::history_args::HistoryArgs) -> anyhow::Result<ExitCode> {
     let Some(index) = args.index else {
         anyhow::bail!("veredicto gate: --index DIR is required");
     };
-    let outcome = judge(&index, args.policy.as_deref())?;
+    let outcome = judge(&index, args.policy.as_deref(), history)?;
     let name = index.display().to_string();
     let text = match args.format {
         GateFormat::Human => veredicto_report::gate::gate_human(&name, &outcome),
@@ -89,18 +115,45 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn accept(args: AcceptArgs) -> anyhow::Result<ExitCode> {
+fn accept(
+    args: AcceptArgs,
+    history: &crate::history_args::HistoryArgs,
+) -> anyhow::Result<ExitCode> {
     let reason = args.reason.trim();
     if reason.is_empty() {
         anyhow::bail!("--reason: a written reason is required (got an empty text)");
     }
     let manifest = veredicto_index::Manifest::read(&args.index)?;
-    let rejected = manifest.batches.last().map_or(0, |b| b.rejected.len());
+    let Some(latest) = manifest.batches.last() else {
+        anyhow::bail!("{}: the index has no batch", args.index.display());
+    };
+    let time = crate::clock::now_rfc3339();
+    let reason = veredicto_core::redact::secrets_in_text(reason);
+    let rejected = latest.rejected.len();
+    // The history first: it is the append-only record the gate trusts wherever the index
+    // goes; then the index's own batch record.
+    let store = history.open()?;
+    let recorded = store.record_acceptance(&veredicto_store::GateAcceptance {
+        id: String::new(),
+        created_at: time.clone(),
+        index: project_relative(&args.index),
+        batch: latest.name.clone(),
+        batch_fingerprint: veredicto_core::gate::batch_fingerprint(
+            &latest.name,
+            &latest.time,
+            &latest.rejected,
+        ),
+        reason: reason.clone(),
+        rejected,
+        rejections: latest.rejected.clone(),
+        who: who(),
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+    })?;
     let batch = veredicto_index::accept_latest_batch(
         &args.index,
         veredicto_core::gate::Acceptance {
-            time: crate::clock::now_rfc3339(),
-            reason: veredicto_core::redact::secrets_in_text(reason),
+            time,
+            reason,
             rejected,
         },
         veredicto_index::DEFAULT_LOCK_WAIT,
@@ -113,10 +166,13 @@ fn accept(args: AcceptArgs) -> anyhow::Result<ExitCode> {
                 "batch": batch.name,
                 "rejected": rejected,
                 "acceptances": batch.acceptances,
+                "history": store.path().display().to_string(),
+                "history_acceptance": recorded,
             }))?
         ),
         GateFormat::Human => format!(
-            "{}: batch {}: {} rejected lines accepted ({} acceptance{} recorded)\n",
+            "{}: batch {}: {} rejected lines accepted ({} acceptance{} in the batch record); \
+             recorded in the history {} as {}\n",
             veredicto_core::redact::escape_control(&args.index.display().to_string()),
             veredicto_core::redact::escape_control(&batch.name),
             rejected,
@@ -125,11 +181,53 @@ fn accept(args: AcceptArgs) -> anyhow::Result<ExitCode> {
                 ""
             } else {
                 "s"
-            }
+            },
+            veredicto_core::redact::escape_control(&store.path().display().to_string()),
+            recorded
         ),
     };
     crate::output::print_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The index as recorded in the history: relative to the project's folder (that of
+/// veredicto.toml, else the working folder) when inside it, else as given.
+fn project_relative(index: &std::path::Path) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let absolute = cwd.join(index);
+    let root = crate::project::settings()
+        .ok()
+        .and_then(|s| s.project.as_ref())
+        .and_then(|p| p.parent())
+        .map(|p| cwd.join(p))
+        .unwrap_or(cwd);
+    let clean = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    match clean(&absolute).strip_prefix(clean(&root)) {
+        Ok(rest) if !rest.as_os_str().is_empty() => rest.display().to_string(),
+        Ok(_) => ".".to_owned(),
+        Err(_) => index.display().to_string(),
+    }
+}
+
+/// Who accepts: the git user name of the working folder, else `$USER` (never a credential:
+/// a value that looks like one is masked, and it is cut short).
+fn who() -> Option<String> {
+    let git = std::process::Command::new("git")
+        .args(["config", "user.name"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty());
+    let name = git.or_else(|| {
+        ["USER", "USERNAME", "LOGNAME"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok().filter(|s| !s.trim().is_empty()))
+    })?;
+    Some(veredicto_core::redact::short(
+        &veredicto_core::redact::secrets_in_text(name.trim()),
+    ))
 }
 
 /// `exam --gate-ingest`: the gate on the examined index; `Some(exit 1)` (with the gate's
@@ -142,11 +240,17 @@ pub fn gate_before_exam(args: &crate::exam_cmd::ExamArgs) -> anyhow::Result<Opti
             "--gate-ingest: needs the examined index (--index DIR or --retriever index:DIR)"
         ),
     };
-    let outcome = judge(&dir, args.policy.as_deref())?;
+    let outcome = judge(&dir, args.policy.as_deref(), &args.record.history)?;
+    let text = veredicto_report::gate::gate_human(&dir.display().to_string(), &outcome);
     if outcome.blocks() {
-        let text = veredicto_report::gate::gate_human(&dir.display().to_string(), &outcome);
         eprint!("{text}");
         return Ok(Some(ExitCode::from(1)));
+    }
+    if outcome.status == veredicto_core::gate::GateStatus::Accepted {
+        // Over the policy but accepted in writing: say so, and where it was found.
+        for line in text.lines().take(3) {
+            eprintln!("{line}");
+        }
     }
     Ok(None)
 }

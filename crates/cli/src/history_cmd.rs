@@ -21,6 +21,24 @@ enum HistoryCommand {
     /// Check a history: database integrity, append-only guards, incomplete runs, altered
     /// audit case files (exit 0 sound, 1 problems found).
     Check(CheckArgs),
+    /// List the written acceptances of ingestion batches' rejected lines (`veredicto gate
+    /// accept`), oldest first: when, who, which index and batch, how many lines, why.
+    Acceptances(AcceptancesArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct AcceptancesArgs {
+    #[command(flatten)]
+    history: HistoryArgs,
+    /// Only the acceptances of this batch label.
+    #[arg(long, value_name = "LABEL")]
+    batch: Option<String>,
+    /// Output format.
+    #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
+    format: crate::printer::Format,
+    /// Alias of `--format json`.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -55,7 +73,28 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<ExitStatus> {
     match args.command {
         HistoryCommand::Migrate(a) => migrate(a),
         HistoryCommand::Check(a) => check(a),
+        HistoryCommand::Acceptances(a) => acceptances(a),
     }
+}
+
+fn acceptances(a: AcceptancesArgs) -> anyhow::Result<ExitStatus> {
+    let list: Vec<veredicto_store::GateAcceptance> = if a.history.history.is_file() {
+        a.history
+            .open_read_only()?
+            .acceptances(None)?
+            .into_iter()
+            .filter(|x| a.batch.as_ref().is_none_or(|b| &x.batch == b))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let text = if a.json || a.format == crate::printer::Format::Json {
+        veredicto_report::gate::acceptances_json(&a.history.history.display(), &list)
+    } else {
+        veredicto_report::gate::acceptances_human(&a.history.history.display(), &list)
+    };
+    crate::output::print_stdout(&text)?;
+    Ok(ExitStatus::Success)
 }
 
 fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
@@ -74,7 +113,7 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
         writeln!(
             out,
             "migrated {} -> {}: {} runs ({} copied, {} already there), {} audit runs ({} copied, \
-             {} records appended) in {:.1} s; verified {}",
+             {} records appended), {} gate acceptances ({} copied) in {:.1} s; verified {}",
             from.path().display(),
             to.path().display(),
             report.runs,
@@ -83,6 +122,8 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
             report.audit_runs,
             report.audit_copied,
             report.audit_records_appended,
+            report.gate_acceptances,
+            report.gate_acceptances_copied,
             started.elapsed().as_secs_f64(),
             report.digest
         )?;
@@ -117,6 +158,10 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
         }
         for id in &report.altered_audit_runs {
             writeln!(out, "audit run with an altered case file: {id}")?;
+        }
+        writeln!(out, "gate acceptances: {}", report.gate_acceptances)?;
+        for id in &report.unreadable_acceptances {
+            writeln!(out, "gate acceptance that does not read back: {id}")?;
         }
         writeln!(
             out,

@@ -43,6 +43,10 @@ pub struct ImportArgs {
     /// `retrieved=context.ids`); repeatable.
     #[arg(long = "map", value_name = "FIELD=NAME")]
     pub map: Vec<String>,
+    /// The log's name for an event, then the event it stands for: `THEIRS=EVENT` (e.g.
+    /// `click=click_citation`, `thumb=thumbs`); repeatable.
+    #[arg(long = "map-event", value_name = "THEIRS=EVENT")]
+    pub map_event: Vec<String>,
     /// The signals file to append to.
     #[arg(long, value_name = "FILE", default_value = DEFAULT_SIGNALS)]
     pub signals: PathBuf,
@@ -61,6 +65,9 @@ pub struct CandidatesArgs {
     /// The log's name for a field (with --log): `FIELD=NAME`; repeatable.
     #[arg(long = "map", value_name = "FIELD=NAME", requires = "log")]
     pub map: Vec<String>,
+    /// The log's name for an event (with --log): `THEIRS=EVENT`; repeatable.
+    #[arg(long = "map-event", value_name = "THEIRS=EVENT", requires = "log")]
+    pub map_event: Vec<String>,
     /// Where to write the candidate cases (golden-set JSONL).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -91,12 +98,14 @@ pub fn run(args: SignalsArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn field_map(pairs: &[String]) -> anyhow::Result<FieldMap> {
-    FieldMap::parse(pairs.iter().map(String::as_str)).map_err(anyhow::Error::msg)
+fn field_map(pairs: &[String], events: &[String]) -> anyhow::Result<FieldMap> {
+    FieldMap::parse(pairs.iter().map(String::as_str))
+        .and_then(|m| m.with_events(events.iter().map(String::as_str)))
+        .map_err(anyhow::Error::msg)
 }
 
 fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let map = field_map(&args.map)?;
+    let map = field_map(&args.map, &args.map_event)?;
     let events = veredicto_formats::signals::read_events(&args.log, &map)?;
     let lines: Vec<String> = events
         .iter()
@@ -199,7 +208,9 @@ fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let events: Vec<LocatedEvent> = match &args.log {
-        Some(log) => veredicto_formats::signals::read_events(log, &field_map(&args.map)?)?,
+        Some(log) => {
+            veredicto_formats::signals::read_events(log, &field_map(&args.map, &args.map_event)?)?
+        }
         None => {
             if !args.signals.is_file() {
                 anyhow::bail!(

@@ -239,3 +239,179 @@ fn exam_with_gate_ingest_stops_before_examining_a_blocked_batch() {
     let o = exam(&["--gate-ingest", "--policy", &p]);
     assert!(stdout(&o).contains("\"cases\""), "{}", stderr(&o));
 }
+
+/// Copies the files of an index folder (no subfolders) to `to`.
+fn copy_index(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// `gate accept` records the acceptance in the run history too (append-only, with who,
+/// when, the index, the batch and the accepted lines); the gate honours an acceptance found
+/// in either place and says where; `history acceptances` lists them; `history check`
+/// counts them; `history migrate` carries them.
+#[test]
+fn an_acceptance_is_recorded_in_the_history_and_honoured_from_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    let c = corpus(dir.path(), true);
+    assert_eq!(
+        ingest(&c, kb.to_str().unwrap(), "nightly-1").status.code(),
+        Some(0)
+    );
+    // The same batch in another folder, copied before the acceptance: its manifest has none.
+    let copy = dir.path().join("copy");
+    copy_index(&kb, &copy);
+    let history = dir.path().join("team/history.db");
+    let history = history.to_str().unwrap();
+
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_veredicto"))
+        .args([
+            "gate",
+            "accept",
+            "--index",
+            "kb",
+            "--reason",
+            "export bug, ticket 12",
+        ])
+        .args(["--history", history])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("USER", "ana")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("recorded in the history {history} as ")),
+        "{}",
+        stdout(&o)
+    );
+
+    // The copy passes on the history's acceptance alone, and says so.
+    let copy_s = copy.to_str().unwrap();
+    let o = veredicto(&[
+        "gate",
+        "--index",
+        copy_s,
+        "--history",
+        history,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let j: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["status"], "accepted");
+    assert_eq!(j["accepted"]["reason"], "export bug, ticket 12");
+    assert_eq!(
+        j["accepted_in"],
+        serde_json::json!([format!("history {history}")])
+    );
+    let o = veredicto(&["gate", "--index", copy_s, "--history", history]);
+    assert!(
+        stdout(&o).contains(&format!("acceptance found in: history {history}")),
+        "{}",
+        stdout(&o)
+    );
+    // Without that history it is blocked; the accepted index itself has both records.
+    let other = dir.path().join("other.db");
+    let o = veredicto(&[
+        "gate",
+        "--index",
+        copy_s,
+        "--history",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(!other.exists(), "the gate only reads a history");
+    let o = veredicto(&[
+        "gate",
+        "--index",
+        kb.to_str().unwrap(),
+        "--history",
+        history,
+        "--format",
+        "json",
+    ]);
+    let j: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        j["accepted_in"],
+        serde_json::json!(["index manifest", format!("history {history}")])
+    );
+
+    // exam --gate-ingest on the copy: goes on, naming where the acceptance is.
+    let golden = write(
+        dir.path(),
+        "golden.jsonl",
+        r#"{"id":"q1","query":"chunk 0","expected":["c00"],"top_k":3,"query_vector":[1,20,1]}
+"#,
+    );
+    let o = veredicto(&[
+        "exam",
+        "--index",
+        copy_s,
+        "--golden",
+        &golden,
+        "--json",
+        "--no-record",
+        "--gate-ingest",
+        "--history",
+        history,
+    ]);
+    assert!(stdout(&o).contains("\"cases\""), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("acceptance found in: history {history}")),
+        "{}",
+        stderr(&o)
+    );
+
+    // The listing, for people and as JSON.
+    let o = veredicto(&["history", "acceptances", "--history", history]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("1 gate acceptance\n"), "{text}");
+    assert!(
+        text.contains(
+            "by ana: index kb, batch nightly-1: 6 rejected lines accepted: export bug, ticket 12"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("corpus.jsonl:25: field `vector`: wrong_dimension"),
+        "{text}"
+    );
+    let o = veredicto(&["history", "acceptances", "--history", history, "--json"]);
+    let j: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let a = &j["acceptances"][0];
+    assert_eq!(a["index"], "kb");
+    assert_eq!(a["batch"], "nightly-1");
+    assert_eq!(a["who"], "ana");
+    assert_eq!(a["rejected"], 6);
+    assert_eq!(a["rejections"].as_array().unwrap().len(), 6);
+    assert_eq!(a["rejections"][3]["reason"], "empty_text");
+    assert!(a["batch_fingerprint"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
+
+    // Checked and migrated with the rest of the history.
+    let o = veredicto(&["history", "check", "--history", history]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("gate acceptances: 1"), "{}", stdout(&o));
+    let moved = dir.path().join("moved.db");
+    let moved = moved.to_str().unwrap();
+    let o = veredicto(&[
+        "history", "migrate", "--from", history, "--to", moved, "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["gate_acceptances_copied"], 1);
+    let o = veredicto(&["gate", "--index", copy_s, "--history", moved]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}

@@ -854,3 +854,69 @@ fn concurrent_imports_keep_every_event_once() {
         }
     }
 }
+
+/// A log with its own event names: `--map-event` maps them to veredicto's (the imported
+/// events are canonical, and a mapped click makes a candidate like a canonical one); an
+/// unmapped name is refused with file, line and field; a bad mapping before reading.
+#[test]
+fn event_names_are_mapped_with_map_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write(
+        dir.path(),
+        "log.jsonl",
+        "{\"conversation_id\":\"s\",\"time\":\"2025-11-20T10:00:00Z\",\"query\":\"what is the rack depth\",\"retrieved\":[\"a\",\"b\"],\"type\":\"cite\",\"chunk\":\"b\"}\n\
+         {\"conversation_id\":\"s\",\"time\":\"2025-11-20T10:01:00Z\",\"query\":\"what is the rack depth\",\"type\":\"vote\",\"value\":\"up\"}\n",
+    );
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "signals",
+            "import",
+            log.as_str(),
+            "--map",
+            "event=type",
+            "--format",
+            "json",
+        ];
+        a.extend_from_slice(extra);
+        veredicto_in(dir.path(), &a)
+    };
+    let o = args(&["--map-event", "cite=click_citation"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("log.jsonl:2: field `type`: unknown event `vote`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join(".veredicto/signals.jsonl").exists());
+    let o = args(&["--map-event", "click_citation=cite"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--map-event cite=click_citation"),
+        "{}",
+        stderr(&o)
+    );
+    let o = args(&[
+        "--map-event",
+        "cite=click_citation",
+        "--map-event",
+        "vote=thumbs",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let stored = std::fs::read_to_string(dir.path().join(".veredicto/signals.jsonl")).unwrap();
+    assert!(stored.contains("\"event\":\"click_citation\""), "{stored}");
+    assert!(stored.contains("\"event\":\"thumbs\""), "{stored}");
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "signals",
+            "candidates",
+            "--out",
+            "c.jsonl",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let cases = std::fs::read_to_string(dir.path().join("c.jsonl")).unwrap();
+    assert!(cases.contains("\"expected\":[\"b\"]"), "{cases}");
+}

@@ -163,6 +163,10 @@ pub struct GateOutcome {
     pub within_policy: bool,
     /// The latest written acceptance of this batch, if any.
     pub accepted: Option<Acceptance>,
+    /// Where acceptances of this batch were found: `index manifest` and/or `history
+    /// LOCATION` (empty when none was).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub accepted_in: Vec<String>,
     /// `pass` (within policy), `accepted` (over it, but accepted in writing) or `blocked`.
     pub status: GateStatus,
 }
@@ -181,6 +185,44 @@ impl GateOutcome {
     pub fn blocks(&self) -> bool {
         self.status == GateStatus::Blocked
     }
+}
+
+impl GateOutcome {
+    /// Adds acceptances of this batch found elsewhere (the run history), named by `place`:
+    /// the latest of all becomes [`GateOutcome::accepted`], and a batch over the policy is
+    /// accepted when either place holds an acceptance.
+    pub fn with_acceptances(mut self, place: &str, found: &[Acceptance]) -> GateOutcome {
+        let Some(latest) = found.last() else {
+            return self;
+        };
+        self.accepted_in.push(place.to_owned());
+        let newer = self.accepted.as_ref().is_none_or(|a| {
+            crate::time::parse_timestamp_ms(&latest.time)
+                >= crate::time::parse_timestamp_ms(&a.time)
+        });
+        if newer {
+            self.accepted = Some(latest.clone());
+        }
+        if !self.within_policy {
+            self.status = GateStatus::Accepted;
+        }
+        self
+    }
+}
+
+/// Where [`judge`] says it found the acceptances of the index's own batch record.
+pub const IN_MANIFEST: &str = "index manifest";
+
+/// The identity of a batch, whichever folder its index is in: `sha256:<hex>` over its
+/// label, time and rejected lines (file, line, ID, reason, field), as a JSON array. The
+/// history records acceptances under it, and the gate looks them up by it.
+pub fn batch_fingerprint(name: &str, time: &str, rejected: &[Rejection]) -> String {
+    let lines: Vec<serde_json::Value> = rejected
+        .iter()
+        .map(|r| serde_json::json!([r.file, r.line, r.id, r.reason.as_str(), r.field]))
+        .collect();
+    let value = serde_json::json!([name, time, lines]);
+    crate::fingerprint::sha256_bytes(value.to_string().as_bytes())
 }
 
 /// Judges a batch: within the policy passes; over it, the latest acceptance (if any)
@@ -206,6 +248,11 @@ pub fn judge(
         rejected_percent: percent(rejected.len(), lines),
         limit: policy.describe(),
         within_policy: within,
+        accepted_in: if acceptances.is_empty() {
+            Vec::new()
+        } else {
+            vec![IN_MANIFEST.to_owned()]
+        },
         accepted,
         status,
     }
@@ -275,5 +322,44 @@ mod tests {
             max_rejected_percent: Some(101.0),
         };
         assert_eq!(p.validate().unwrap_err().key, "ingest.max_rejected_percent");
+    }
+
+    #[test]
+    fn an_acceptance_from_the_history_lets_a_batch_through_and_says_where() {
+        let rejected = [rej(3), rej(7)];
+        let blocked = judge("b", 10, &rejected, &[], &IngestPolicy::default());
+        assert_eq!(blocked.status, GateStatus::Blocked);
+        assert!(blocked.accepted_in.is_empty());
+        let same = blocked.clone().with_acceptances("history h.db", &[]);
+        assert_eq!(same, blocked, "nothing found changes nothing");
+        let a = |time: &str, reason: &str| Acceptance {
+            time: time.into(),
+            reason: reason.into(),
+            rejected: 2,
+        };
+        let o = blocked.with_acceptances("history h.db", &[a("2026-11-30T10:00:00Z", "h")]);
+        assert_eq!(o.status, GateStatus::Accepted);
+        assert_eq!(o.accepted_in, ["history h.db"]);
+        // Both places: the newest acceptance is shown, both places are named.
+        let m = judge(
+            "b",
+            10,
+            &rejected,
+            &[a("2026-11-30T11:00:00Z", "m")],
+            &IngestPolicy::default(),
+        );
+        let o = m.with_acceptances("history h.db", &[a("2026-11-30T10:00:00Z", "h")]);
+        assert_eq!(o.accepted_in, [IN_MANIFEST, "history h.db"]);
+        assert_eq!(o.accepted.unwrap().reason, "m");
+    }
+
+    #[test]
+    fn a_batch_fingerprint_follows_label_time_and_rejected_lines() {
+        let f = batch_fingerprint("b", "2026-11-30T08:00:00Z", &[rej(3)]);
+        assert!(f.starts_with("sha256:"));
+        assert_eq!(f, batch_fingerprint("b", "2026-11-30T08:00:00Z", &[rej(3)]));
+        assert_ne!(f, batch_fingerprint("b", "2026-11-30T08:00:01Z", &[rej(3)]));
+        assert_ne!(f, batch_fingerprint("c", "2026-11-30T08:00:00Z", &[rej(3)]));
+        assert_ne!(f, batch_fingerprint("b", "2026-11-30T08:00:00Z", &[rej(4)]));
     }
 }

@@ -63,6 +63,17 @@ impl EventKind {
             _ => return None,
         })
     }
+
+    /// The canonical name (as in logs and the signals file).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Answer => "answer",
+            EventKind::ClickCitation => "click_citation",
+            EventKind::Copy => "copy",
+            EventKind::Reformulate => "reformulate",
+            EventKind::Thumbs => "thumbs",
+        }
+    }
 }
 
 /// `up` or `down`.

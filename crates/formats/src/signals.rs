@@ -7,8 +7,9 @@
 //! `value` (`thumbs`: `up` or `down`). Other fields are ignored.
 //!
 //! A [`FieldMap`] reads logs whose fields have other names (`conversation_id=session`,
-//! `retrieved=context.ids`: a dotted name reaches into nested objects). Errors name the
-//! file, the line and the field as the file spells it.
+//! `retrieved=context.ids`: a dotted name reaches into nested objects) and whose events have
+//! other names (`click=click_citation`: the log's name, then the event it means). Errors
+//! name the file, the line and the field as the file spells it.
 
 use crate::error::Result;
 use crate::jsonl;
@@ -30,9 +31,10 @@ pub const FIELDS: &[&str] = &[
     "value",
 ];
 
-/// Canonical field → the name in the log (dotted for nested objects).
+/// Canonical field → the name in the log (dotted for nested objects), and the log's event
+/// names → canonical events.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldMap(BTreeMap<String, String>);
+pub struct FieldMap(BTreeMap<String, String>, BTreeMap<String, EventKind>);
 
 impl FieldMap {
     /// Parses `canonical=theirs` pairs (`--map conversation_id=session`).
@@ -62,7 +64,78 @@ impl FieldMap {
                 return Err(format!("--map: `{ours}` is mapped twice"));
             }
         }
-        Ok(FieldMap(map))
+        Ok(FieldMap(map, BTreeMap::new()))
+    }
+
+    /// Adds event-name mappings, `THEIRS=EVENT` (`--map-event click=click_citation`): the
+    /// log's event name, then the canonical event it stands for. Several names may map to
+    /// one event; the canonical names keep their meaning.
+    pub fn with_events<'a>(
+        mut self,
+        pairs: impl IntoIterator<Item = &'a str>,
+    ) -> std::result::Result<Self, String> {
+        for p in pairs {
+            let (theirs, ours) = p.split_once('=').ok_or_else(|| {
+                format!(
+                    "--map-event `{}`: expected THEIRS=EVENT (e.g. click=click_citation)",
+                    veredicto_core::redact::short(p)
+                )
+            })?;
+            let (theirs, ours) = (theirs.trim(), ours.trim());
+            if theirs.is_empty() {
+                return Err(format!("--map-event ={ours}: the log's name is empty"));
+            }
+            let Some(kind) = EventKind::parse(ours) else {
+                let reversed = EventKind::parse(theirs).is_some();
+                return Err(format!(
+                    "--map-event {}={}: unknown event `{}` (known: {}){}",
+                    veredicto_core::redact::short(theirs),
+                    veredicto_core::redact::short(ours),
+                    veredicto_core::redact::short(ours),
+                    EventKind::NAMES.join(", "),
+                    if reversed {
+                        format!(
+                            "; the log's name comes first: --map-event {}={}",
+                            veredicto_core::redact::short(ours),
+                            theirs
+                        )
+                    } else {
+                        String::new()
+                    }
+                ));
+            };
+            if EventKind::parse(theirs).is_some_and(|k| k != kind) {
+                return Err(format!(
+                    "--map-event {theirs}={ours}: `{theirs}` is already an event of its own"
+                ));
+            }
+            if self.1.insert(theirs.to_owned(), kind).is_some() {
+                return Err(format!(
+                    "--map-event: `{}` is mapped twice",
+                    veredicto_core::redact::short(theirs)
+                ));
+            }
+        }
+        Ok(self)
+    }
+
+    /// The event a log's event name stands for: a mapped name, else a canonical one.
+    pub fn event(&self, theirs: &str) -> Option<EventKind> {
+        self.1
+            .get(theirs)
+            .copied()
+            .or_else(|| EventKind::parse(theirs))
+    }
+
+    /// The event names a log may use: the canonical ones, then the mapped ones.
+    fn event_names(&self) -> String {
+        let mut names: Vec<String> = EventKind::NAMES.iter().map(|s| (*s).to_owned()).collect();
+        names.extend(
+            self.1
+                .iter()
+                .map(|(theirs, kind)| format!("{theirs} (= {})", kind.as_str())),
+        );
+        names.join(", ")
     }
 
     /// The log's name for a canonical field.
@@ -128,13 +201,13 @@ fn parse_event(line: &jsonl::ObjectLine<'_>, map: &FieldMap) -> Result<LocatedEv
     let event_name = l
         .opt_text(&name("event"))?
         .ok_or_else(|| l.error(&name("event"), "missing"))?;
-    let event = EventKind::parse(event_name.trim()).ok_or_else(|| {
+    let event = map.event(event_name.trim()).ok_or_else(|| {
         l.error(
             &name("event"),
             format!(
-                "unknown event `{}` (known: {})",
+                "unknown event `{}` (known: {}; map other names with --map-event THEIRS=EVENT)",
                 veredicto_core::redact::short(&event_name),
-                EventKind::NAMES.join(", ")
+                map.event_names()
             ),
         )
     })?;
@@ -234,6 +307,56 @@ mod tests {
         assert_eq!(ok[0].event.retrieved, vec!["a"]);
         assert!(FieldMap::parse(["conversation=session"]).is_err());
         assert!(FieldMap::parse(["query"]).is_err());
+    }
+
+    #[test]
+    fn event_names_are_mapped_and_unknown_ones_named_with_file_line_and_field() {
+        let map = FieldMap::parse(["event=type"])
+            .unwrap()
+            .with_events(["click=click_citation", "cite=click_citation", "vote=thumbs"])
+            .unwrap();
+        let log = r#"{"conversation_id":"c","time":"2025-11-20T10:00:00Z","query":"q","type":"click","chunk":"a"}
+{"conversation_id":"c","time":"2025-11-20T10:00:01Z","query":"q","type":"cite","chunk":"b"}
+{"conversation_id":"c","time":"2025-11-20T10:00:02Z","query":"q","type":"vote","value":"up"}
+{"conversation_id":"c","time":"2025-11-20T10:00:03Z","query":"q","type":"click_citation","chunk":"c"}
+"#;
+        let ev = read(log, &map).unwrap();
+        let kinds: Vec<EventKind> = ev.iter().map(|e| e.event.event).collect();
+        assert_eq!(
+            kinds,
+            [
+                EventKind::ClickCitation,
+                EventKind::ClickCitation,
+                EventKind::Thumbs,
+                EventKind::ClickCitation
+            ]
+        );
+        // A mapped event keeps its event's requirements (a click names its chunk).
+        let bad = r#"{"conversation_id":"c","time":"2025-11-20T10:00:00Z","query":"q","type":"answer"}
+{"conversation_id":"c","time":"2025-11-20T10:00:00Z","query":"q","type":"tap"}
+"#;
+        let err = read(bad, &map).unwrap_err().to_string();
+        assert!(
+            err.starts_with("log.jsonl:2: field `type`: unknown event `tap`"),
+            "{err}"
+        );
+        assert!(err.contains("click (= click_citation)"), "{err}");
+        assert!(err.contains("--map-event"), "{err}");
+        let no_chunk =
+            r#"{"conversation_id":"c","time":"2025-11-20T10:00:00Z","query":"q","type":"cite"}"#;
+        let err = read(no_chunk, &map).unwrap_err().to_string();
+        assert!(err.starts_with("log.jsonl:1: field `chunk`"), "{err}");
+        // Bad mappings.
+        let e = |p: &str| FieldMap::default().with_events([p]).unwrap_err();
+        assert!(e("click").contains("expected THEIRS=EVENT"));
+        assert!(e("click=clik").contains("unknown event `clik`"));
+        assert!(e("click_citation=click").contains("--map-event click=click_citation"));
+        assert!(e("=thumbs").contains("empty"));
+        assert!(e("copy=thumbs").contains("already an event"));
+        assert!(FieldMap::default()
+            .with_events(["a=copy", "a=thumbs"])
+            .unwrap_err()
+            .contains("mapped twice"));
     }
 
     #[test]

@@ -52,6 +52,12 @@ pub fn gate_human(index: &str, o: &GateOutcome) -> String {
             a.rejected,
             escape_control(&a.reason)
         ));
+        if !o.accepted_in.is_empty() {
+            out.push_str(&format!(
+                "acceptance found in: {}\n",
+                escape_control(&o.accepted_in.join(", "))
+            ));
+        }
     }
     out.push_str(&rejections_human(&o.rejected));
     if o.status == GateStatus::Blocked {
@@ -74,8 +80,51 @@ pub fn gate_json(index: &str, o: &GateOutcome) -> String {
         "limit": o.limit,
         "within_policy": o.within_policy,
         "accepted": o.accepted,
+        "accepted_in": o.accepted_in,
         "rejected": o.rejected,
     });
+    let mut s = serde_json::to_string_pretty(&value).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// `veredicto history acceptances` for people: one block per acceptance, oldest first.
+pub fn acceptances_human(history: &str, list: &[veredicto_store::GateAcceptance]) -> String {
+    let mut out = format!(
+        "{}: {} gate acceptance{}\n",
+        escape_control(history),
+        list.len(),
+        if list.len() == 1 { "" } else { "s" }
+    );
+    for a in list {
+        out.push_str(&format!(
+            "{}  {}  by {}: index {}, batch {}: {} rejected line{} accepted: {}\n",
+            a.id,
+            escape_control(&a.created_at),
+            escape_control(a.who.as_deref().unwrap_or("(unknown)")),
+            escape_control(&a.index),
+            escape_control(&a.batch),
+            a.rejected,
+            if a.rejected == 1 { "" } else { "s" },
+            escape_control(&a.reason)
+        ));
+        for r in a.rejections.iter().take(LISTED) {
+            out.push_str(&format!("  {}\n", escape_control(&r.to_string())));
+        }
+        if a.rejections.len() > LISTED {
+            out.push_str(&format!(
+                "  ... and {} more (--json lists them all)\n",
+                a.rejections.len() - LISTED
+            ));
+        }
+    }
+    out
+}
+
+/// `veredicto history acceptances --json`: `{history, acceptances: [...]}`, pretty, with a
+/// final newline.
+pub fn acceptances_json(history: &str, list: &[veredicto_store::GateAcceptance]) -> String {
+    let value = serde_json::json!({ "history": history, "acceptances": list });
     let mut s = serde_json::to_string_pretty(&value).unwrap_or_default();
     s.push('\n');
     s

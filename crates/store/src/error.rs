@@ -235,6 +235,18 @@ pub enum StoreError {
         message: String,
     },
 
+    /// A value given to the history is not acceptable (an empty reason, counts that do not
+    /// add up). Nothing was written.
+    #[error("{path}: {field}: {message}")]
+    Invalid {
+        /// The database file.
+        path: PathBuf,
+        /// Which field.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+
     /// The operating system's random source failed (needed for run IDs).
     #[error("{path}: cannot draw random bits for a run ID: {message}")]
     NoRandomness {

@@ -27,6 +27,7 @@
 //! - **IDs**: ULIDs from `created_at` and OS randomness, strictly increasing in recording
 //!   order ([`id`] module docs).
 
+mod acceptance;
 mod audit;
 mod codec;
 mod error;
@@ -39,6 +40,7 @@ mod store;
 pub mod synthetic;
 use veredicto_core::time;
 
+pub use acceptance::GateAcceptance;
 pub use audit::{AuditCounts, AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary};
 pub use error::StoreError;
 pub use metric::{Metric, UnknownMetric};
@@ -177,6 +179,13 @@ pub struct IntegrityReport {
     pub audit_runs: usize,
     /// IDs of audit runs whose stored case file no longer has its recorded SHA-256.
     pub altered_audit_runs: Vec<String>,
+    /// Written acceptances of ingestion batches in the history.
+    #[serde(default)]
+    pub gate_acceptances: usize,
+    /// IDs of acceptances whose stored rows do not read back (rejection list unreadable or
+    /// not as long as its count).
+    #[serde(default)]
+    pub unreadable_acceptances: Vec<String>,
 }
 
 impl IntegrityReport {
@@ -186,6 +195,7 @@ impl IntegrityReport {
             && self.foreign_key_violations == 0
             && self.incomplete_runs.is_empty()
             && self.altered_audit_runs.is_empty()
+            && self.unreadable_acceptances.is_empty()
     }
 }
 
@@ -373,6 +383,8 @@ impl SqliteHistory {
                 .and_then(|()| tx.execute_batch(&schema::triggers()))
                 .and_then(|()| tx.execute_batch(schema::SCHEMA_V2_AUDIT))
                 .and_then(|()| tx.execute_batch(&schema::audit_triggers()))
+                .and_then(|()| tx.execute_batch(schema::SCHEMA_V3_ACCEPTANCES))
+                .and_then(|()| tx.execute_batch(&schema::acceptance_triggers()))
                 .and_then(|()| {
                     tx.execute_batch(&format!(
                         "PRAGMA application_id = {}; PRAGMA user_version = {};",
@@ -381,10 +393,17 @@ impl SqliteHistory {
                     ))
                 })
                 .map_err(|e| self.sql(OP, e))?;
-        } else if user_version == 1 {
-            // Upgrade a version-1 history: add the audit tables; nothing else changes.
-            tx.execute_batch(schema::SCHEMA_V2_AUDIT)
-                .and_then(|()| tx.execute_batch(&schema::audit_triggers()))
+        } else if user_version < schema::SCHEMA_VERSION {
+            // Upgrade an older history: add the tables of each later version (audit runs
+            // from 2, gate acceptances from 3); nothing else changes.
+            let mut sql = String::new();
+            if user_version < 2 {
+                sql.push_str(schema::SCHEMA_V2_AUDIT);
+                sql.push_str(&schema::audit_triggers());
+            }
+            sql.push_str(schema::SCHEMA_V3_ACCEPTANCES);
+            sql.push_str(&schema::acceptance_triggers());
+            tx.execute_batch(&sql)
                 .and_then(|()| {
                     tx.execute_batch(&format!(
                         "PRAGMA user_version = {};",
@@ -921,6 +940,7 @@ impl SqliteHistory {
             .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
             .map_err(e)?;
         let (audit_runs, altered_audit_runs) = self.check_audit_runs()?;
+        let (gate_acceptances, unreadable_acceptances) = self.check_acceptances()?;
         Ok(IntegrityReport {
             runs: self.count()?,
             integrity,
@@ -928,6 +948,8 @@ impl SqliteHistory {
             incomplete_runs,
             audit_runs,
             altered_audit_runs,
+            gate_acceptances,
+            unreadable_acceptances,
         })
     }
 

@@ -25,6 +25,10 @@ pub struct MigrateReport {
     /// Audit records appended to audit runs already in the target (reviews made since the
     /// last migration).
     pub audit_records_appended: usize,
+    /// Ingestion gate acceptances in the source.
+    pub gate_acceptances: usize,
+    /// Acceptances copied now.
+    pub gate_acceptances_copied: usize,
     /// SHA-256 over every source run's ID, metadata and report JSON, in ID order; equal in
     /// source and target.
     pub digest: String,
@@ -91,6 +95,7 @@ pub fn migrate(
         progress(i + 1, source.len());
     }
     migrate_audit(from, to, &mut report)?;
+    migrate_acceptances(from, to, &mut report)?;
     report.digest = verify(from, to, &source)?;
     Ok(report)
 }
@@ -157,6 +162,53 @@ fn migrate_audit(
         to.import_audit_run(&run, &records)?;
         newest = Some(id);
         report.audit_copied += 1;
+    }
+    Ok(())
+}
+
+/// Copies the gate acceptances the target lacks, oldest first, under their IDs; then
+/// checks that the target holds every source acceptance as it is in the source.
+fn migrate_acceptances(
+    from: &History,
+    to: &History,
+    report: &mut MigrateReport,
+) -> Result<(), StoreError> {
+    let source = from.acceptances(None)?;
+    report.gate_acceptances = source.len();
+    let present: BTreeSet<String> = to.acceptances(None)?.into_iter().map(|a| a.id).collect();
+    let mut newest = present.iter().next_back().cloned();
+    for a in &source {
+        if present.contains(&a.id) {
+            continue;
+        }
+        if let Some(n) = &newest {
+            if &a.id <= n {
+                return Err(migrate_error(
+                    to,
+                    format!(
+                        "gate acceptance {} of the source sorts before acceptance {n}, which \
+                         the target has and the source does not; migrate into an empty history",
+                        a.id
+                    ),
+                ));
+            }
+        }
+        to.record_acceptance(a)?;
+        newest = Some(a.id.clone());
+        report.gate_acceptances_copied += 1;
+    }
+    let copied: std::collections::BTreeMap<String, crate::GateAcceptance> = to
+        .acceptances(None)?
+        .into_iter()
+        .map(|a| (a.id.clone(), a))
+        .collect();
+    for a in &source {
+        if copied.get(&a.id) != Some(a) {
+            return Err(migrate_error(
+                to,
+                format!("verification failed: gate acceptance {} differs", a.id),
+            ));
+        }
     }
     Ok(())
 }

@@ -13,6 +13,9 @@
 //! - **Bounded**: connecting times out after 5 s and is tried 3 times within 20 s; every
 //!   statement after 60 s, a lock wait after 30 s.
 
+use crate::acceptance::{
+    parse_rejections, prepare_acceptance, unreadable, GateAcceptance, COLUMNS as ACCEPTANCE_COLUMNS,
+};
 use crate::audit::{
     prepare_audit, sha256, AuditCounts, AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary,
 };
@@ -29,7 +32,7 @@ use veredicto_core::exam::{ExamReport, Verdict};
 use veredicto_core::history::{RecordedRun, RunMeta};
 
 /// Schema version of a PostgreSQL history (the same numbering as the file's).
-pub(crate) const PG_SCHEMA_VERSION: i32 = 2;
+pub(crate) const PG_SCHEMA_VERSION: i32 = 3;
 
 /// How long one connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -46,9 +49,11 @@ const SCHEMA_LOCK: i64 = 0x5652_4443;
 const RUNS_LOCK: i64 = SCHEMA_LOCK + 1;
 /// The same for audit runs.
 const AUDIT_RUNS_LOCK: i64 = SCHEMA_LOCK + 2;
+/// The same for gate acceptances.
+const ACCEPTANCES_LOCK: i64 = SCHEMA_LOCK + 3;
 
 /// The schema, one step per version: step `n` takes a version-`n` database to `n + 1`.
-const STEPS: [&str; 2] = [SCHEMA_V1, SCHEMA_V2_AUDIT];
+const STEPS: [&str; 3] = [SCHEMA_V1, SCHEMA_V2_AUDIT, SCHEMA_V3_ACCEPTANCES];
 
 const SCHEMA_V1: &str = r#"
 CREATE TABLE veredicto_schema (
@@ -232,8 +237,38 @@ CREATE TRIGGER veredicto_audit_runs_in_order BEFORE INSERT ON audit_runs
     FOR EACH ROW EXECUTE FUNCTION veredicto_audit_in_order();
 "#;
 
+/// Version 3: the ingestion gate's written acceptances, append-only like the rest.
+const SCHEMA_V3_ACCEPTANCES: &str = r#"
+CREATE FUNCTION veredicto_acceptances_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.id <= (SELECT max(id) FROM gate_acceptances) THEN
+        RAISE EXCEPTION 'veredicto history is append-only: a new gate acceptance must sort after every recorded one';
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE TABLE gate_acceptances (
+    seq               bigint PRIMARY KEY,
+    id                text COLLATE "C" NOT NULL UNIQUE,
+    created_at        text   NOT NULL,
+    created_ms        bigint NOT NULL,
+    index_name        text   NOT NULL,
+    batch             text   NOT NULL,
+    batch_fingerprint text COLLATE "C" NOT NULL,
+    reason            text   NOT NULL CHECK (btrim(reason) <> ''),
+    rejected          bigint NOT NULL,
+    rejections        text   NOT NULL,
+    who               text,
+    tool_version      text   NOT NULL
+);
+CREATE INDEX gate_acceptances_by_batch ON gate_acceptances (batch_fingerprint, seq);
+
+CREATE TRIGGER veredicto_gate_acceptances_in_order BEFORE INSERT ON gate_acceptances
+    FOR EACH ROW EXECUTE FUNCTION veredicto_acceptances_in_order();
+"#;
+
 /// Tables of each schema version's step, for the append-only triggers.
-const TABLES: [&[&str]; 2] = [
+const TABLES: [&[&str]; 3] = [
     &[
         "runs",
         "reports",
@@ -243,6 +278,7 @@ const TABLES: [&[&str]; 2] = [
         "sealed",
     ],
     &["audit_runs", "audit_records"],
+    &["gate_acceptances"],
 ];
 
 /// Tables whose rows belong to an exam run (added only while it is recorded).
@@ -275,9 +311,9 @@ fn guards(tables: &[&str]) -> String {
     sql
 }
 
-/// Triggers a version-2 history has: two per table, one more per table of a run, and the
-/// two ordering triggers.
-const EXPECTED_TRIGGERS: i64 = 2 * 8 + 5 + 2;
+/// Triggers a version-3 history has: two per table, one more per table of a run, and the
+/// three ordering triggers.
+const EXPECTED_TRIGGERS: i64 = 2 * 9 + 5 + 3;
 
 /// A run history in a PostgreSQL database: one connection (`Send`, not `Sync`).
 pub struct PgHistory {
@@ -1038,7 +1074,7 @@ impl PgHistory {
                        AND k.oid IN ('runs'::regclass, 'reports'::regclass, 'cases'::regclass,
                            'case_measures'::regclass, 'expected_chunks'::regclass,
                            'sealed'::regclass, 'audit_runs'::regclass,
-                           'audit_records'::regclass)",
+                           'audit_records'::regclass, 'gate_acceptances'::regclass)",
                     &[],
                 )
                 .map_err(self.pg(OP))?;
@@ -1076,6 +1112,7 @@ impl PgHistory {
             integrity.push("ok".to_owned());
         }
         let (audit_runs, altered_audit_runs) = self.check_audit_runs()?;
+        let (gate_acceptances, unreadable_acceptances) = self.check_acceptances()?;
         Ok(IntegrityReport {
             runs: self.count()?,
             integrity,
@@ -1083,7 +1120,109 @@ impl PgHistory {
             incomplete_runs,
             audit_runs,
             altered_audit_runs,
+            gate_acceptances,
+            unreadable_acceptances,
         })
+    }
+
+    // ---- ingestion gate acceptances ----
+
+    /// Appends an acceptance in one transaction and returns its ID (new when `a.id` is
+    /// empty, else `a.id`, which must sort after every recorded acceptance).
+    pub fn record_acceptance(&self, a: &GateAcceptance) -> Result<String, StoreError> {
+        const OP: &str = "recording a gate acceptance";
+        let (created_ms, random, rejections) = prepare_acceptance(&self.location, a)?;
+        let mut client = self.client.borrow_mut();
+        let mut tx = client.transaction().map_err(self.pg(OP))?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&ACCEPTANCES_LOCK])
+            .map_err(self.pg(OP))?;
+        let row = tx
+            .query_one(
+                "SELECT coalesce(max(seq), 0) + 1, max(id) FROM gate_acceptances",
+                &[],
+            )
+            .map_err(self.pg(OP))?;
+        let seq: i64 = row.get(0);
+        let newest: Option<String> = row.get(1);
+        let new_id = if a.id.is_empty() {
+            id::next(created_ms, random, newest.as_deref())
+        } else {
+            a.id.clone()
+        };
+        tx.execute(
+            "INSERT INTO gate_acceptances (seq, id, created_at, created_ms, index_name, batch,
+                 batch_fingerprint, reason, rejected, rejections, who, tool_version)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            &[
+                &seq,
+                &new_id,
+                &a.created_at,
+                &created_ms,
+                &a.index,
+                &a.batch,
+                &a.batch_fingerprint,
+                &a.reason,
+                &n(a.rejected),
+                &rejections,
+                &a.who,
+                &a.tool_version,
+            ],
+        )
+        .map_err(self.pg(OP))?;
+        tx.commit().map_err(self.pg(OP))?;
+        Ok(new_id)
+    }
+
+    /// Acceptances, oldest first; only those of one batch when `batch_fingerprint` is given.
+    pub fn acceptances(
+        &self,
+        batch_fingerprint: Option<&str>,
+    ) -> Result<Vec<GateAcceptance>, StoreError> {
+        const OP: &str = "reading gate acceptances";
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(
+                &format!(
+                    "SELECT {ACCEPTANCE_COLUMNS} FROM gate_acceptances
+                     WHERE $1::text IS NULL OR batch_fingerprint = $1 ORDER BY seq"
+                ),
+                &[&batch_fingerprint],
+            )
+            .map_err(self.pg(OP))?;
+        rows.iter()
+            .map(|r| {
+                let id: String = r.get(0);
+                let rejections = parse_rejections(&self.location, &id, r.get(7))?;
+                Ok(GateAcceptance {
+                    id,
+                    created_at: r.get(1),
+                    index: r.get(2),
+                    batch: r.get(3),
+                    batch_fingerprint: r.get(4),
+                    reason: r.get(5),
+                    rejected: usize::try_from(r.get::<_, i64>(6)).unwrap_or(0),
+                    rejections,
+                    who: r.get(8),
+                    tool_version: r.get(9),
+                })
+            })
+            .collect()
+    }
+
+    fn check_acceptances(&self) -> Result<(usize, Vec<String>), StoreError> {
+        let rows: Vec<(String, i64, String)> = self
+            .client
+            .borrow_mut()
+            .query(
+                "SELECT id, rejected, rejections FROM gate_acceptances ORDER BY seq",
+                &[],
+            )
+            .map_err(self.pg("checking gate acceptances"))?
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        Ok((rows.len(), unreadable(&self.location, &rows)))
     }
 
     // ---- grounding audit runs ----

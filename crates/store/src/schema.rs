@@ -19,8 +19,9 @@
 pub(crate) const APPLICATION_ID: i64 = 0x5652_4443;
 
 /// `PRAGMA user_version` of the schema below: 1 (exam runs), 2 (adds the grounding audit
-/// tables). A version-1 file is upgraded in place, in one transaction, when opened.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+/// tables), 3 (adds the ingestion gate's written acceptances). An older file is upgraded in
+/// place, in one transaction, when opened for writing.
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 /// Tables, indices and append-only triggers of version 1.
 pub(crate) const SCHEMA_V1: &str = r#"
@@ -149,6 +150,35 @@ CREATE TABLE audit_records (
 );
 CREATE INDEX audit_records_by_run ON audit_records (run, kind, seq);
 "#;
+
+/// Version 3: written acceptances of an ingestion batch's rejected lines (`veredicto gate
+/// accept`), one row each, append-only: never changed or removed.
+pub(crate) const SCHEMA_V3_ACCEPTANCES: &str = r#"
+CREATE TABLE gate_acceptances (
+    seq               INTEGER PRIMARY KEY,
+    id                TEXT    NOT NULL UNIQUE,
+    created_at        TEXT    NOT NULL,
+    created_ms        INTEGER NOT NULL,
+    index_name        TEXT    NOT NULL,
+    batch             TEXT    NOT NULL,
+    batch_fingerprint TEXT    NOT NULL,
+    reason            TEXT    NOT NULL CHECK (trim(reason) <> ''),
+    rejected          INTEGER NOT NULL,
+    rejections        TEXT    NOT NULL,
+    who               TEXT,
+    tool_version      TEXT    NOT NULL
+);
+CREATE INDEX gate_acceptances_by_batch ON gate_acceptances (batch_fingerprint, seq);
+"#;
+
+/// Append-only triggers of the acceptances table.
+pub(crate) fn acceptance_triggers() -> String {
+    guard(
+        "gate_acceptances",
+        "EXISTS (SELECT 1 FROM gate_acceptances WHERE seq = NEW.seq OR id = NEW.id) \
+         OR NEW.id <= (SELECT max(id) FROM gate_acceptances)",
+    )
+}
 
 /// Append-only triggers of the audit tables.
 pub(crate) fn audit_triggers() -> String {

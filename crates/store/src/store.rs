@@ -6,7 +6,8 @@
 use crate::audit::{AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary};
 use crate::pg::PgHistory;
 use crate::{
-    IntegrityReport, RunFilter, RunSummary, SqliteHistory, StoreError, TrendPoint, TrendQuery,
+    GateAcceptance, IntegrityReport, RunFilter, RunSummary, SqliteHistory, StoreError, TrendPoint,
+    TrendQuery,
 };
 use std::path::Path;
 use veredicto_core::exam::{ExamReport, Verdict};
@@ -83,6 +84,15 @@ pub trait RunStore: Send {
     fn audit_runs_of(&self, cases: &[u8]) -> Result<Vec<String>, StoreError>;
     /// The run an audit run is compared with by default.
     fn previous_audit_run(&self, id_or_prefix: &str) -> Result<Option<String>, StoreError>;
+    /// Appends a written acceptance of an ingestion batch's rejections and returns its ID:
+    /// a new one when `a.id` is empty, else `a.id` (a migrated acceptance, which must sort
+    /// after every acceptance recorded here). There is no update or delete.
+    fn record_acceptance(&self, a: &GateAcceptance) -> Result<String, StoreError>;
+    /// Acceptances, oldest first; only those of one batch when `batch_fingerprint` is given.
+    fn acceptances(
+        &self,
+        batch_fingerprint: Option<&str>,
+    ) -> Result<Vec<GateAcceptance>, StoreError>;
 }
 
 /// Implements [`RunStore`] for a backend whose inherent methods have the trait's names.
@@ -179,6 +189,15 @@ macro_rules! delegate_run_store {
             }
             fn previous_audit_run(&self, id_or_prefix: &str) -> Result<Option<String>, StoreError> {
                 <$backend>::previous_audit_run(self, id_or_prefix)
+            }
+            fn record_acceptance(&self, a: &GateAcceptance) -> Result<String, StoreError> {
+                <$backend>::record_acceptance(self, a)
+            }
+            fn acceptances(
+                &self,
+                batch_fingerprint: Option<&str>,
+            ) -> Result<Vec<GateAcceptance>, StoreError> {
+                <$backend>::acceptances(self, batch_fingerprint)
             }
         }
     };

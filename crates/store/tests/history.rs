@@ -689,15 +689,15 @@ fn foreign_and_newer_files_are_refused_untouched() {
     let newer = dir.path().join("newer.db");
     drop(History::open(&newer).expect("creates"));
     Connection::open(&newer)
-        .and_then(|c| c.execute_batch("PRAGMA user_version = 3;"))
+        .and_then(|c| c.execute_batch("PRAGMA user_version = 4;"))
         .expect("bumps the version");
     let err = History::open(&newer).expect_err("newer schema");
     assert!(
         matches!(
             err,
             StoreError::NewerSchema {
-                found: 3,
-                supported: 2,
+                found: 4,
+                supported: 3,
                 ..
             }
         ),

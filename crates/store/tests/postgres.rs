@@ -267,15 +267,15 @@ fn foreign_newer_and_older_schemas() {
     drop(newer.open());
     newer
         .raw()
-        .exec("UPDATE veredicto_schema SET version = 3")
+        .exec("UPDATE veredicto_schema SET version = 4")
         .expect("bumps");
     let err = History::open_spec(&newer.spec).expect_err("newer");
     assert!(
         matches!(
             err,
             StoreError::NewerSchema {
-                found: 3,
-                supported: 2,
+                found: 4,
+                supported: 3,
                 ..
             }
         ),
@@ -292,7 +292,8 @@ fn foreign_newer_and_older_schemas() {
     drop(h);
     old.raw()
         .exec(
-            "DROP TABLE audit_records; DROP TABLE audit_runs;
+            "DROP TABLE gate_acceptances; DROP FUNCTION veredicto_acceptances_in_order();
+             DROP TABLE audit_records; DROP TABLE audit_runs;
              DROP FUNCTION veredicto_audit_in_order();
              UPDATE veredicto_schema SET version = 1;",
         )
@@ -302,8 +303,21 @@ fn foreign_newer_and_older_schemas() {
     h.record_audit_run(&audit_meta("a.json"), b"{}", None, &[])
         .expect("the audit tables are there");
     assert!(h.check().expect("checks").is_ok());
+    h.record_acceptance(&veredicto_store::GateAcceptance {
+        id: String::new(),
+        created_at: "2026-11-30T09:00:00Z".into(),
+        index: "kb".into(),
+        batch: "b".into(),
+        batch_fingerprint: "sha256:00".into(),
+        reason: "known gaps".into(),
+        rejected: 0,
+        rejections: Vec::new(),
+        who: None,
+        tool_version: "0.1.0".into(),
+    })
+    .expect("the acceptances table is there");
     let v = old.raw().query("SELECT version FROM veredicto_schema");
-    assert_eq!(v[0][0].int(), 2);
+    assert_eq!(v[0][0].int(), 3);
 }
 
 #[test]
