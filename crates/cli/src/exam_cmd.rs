@@ -63,6 +63,11 @@ pub struct ExamArgs {
     /// Include per-stage latency in the JSON (it differs on every run).
     #[arg(long)]
     pub timings: bool,
+    /// With the own index (one batched pass for all cases): cases searched again one at a
+    /// time for the search stage's per-query latency, evenly spaced in the golden set; taken
+    /// only when the latency is shown or recorded (human report, --timings, the history).
+    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::exam::DEFAULT_LATENCY_SAMPLE)]
+    pub latency_sample: usize,
     /// Chunk JSONL (or BEIR corpus.jsonl): gold labels, domains, validity, text for the diagnosis.
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
@@ -280,6 +285,13 @@ fn outcome_of(
         }
     });
     let print_notice = |n: &Notice| crate::printer::note(&n.to_string());
+    // Latency is shown by the human report, put in the JSON by --timings, and recorded.
+    let latency_shown = args.timings
+        || record.is_some()
+        || matches!(
+            args.format.or_json(args.json),
+            crate::printer::Format::Human
+        );
     // A bar on a terminal, a line every few seconds in CI logs (stderr only).
     let bar = std::sync::Mutex::new(crate::progress::Progress::new(
         "cases examined",
@@ -307,6 +319,11 @@ fn outcome_of(
             keep: args.keep,
             exactness_check: args.exactness_check,
             progress: Some(&tick),
+            latency_sample: if latency_shown {
+                args.latency_sample
+            } else {
+                0
+            },
         },
         rerank_spec: args.rerank.as_deref(),
         timings: args.timings,

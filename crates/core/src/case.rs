@@ -64,6 +64,9 @@ pub struct Corpus {
     /// When each ingestion batch entered (batch name → RFC 3339 time), as far as the source
     /// records it: the index keeps one record per batch; a corpus file records none.
     batch_times: BTreeMap<String, String>,
+    /// Chunks per ingestion batch in the whole collection, when the corpus holds only some
+    /// of its chunks ([`Corpus::with_batch_counts`]).
+    batch_counts: Option<BTreeMap<String, usize>>,
 }
 
 impl Corpus {
@@ -78,12 +81,21 @@ impl Corpus {
             chunks: map,
             source: "corpus",
             batch_times: BTreeMap::new(),
+            batch_counts: None,
         }
     }
 
     /// Adds the time each ingestion batch entered (batch name → RFC 3339 time).
     pub fn with_batch_times(mut self, times: BTreeMap<String, String>) -> Self {
         self.batch_times = times;
+        self
+    }
+
+    /// Declares how many chunks each ingestion batch holds in the whole collection, for a
+    /// corpus that holds only the chunks an exam reads (the index reads the others' records
+    /// never): [`Corpus::batches`] counts these instead of the chunks held.
+    pub fn with_batch_counts(mut self, counts: BTreeMap<String, usize>) -> Self {
+        self.batch_counts = Some(counts);
         self
     }
 
@@ -96,9 +108,13 @@ impl Corpus {
     /// known and how many chunks it holds now, in name order.
     pub fn batches(&self) -> Vec<crate::exam::CorpusBatch> {
         let mut count: BTreeMap<&str, usize> = BTreeMap::new();
-        for c in self.chunks.values() {
-            if let Some(b) = c.ingest_batch.as_deref() {
-                *count.entry(b).or_default() += 1;
+        if let Some(counts) = &self.batch_counts {
+            count.extend(counts.iter().map(|(k, v)| (k.as_str(), *v)));
+        } else {
+            for c in self.chunks.values() {
+                if let Some(b) = c.ingest_batch.as_deref() {
+                    *count.entry(b).or_default() += 1;
+                }
             }
         }
         count

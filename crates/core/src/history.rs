@@ -28,11 +28,31 @@ pub struct RunConfig {
 /// Latency of one retrieval stage over the run's queries, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct StageLatency {
+    /// Queries measured (for a `single_query_sample`, the sample's size).
     pub count: usize,
     pub p50_ms: f64,
     pub p95_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// How the figures were measured, when not one timing per case as the cases ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<LatencySource>,
+    /// Queries the stage served (the sample is drawn from them), with a `source`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queries: Option<usize>,
+    /// Wall time of the one batched pass that answered all `queries`, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_ms: Option<f64>,
+}
+
+/// How a stage's latency percentiles were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencySource {
+    /// The stage answered every query in one batched pass (whose total is `batch_ms`); the
+    /// percentiles come from single-query searches, timed one at a time after it, over a
+    /// sample of `count` of the `queries` (all of them when the sample is as large).
+    SingleQuerySample,
 }
 
 impl StageLatency {
@@ -53,6 +73,9 @@ impl StageLatency {
             p95_ms: pick(0.95),
             p99_ms: pick(0.99),
             max_ms: v.last().copied().unwrap_or(0.0),
+            source: None,
+            queries: None,
+            batch_ms: None,
         }
     }
 }

@@ -278,12 +278,67 @@ pub fn retrieve(
 /// The index's chunks as a corpus for the diagnosis (from the records kept at ingest), each
 /// with the batch that brought it and the batch's time from the index's batch records.
 pub fn corpus_of(index: &Index) -> Result<Corpus, RetrieveError> {
+    let rows: Vec<usize> = (0..index.len()).collect();
+    let (chunks, times) = chunks_of_rows(index, &rows)?;
+    Ok(Corpus::from_index(chunks).with_batch_times(times))
+}
+
+/// The chunks named by `ids` that the index holds (others are left out), read from their
+/// records alone: what an exam needs (the expected and the retrieved chunks) without
+/// parsing the rest of the collection. The batches' chunk counts are those of the whole
+/// index, read from its chunk table.
+pub fn corpus_of_ids<'a>(
+    index: &Index,
+    ids: impl IntoIterator<Item = &'a str>,
+) -> Result<Corpus, RetrieveError> {
+    let mut rows: Vec<usize> = ids.into_iter().filter_map(|id| index.row_of(id)).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    let (chunks, _) = chunks_of_rows(index, &rows)?;
+    // Counts and times of every batch, from the chunk table (no record is read).
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut times: BTreeMap<String, String> = BTreeMap::new();
+    let mut run: Option<(&str, &str, usize)> = None;
+    let mut flush = |(name, at, n): (&str, &str, usize)| {
+        *counts.entry(name.to_owned()).or_default() += n;
+        let t = times.entry(name.to_owned()).or_default();
+        if at > t.as_str() {
+            *t = at.to_owned();
+        }
+    };
+    // Rows of one batch are mostly adjacent: count runs of equal (batch, time).
+    for c in index.chunks() {
+        let (b, at) = (c.ingest_batch(), c.ingested_at());
+        match &mut run {
+            Some((name, time, n)) if *name == b && *time == at => *n += 1,
+            _ => {
+                if let Some(r) = run.take() {
+                    flush(r);
+                }
+                run = Some((b, at, 1));
+            }
+        }
+    }
+    if let Some(r) = run {
+        flush(r);
+    }
+    Ok(Corpus::from_index(chunks)
+        .with_batch_times(times)
+        .with_batch_counts(counts))
+}
+
+/// The chunks of `rows` (in row order) from their records, and the time of each batch they
+/// name.
+fn chunks_of_rows(
+    index: &Index,
+    rows: &[usize],
+) -> Result<(Vec<Chunk>, BTreeMap<String, String>), RetrieveError> {
     use rayon::prelude::*;
     let records = index.dir().join("records.jsonl");
     // Records are parsed in parallel; the first failing row (in row order) is the error.
-    let parsed: Vec<Result<Chunk, RetrieveError>> = (0..index.len())
-        .into_par_iter()
-        .map(|row| {
+    let parsed: Vec<Result<Chunk, RetrieveError>> = rows
+        .par_iter()
+        .map(|&row| {
             let c = index.chunk(row);
             Ok(match c.record()? {
                 Some(serde_json::Value::Object(map)) => {
@@ -307,7 +362,8 @@ pub fn corpus_of(index: &Index) -> Result<Corpus, RetrieveError> {
     // The batch is the index's own record (the batch that brought the chunk's current
     // text, with its time), not what the corpus line said.
     let mut times: BTreeMap<String, String> = BTreeMap::new();
-    for (chunk, c) in chunks.iter_mut().zip(index.chunks()) {
+    for (chunk, &row) in chunks.iter_mut().zip(rows) {
+        let c = index.chunk(row);
         chunk.ingest_batch = Some(c.ingest_batch().to_owned());
         let t = times.entry(c.ingest_batch().to_owned()).or_default();
         // A label used for several batches: the latest time.
@@ -315,5 +371,5 @@ pub fn corpus_of(index: &Index) -> Result<Corpus, RetrieveError> {
             *t = c.ingested_at().to_owned();
         }
     }
-    Ok(Corpus::from_index(chunks).with_batch_times(times))
+    Ok((chunks, times))
 }

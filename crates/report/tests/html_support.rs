@@ -96,6 +96,7 @@ impl Rack {
                 p95_ms: 4.7,
                 p99_ms: 5.2,
                 max_ms: 5.3,
+                ..StageLatency::from_samples(&[])
             },
         );
         latency.insert(
@@ -106,6 +107,7 @@ impl Rack {
                 p95_ms: 0.61,
                 p99_ms: 0.7,
                 max_ms: 0.71,
+                ..StageLatency::from_samples(&[])
             },
         );
         RecordedRun {

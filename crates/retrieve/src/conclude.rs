@@ -263,9 +263,25 @@ impl ExamOutcome {
                 ));
             }
             for (stage, l) in &self.retrieval.latency {
+                let batch = l.batch_ms.zip(l.queries);
+                if l.count == 0 {
+                    if let Some((ms, n)) = batch {
+                        text.push_str(&format!(
+                            "latency {stage}: one batched pass of {n} queries in {ms:.2} ms (no single-query sample)\n"
+                        ));
+                    }
+                    continue;
+                }
+                let source = match batch {
+                    Some((ms, n)) => format!(
+                        "single-query searches of {} of {n} queries, after one batched pass of all in {ms:.2} ms",
+                        l.count
+                    ),
+                    None => format!("{} queries", l.count),
+                };
                 text.push_str(&format!(
-                    "latency {stage}: p50 {:.2} ms · p95 {:.2} ms · p99 {:.2} ms · max {:.2} ms ({} queries)\n",
-                    l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms, l.count
+                    "latency {stage}: p50 {:.2} ms · p95 {:.2} ms · p99 {:.2} ms · max {:.2} ms ({source})\n",
+                    l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms
                 ));
             }
         }
@@ -339,8 +355,10 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
         }
         notices.push(notice);
     };
+    // Without a reranker, the exam reads only the chunks its report needs, after retrieval.
     let corpus = match corpus {
         Some(c) => Some(c),
+        None if settings.reranker.is_none() => None,
         None => retriever.corpus()?,
     };
     if settings.reranker.is_some() && corpus.is_none() {
@@ -360,6 +378,7 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
     )?;
     let mut report = examined.report;
     let retrieval = examined.retrieval;
+    let corpus = corpus.or(examined.corpus);
     if !retrieval.failures.is_empty() {
         tell(Notice::CasesWithoutResults {
             ids: retrieval.failures.keys().cloned().collect(),

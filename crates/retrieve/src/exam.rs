@@ -6,7 +6,7 @@
 //! assembled in the golden set's order, so the report does not depend on the thread count
 //! (latency figures aside, which are only reported when asked for).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -14,7 +14,7 @@ use std::time::Instant;
 use veredicto_core::case::{Case, Corpus};
 use veredicto_core::diagnosis::{Check, DiagnosisFinding, Finding};
 use veredicto_core::exam::{self, AnnLoss, Exactness, ExamInput, ExamReport, StageSummary};
-use veredicto_core::history::StageLatency;
+use veredicto_core::history::{LatencySource, StageLatency};
 use veredicto_core::policy::Policy;
 use veredicto_core::run::{Retrieved, Run};
 use veredicto_embed::{Embedder, Reranker, TextKind};
@@ -25,6 +25,16 @@ use crate::{Hit, Ranking, Request, RetrieveError, Retriever, Vectors};
 pub const DEFAULT_CONCURRENCY: usize = 4;
 /// Default number of results asked per case.
 pub const DEFAULT_DEPTH: usize = 100;
+/// Default number of single-query searches timed after a batched pass.
+pub const DEFAULT_LATENCY_SAMPLE: usize = 20;
+
+/// The cases (indices into the golden set) timed one at a time after a batched pass:
+/// `min(sample, cases)` of them, evenly spaced: case `i * cases / sample` for `i` in
+/// `0..sample`, so the same golden set always gives the same sample.
+pub fn latency_sample(cases: usize, sample: usize) -> Vec<usize> {
+    let m = sample.min(cases);
+    (0..m).map(|i| i * cases / m).collect()
+}
 
 /// How the pipeline retrieves.
 pub struct Settings<'a> {
@@ -44,6 +54,11 @@ pub struct Settings<'a> {
     /// particular order): progress reporting. It sees no result, so nothing it does can
     /// change the exam's output.
     pub progress: Option<&'a (dyn Fn() + Sync)>,
+    /// With a retriever that answers all cases in one batched pass
+    /// ([`Retriever::batched`]): how many cases are searched again one at a time, after the
+    /// pass, to measure the search stage's per-query latency (0: none). The cases are evenly
+    /// spaced in the golden set's order ([`latency_sample`]); their results are not used.
+    pub latency_sample: usize,
 }
 
 impl Default for Settings<'_> {
@@ -56,6 +71,7 @@ impl Default for Settings<'_> {
             keep: 10,
             exactness_check: false,
             progress: None,
+            latency_sample: DEFAULT_LATENCY_SAMPLE,
         }
     }
 }
@@ -82,7 +98,7 @@ struct CaseOut {
     stage1: Option<Ranking>,
     exact: Option<Vec<Hit>>,
     embed_ms: Option<f64>,
-    search_ms: f64,
+    search_ms: Option<f64>,
     rerank_ms: Option<f64>,
     exact_ms: Option<f64>,
 }
@@ -123,13 +139,20 @@ struct Ctx<'a> {
     settings: &'a Settings<'a>,
 }
 
-fn run_case(ctx: &Ctx<'_>, case: &Case, k: usize) -> Result<CaseOut, RetrieveError> {
-    let wants = ctx.retriever.vectors();
-    let mut embed_ms = None;
-    let embedded;
-    let vector: Option<&[f32]> = match (&case.query_vector, ctx.embedder, wants) {
-        (_, _, Vectors::Never) => None,
-        (Some(v), _, _) => Some(v.as_slice()),
+/// A case's query vector before its search: the embedder's (with the time it took), or
+/// none when the case's own `query_vector` serves or the retriever reads no vectors.
+struct Prepared {
+    embedded: Option<Vec<f32>>,
+    embed_ms: Option<f64>,
+}
+
+fn prepare_case(ctx: &Ctx<'_>, case: &Case) -> Result<Prepared, RetrieveError> {
+    let none = Prepared {
+        embedded: None,
+        embed_ms: None,
+    };
+    match (&case.query_vector, ctx.embedder, ctx.retriever.vectors()) {
+        (_, _, Vectors::Never) | (Some(_), _, _) | (None, None, Vectors::Optional) => Ok(none),
         (None, Some(e), _) => {
             let t = Instant::now();
             let mut out = e
@@ -138,16 +161,25 @@ fn run_case(ctx: &Ctx<'_>, case: &Case, k: usize) -> Result<CaseOut, RetrieveErr
                     case: case.id.clone(),
                     source,
                 })?;
-            embed_ms = Some(ms(t));
-            embedded = out.pop().unwrap_or_default();
-            Some(embedded.as_slice())
-        }
-        (None, None, Vectors::Optional) => None,
-        (None, None, Vectors::Required) => {
-            return Err(RetrieveError::NoVector {
-                case: case.id.clone(),
+            Ok(Prepared {
+                embed_ms: Some(ms(t)),
+                embedded: Some(out.pop().unwrap_or_default()),
             })
         }
+        (None, None, Vectors::Required) => Err(RetrieveError::NoVector {
+            case: case.id.clone(),
+        }),
+    }
+}
+
+/// The request for one case (`exact: false`).
+fn request_of<'a>(ctx: &Ctx<'_>, case: &'a Case, prepared: &'a Prepared, k: usize) -> Request<'a> {
+    let vector = match ctx.retriever.vectors() {
+        Vectors::Never => None,
+        _ => prepared
+            .embedded
+            .as_deref()
+            .or(case.query_vector.as_deref()),
     };
     let s = ctx.settings;
     let depth = s
@@ -159,7 +191,7 @@ fn run_case(ctx: &Ctx<'_>, case: &Case, k: usize) -> Result<CaseOut, RetrieveErr
             0
         })
         .max(1);
-    let mut request = Request {
+    Request {
         case_id: &case.id,
         query: &case.query,
         vector,
@@ -167,10 +199,39 @@ fn run_case(ctx: &Ctx<'_>, case: &Case, k: usize) -> Result<CaseOut, RetrieveErr
         expected: &case.expected,
         exact: false,
         filters: case.filters.as_ref(),
-    };
+    }
+}
+
+/// One case, one search at a time: embedding, search, then [`finish_case`].
+fn run_case(ctx: &Ctx<'_>, case: &Case, k: usize) -> Result<CaseOut, RetrieveError> {
+    let prepared = prepare_case(ctx, case)?;
+    let request = request_of(ctx, case, &prepared, k);
     let t = Instant::now();
-    let Ranking { hits, known } = ctx.retriever.search(&request)?;
+    let ranking = ctx.retriever.search(&request)?;
     let search_ms = ms(t);
+    finish_case(
+        ctx,
+        case,
+        k,
+        request,
+        ranking,
+        prepared.embed_ms,
+        Some(search_ms),
+    )
+}
+
+/// What follows a case's search: the exactness check's search and the rerank stage.
+fn finish_case(
+    ctx: &Ctx<'_>,
+    case: &Case,
+    k: usize,
+    mut request: Request<'_>,
+    ranking: Ranking,
+    embed_ms: Option<f64>,
+    search_ms: Option<f64>,
+) -> Result<CaseOut, RetrieveError> {
+    let s = ctx.settings;
+    let Ranking { hits, known } = ranking;
     let (mut exact, mut exact_ms) = (None, None);
     if s.exactness_check {
         request.exact = true;
@@ -279,35 +340,17 @@ pub fn retrieve(
         settings,
     };
     let n = cases.len();
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let slots: Vec<Mutex<Option<Result<CaseOut, RetrieveError>>>> =
-        (0..n).map(|_| Mutex::new(None)).collect();
     let workers = settings.concurrency.max(1).min(n.max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let out = run_case(&ctx, &cases[i], k_of(&cases[i]));
-                if out.as_ref().is_err_and(|e| !e.is_case_only()) {
-                    stop.store(true, Ordering::Relaxed);
-                }
-                if let Ok(mut slot) = slots[i].lock() {
-                    *slot = Some(out);
-                }
-                if let Some(progress) = settings.progress {
-                    progress();
-                }
-            });
-        }
-    });
-
+    let mut search_latency = None;
+    let outs = if retriever.batched() {
+        let (outs, latency) = retrieve_batched(&ctx, cases, k_of, workers)?;
+        search_latency = latency;
+        outs
+    } else {
+        in_parallel(n, workers, settings.progress, &|i| {
+            run_case(&ctx, &cases[i], k_of(&cases[i]))
+        })
+    };
     let mut run = retriever.preloaded().cloned().unwrap_or_else(|| Run {
         name: retriever.describe(),
         ..Run::default()
@@ -323,10 +366,7 @@ pub fn retrieve(
     let (mut embed_ms, mut search_ms, mut rerank_ms, mut exact_ms) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut failures = BTreeMap::new();
-    let mut outs = Vec::with_capacity(n);
-    for slot in slots {
-        outs.push(slot.into_inner().ok().flatten());
-    }
+    let mut outs = outs;
     // The first failure in case order that stops the pass, so that the error does not
     // depend on the thread schedule more than it must.
     if let Some(p) = outs
@@ -341,7 +381,7 @@ pub fn retrieve(
         match out {
             Some(Ok(o)) => {
                 embed_ms.extend(o.embed_ms);
-                search_ms.push(o.search_ms);
+                search_ms.extend(o.search_ms);
                 rerank_ms.extend(o.rerank_ms);
                 exact_ms.extend(o.exact_ms);
                 run.queries
@@ -374,6 +414,9 @@ pub fn retrieve(
             latency.insert(name.to_owned(), StageLatency::from_samples(samples));
         }
     }
+    if let Some(l) = search_latency {
+        latency.insert("search".to_owned(), l);
+    }
     Ok(Retrieval {
         run,
         stage1,
@@ -383,11 +426,132 @@ pub fn retrieve(
     })
 }
 
+/// Runs `f` over `0..n` on `workers` threads; a failure that does not concern one case
+/// stops the workers from taking new indices (those get `None`). `progress` is called as
+/// each index ends.
+fn in_parallel<T: Send>(
+    n: usize,
+    workers: usize,
+    progress: Option<&(dyn Fn() + Sync)>,
+    f: &(dyn Fn(usize) -> Result<T, RetrieveError> + Sync),
+) -> Vec<Option<Result<T, RetrieveError>>> {
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let slots: Vec<Mutex<Option<Result<T, RetrieveError>>>> =
+        (0..n).map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers.max(1) {
+            scope.spawn(|| loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let out = f(i);
+                if out.as_ref().is_err_and(|e| !e.is_case_only()) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(out);
+                }
+                if let Some(progress) = progress {
+                    progress();
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|s| s.into_inner().ok().flatten())
+        .collect()
+}
+
+type CaseSlots = Vec<Option<Result<CaseOut, RetrieveError>>>;
+
+/// The pass of a batching retriever: the query vectors (embedded on `workers` threads),
+/// then one [`Retriever::search_batch`] for every case, then each case's exactness check
+/// and rerank stage on `workers` threads, then the single-query latency sample. The error
+/// that stops the pass is the first in case order, as one case at a time.
+fn retrieve_batched(
+    ctx: &Ctx<'_>,
+    cases: &[Case],
+    k_of: &(dyn Fn(&Case) -> usize + Sync),
+    workers: usize,
+) -> Result<(CaseSlots, Option<StageLatency>), RetrieveError> {
+    let n = cases.len();
+    let prepared = in_parallel(n, workers, None, &|i| prepare_case(ctx, &cases[i]));
+    // Embedding errors all stop the pass; cases before the first one are still searched,
+    // so that an earlier case's search error wins, as it would one case at a time.
+    let first_failed = prepared
+        .iter()
+        .position(|p| !matches!(p, Some(Ok(_))))
+        .unwrap_or(n);
+    let ready: Vec<&Prepared> = prepared[..first_failed]
+        .iter()
+        .filter_map(|p| p.as_ref().and_then(|r| r.as_ref().ok()))
+        .collect();
+    let requests: Vec<Request<'_>> = cases[..first_failed]
+        .iter()
+        .zip(&ready)
+        .map(|(case, p)| request_of(ctx, case, p, k_of(case)))
+        .collect();
+    let t = Instant::now();
+    let rankings = ctx.retriever.search_batch(&requests)?;
+    let batch_ms = ms(t);
+    if first_failed < n {
+        let mut prepared = prepared;
+        return match prepared[first_failed].take() {
+            Some(Err(e)) => Err(e),
+            _ => Err(RetrieveError::Setup {
+                uri: ctx.retriever.describe(),
+                reason: format!("case `{}` was not prepared", cases[first_failed].id),
+            }),
+        };
+    }
+    if rankings.len() != n {
+        return Err(RetrieveError::Setup {
+            uri: ctx.retriever.describe(),
+            reason: format!("{} rankings for {n} cases", rankings.len()),
+        });
+    }
+    let outs = in_parallel(n, workers, ctx.settings.progress, &|i| {
+        let case = &cases[i];
+        finish_case(
+            ctx,
+            case,
+            k_of(case),
+            requests[i],
+            rankings[i].clone(),
+            ready[i].embed_ms,
+            None,
+        )
+    });
+    // Per-query latency: single-query searches, one at a time, after the batched pass.
+    let mut samples = Vec::new();
+    for i in latency_sample(n, ctx.settings.latency_sample) {
+        let t = Instant::now();
+        ctx.retriever.search(&requests[i])?;
+        samples.push(ms(t));
+    }
+    let latency = (n > 0).then(|| StageLatency {
+        source: Some(LatencySource::SingleQuerySample),
+        queries: Some(n),
+        batch_ms: Some(batch_ms),
+        ..StageLatency::from_samples(&samples)
+    });
+    Ok((outs, latency))
+}
+
 /// Everything the exam reads besides the retriever.
+#[derive(Clone, Copy)]
 pub struct Inputs<'a> {
     /// The golden cases.
     pub cases: &'a [Case],
-    /// Chunks for the diagnosis (from `--corpus`, or the retriever's own).
+    /// Chunks for the diagnosis (from `--corpus`, or the retriever's own). `None` reads,
+    /// after retrieval and without a reranker, the chunks the report needs from the
+    /// retriever ([`Retriever::corpus_for`]: the expected and the retrieved ones).
     pub corpus: Option<&'a Corpus>,
     /// The policy.
     pub policy: &'a Policy,
@@ -403,6 +567,9 @@ pub struct Examined {
     pub report: ExamReport,
     /// What was retrieved (for `--save-run`, latency, failures).
     pub retrieval: Retrieval,
+    /// The chunks read from the retriever after retrieval, when [`Inputs::corpus`] was
+    /// `None` (see there).
+    pub corpus: Option<Corpus>,
 }
 
 /// Retrieves every case and runs the exam on the result: stage summaries with a rerank
@@ -423,6 +590,16 @@ pub fn examine(
         &k_of,
         settings,
     )?;
+    let loaded = match inputs.corpus {
+        None if settings.reranker.is_none() => {
+            retriever.corpus_for(&needed_ids(inputs.cases, &retrieval))?
+        }
+        _ => None,
+    };
+    let inputs = &Inputs {
+        corpus: inputs.corpus.or(loaded.as_ref()),
+        ..*inputs
+    };
     // A declared boost reranks the vector search's candidates (`--depth` deep); the
     // vector-only order is kept as stage 1 for the report.
     let boost_cases = match policy.boost.as_ref().filter(|b| !b.rules.is_empty()) {
@@ -537,7 +714,26 @@ pub fn examine(
         ));
     }
     veredicto_report::findings::fill_exam(&mut report);
-    Ok(Examined { report, retrieval })
+    Ok(Examined {
+        report,
+        retrieval,
+        corpus: loaded,
+    })
+}
+
+/// The chunks an exam's report reads: every case's expected chunks and every retrieved one.
+fn needed_ids<'a>(cases: &'a [Case], retrieval: &'a Retrieval) -> BTreeSet<&'a str> {
+    let mut ids: BTreeSet<&str> = cases
+        .iter()
+        .flat_map(|c| c.expected.iter().map(String::as_str))
+        .collect();
+    for run in std::iter::once(&retrieval.run)
+        .chain(&retrieval.stage1)
+        .chain(&retrieval.exact)
+    {
+        ids.extend(run.queries.values().flatten().map(|r| r.id.as_str()));
+    }
+    ids
 }
 
 fn exactness(

@@ -159,6 +159,13 @@ pub trait Retriever: Send + Sync {
     fn search_batch(&self, requests: &[Request<'_>]) -> Result<Vec<Ranking>, RetrieveError> {
         requests.iter().map(|r| self.search(r)).collect()
     }
+    /// Whether [`Retriever::search_batch`] answers a batch in one pass (faster than one
+    /// case at a time): the exam then sends every case in one batch and times single-query
+    /// searches over a sample for the per-query latency ([`exam::Settings::latency_sample`]).
+    /// A batch fails as a whole: a batching retriever has no per-case failures.
+    fn batched(&self) -> bool {
+        false
+    }
     /// A whole run known in advance (a run file): queries that are not golden cases are
     /// then counted as ignored, as with a run file read directly.
     fn preloaded(&self) -> Option<&Run> {
@@ -168,6 +175,17 @@ pub trait Retriever: Send + Sync {
     /// index keeps each chunk's record).
     fn corpus(&self) -> Result<Option<Corpus>, RetrieveError> {
         Ok(None)
+    }
+    /// At least the chunks named by `ids` (those the collection holds), for an exam that
+    /// reads only the chunks its report needs (the expected and the retrieved ones); the
+    /// batches' chunk counts are the whole collection's. By default the whole
+    /// [`Retriever::corpus`]; the own index reads only these chunks' records.
+    fn corpus_for(
+        &self,
+        ids: &std::collections::BTreeSet<&str>,
+    ) -> Result<Option<Corpus>, RetrieveError> {
+        let _ = ids;
+        self.corpus()
     }
     /// The identity of the collection (`sha256:…`), when known.
     fn fingerprint(&self) -> Option<String> {

@@ -1,5 +1,6 @@
 //! veredicto's own exact index behind the [`Retriever`] seam (`index:DIR`, or `--index DIR`).
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use veredicto_core::case::Corpus;
@@ -69,6 +70,17 @@ impl OwnIndex {
         q
     }
 
+    fn records_error(&self, e: veredicto_index::retriever::RetrieveError) -> RetrieveError {
+        match e {
+            veredicto_index::retriever::RetrieveError::Index(e) => RetrieveError::Index(e),
+            veredicto_index::retriever::RetrieveError::Record(e) => RetrieveError::Format(e),
+            other => RetrieveError::Setup {
+                uri: self.uri.clone(),
+                reason: other.to_string(),
+            },
+        }
+    }
+
     fn ranking(&self, request: &Request<'_>, result: &QueryResult) -> Ranking {
         let hits = result
             .hits
@@ -123,6 +135,10 @@ impl Retriever for OwnIndex {
         Ok(self.ranking(request, &result))
     }
 
+    fn batched(&self) -> bool {
+        true
+    }
+
     fn search_batch(&self, requests: &[Request<'_>]) -> Result<Vec<Ranking>, RetrieveError> {
         // Checked in order, so the first failing case is the error, as one at a time.
         let checked = requests
@@ -143,16 +159,13 @@ impl Retriever for OwnIndex {
     }
 
     fn corpus(&self) -> Result<Option<Corpus>, RetrieveError> {
-        Ok(Some(
-            veredicto_index::retriever::corpus_of(&self.index).map_err(|e| match e {
-                veredicto_index::retriever::RetrieveError::Index(e) => RetrieveError::Index(e),
-                veredicto_index::retriever::RetrieveError::Record(e) => RetrieveError::Format(e),
-                other => RetrieveError::Setup {
-                    uri: self.uri.clone(),
-                    reason: other.to_string(),
-                },
-            })?,
-        ))
+        let corpus = veredicto_index::retriever::corpus_of(&self.index);
+        Ok(Some(corpus.map_err(|e| self.records_error(e))?))
+    }
+
+    fn corpus_for(&self, ids: &BTreeSet<&str>) -> Result<Option<Corpus>, RetrieveError> {
+        let corpus = veredicto_index::retriever::corpus_of_ids(&self.index, ids.iter().copied());
+        Ok(Some(corpus.map_err(|e| self.records_error(e))?))
     }
 
     fn fingerprint(&self) -> Option<String> {

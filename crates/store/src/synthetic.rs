@@ -164,6 +164,7 @@ pub fn meta(report: &ExamReport, created_at: &str, label: Option<&str>) -> RunMe
         p95_ms: p50 * 2.5,
         p99_ms: p50 * 4.0,
         max_ms: p50 * 7.25,
+        ..StageLatency::from_samples(&[])
     };
     RunMeta {
         id: String::new(),
