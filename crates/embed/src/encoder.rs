@@ -447,11 +447,12 @@ impl Encoder {
     /// Multi-head self-attention of each sequence over its own tokens.
     ///
     /// `qkv` is `T x 3h` (queries, keys, values side by side); the result goes to `ctx`
-    /// (`T x h`). With AVX2 + FMA and a head size that is a multiple of 8 (all-MiniLM-L6-v2:
-    /// 32), one task per sequence runs the fused attention of [`crate::attention`] over all
-    /// heads, writing its rows of `ctx` directly; otherwise one pair of GEMM calls per (head,
-    /// sequence), via `heads` (`heads x T x d`, one contiguous block per pair). Either way a
-    /// sequence's result is computed by one task from its own rows only.
+    /// (`T x h`). A sequence of at most [`FUSED_MAX_TOKENS`] tokens, with AVX2 + FMA and a
+    /// head size that is a multiple of 8 (all-MiniLM-L6-v2: 32), takes the fused attention of
+    /// [`crate::attention`] (one task per sequence, all heads); the others one pair of GEMM
+    /// calls per (head, sequence), via `heads` (`heads x T x d`, one contiguous block per
+    /// pair). Which path a sequence takes depends on its own length only, and its result on
+    /// its own rows only.
     fn attention(&self, qkv: &[f32], offsets: &[usize], heads: &mut [f32], ctx: &mut [f32]) {
         let h = self.cfg.hidden_size;
         let nh = self.cfg.num_heads;
@@ -459,21 +460,11 @@ impl Encoder {
         let t = *offsets.last().unwrap_or(&0);
         let scale = 1.0 / (d as f32).sqrt();
 
-        if fused_attention(d) {
-            let mut parts = Vec::with_capacity(offsets.len().saturating_sub(1));
-            let mut rest = &mut ctx[..t * h];
-            for s in 0..offsets.len().saturating_sub(1) {
-                let (seg, tail) = rest.split_at_mut((offsets[s + 1] - offsets[s]) * h);
-                parts.push((s, seg));
-                rest = tail;
-            }
-            parts.into_par_iter().for_each_init(
-                crate::attention::Scratch::default,
-                |scratch, (s, seg)| {
-                    let rows = &qkv[offsets[s] * 3 * h..offsets[s + 1] * 3 * h];
-                    crate::attention::segment(rows, h, nh, seg, scratch, true);
-                },
-            );
+        let nseq = offsets.len().saturating_sub(1);
+        let fused =
+            |s: usize| fused_attention(d) && offsets[s + 1] - offsets[s] <= FUSED_MAX_TOKENS;
+        if (0..nseq).all(fused) {
+            self.fused_attention(qkv, offsets, ctx, &fused);
             return;
         }
 
@@ -483,7 +474,7 @@ impl Encoder {
             .for_each_init(Vec::new, |scores, (hi, s, out)| {
                 let o = offsets[s];
                 let len = offsets[s + 1] - o;
-                if len == 0 {
+                if len == 0 || fused(s) {
                     return;
                 }
                 scores.clear();
@@ -513,8 +504,47 @@ impl Encoder {
                 softmax_times_values(scores, len, &qkv[base + 2 * h..], 3 * h, d, out);
             });
         merge_heads(heads, ctx, nh, t, d);
+        // The short sequences' rows (left as garbage by the merge) are written now.
+        if (0..nseq).any(fused) {
+            self.fused_attention(qkv, offsets, ctx, &fused);
+        }
+    }
+
+    /// The fused attention of [`crate::attention`] for the sequences `s` with `pick(s)`, one
+    /// task per sequence (all heads), writing their rows of `ctx` directly.
+    fn fused_attention(
+        &self,
+        qkv: &[f32],
+        offsets: &[usize],
+        ctx: &mut [f32],
+        pick: &(dyn Fn(usize) -> bool + Sync),
+    ) {
+        let h = self.cfg.hidden_size;
+        let nh = self.cfg.num_heads;
+        let t = *offsets.last().unwrap_or(&0);
+        let mut parts = Vec::with_capacity(offsets.len().saturating_sub(1));
+        let mut rest = &mut ctx[..t * h];
+        for s in 0..offsets.len().saturating_sub(1) {
+            let (seg, tail) = rest.split_at_mut((offsets[s + 1] - offsets[s]) * h);
+            if pick(s) {
+                parts.push((s, seg));
+            }
+            rest = tail;
+        }
+        parts.into_par_iter().for_each_init(
+            crate::attention::Scratch::default,
+            |scratch, (s, seg)| {
+                let rows = &qkv[offsets[s] * 3 * h..offsets[s + 1] * 3 * h];
+                crate::attention::segment(rows, h, nh, seg, scratch, true);
+            },
+        );
     }
 }
+
+/// Sequences up to this many tokens take the fused attention (when [`fused_attention`]
+/// allows it); longer ones the two GEMM calls per head, whose blocked kernel wins once the
+/// score matrix is large (measured at 256 tokens: the fused path was slower there).
+const FUSED_MAX_TOKENS: usize = 64;
 
 /// Whether [`Encoder::attention`] takes the fused path for head size `d`: the CPU has AVX2
 /// and FMA (checked once) and `d` is a multiple of 8.
