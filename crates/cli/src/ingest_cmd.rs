@@ -335,12 +335,12 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
         return Ok(crate::printer::ExitStatus::Success);
     }
     let to_embed = plan.to_embed();
-    let truncated = embedder
-        .as_ref()
-        .and_then(|e| crate::models::truncated(e.as_ref(), &to_embed));
-    let vectors: Vec<Vec<f32>> = match &embedder {
-        Some(e) => embed_with_progress(e.as_ref(), &to_embed, !json)?,
-        None => Vec::new(),
+    let (vectors, truncated): (Vec<Vec<f32>>, _) = match &embedder {
+        Some(e) => {
+            let (vectors, truncated) = embed_with_progress(e.as_ref(), &to_embed, !json)?;
+            (vectors, truncated.map(|n| (n, e.fingerprint().max_tokens)))
+        }
+        None => (Vec::new(), None),
     };
     let embedded = plan.new_vectors();
     let (added, changed, removed, reused) = (
@@ -407,22 +407,26 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
     Ok(crate::printer::ExitStatus::Success)
 }
 
-/// Embeds passages in slices of 256, reporting progress on stderr (see [`crate::progress`]).
+/// Embeds passages in slices of 256, reporting progress on stderr (see [`crate::progress`]),
+/// and counts those embedded truncated (`None` when the embedder cannot tell).
 fn embed_with_progress(
     e: &dyn veredicto_embed::Embedder,
     items: &[(&str, &str)],
     show: bool,
-) -> anyhow::Result<Vec<Vec<f32>>> {
+) -> anyhow::Result<(Vec<Vec<f32>>, Option<usize>)> {
     let mut progress = crate::progress::Progress::new(
         "chunks embedded",
         if show { items.len() as u64 } else { 0 },
     );
     let mut out = Vec::with_capacity(items.len());
+    let mut truncated = Some(0usize);
     for slice in items.chunks(256) {
         let texts: Vec<&str> = slice.iter().map(|(_, t)| *t).collect();
-        out.extend(e.embed(&texts, TextKind::Passage)?);
+        let (vectors, n) = e.embed_counting_truncated(&texts, TextKind::Passage)?;
+        out.extend(vectors);
+        truncated = truncated.zip(n).map(|(a, b)| a + b);
         progress.inc(slice.len() as u64);
     }
     progress.finish();
-    Ok(out)
+    Ok((out, truncated))
 }

@@ -220,16 +220,3 @@ pub fn check_index_model(index: &veredicto_index::Index, e: &dyn Embedder) -> an
         given.hash
     )
 }
-
-/// How many of `items` (id, text) are longer than the model's maximum (passages), and that
-/// maximum; `None` when the embedder cannot count tokens.
-pub fn truncated(e: &dyn Embedder, items: &[(&str, &str)]) -> Option<(usize, usize)> {
-    let max = e.fingerprint().max_tokens;
-    let mut n = 0;
-    for (_, text) in items {
-        if e.token_count(text, veredicto_embed::TextKind::Passage)? > max {
-            n += 1;
-        }
-    }
-    Some((n, max))
-}

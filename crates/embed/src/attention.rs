@@ -1,4 +1,5 @@
-//! Scaled dot-product self-attention of [`crate::E5Embedder`], one text (segment) at a time.
+//! Scaled dot-product self-attention of [`crate::E5Embedder`] and of the f32 BERT encoder
+//! (all-MiniLM-L6-v2), one text (segment) at a time.
 //!
 //! Per head, the segment's keys are transposed (`[head dim][tokens]`, padded to 8 tokens) so
 //! that a query's scores for eight keys come out of one vector multiply-add per dimension;

@@ -47,6 +47,15 @@ impl Activation {
             Activation::Relu => crate::kernels::relu(x),
         }
     }
+
+    /// [`Activation::apply`] on the calling thread only (the same bits).
+    pub(crate) fn apply_seq(self, x: &mut [f32]) {
+        match self {
+            Activation::GeluErf => crate::kernels::gelu_erf_chunk(x),
+            Activation::GeluTanh => crate::kernels::gelu_tanh_chunk(x),
+            Activation::Relu => crate::kernels::relu(x),
+        }
+    }
 }
 
 /// The parts of `config.json` an encoder needs.

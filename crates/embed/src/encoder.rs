@@ -35,6 +35,19 @@ pub(crate) struct Dense {
 /// Rows a small dense-layer call is zero-padded to (see [`Dense::needs_padding`]).
 const MIN_GEMM_ROWS: usize = 65;
 
+/// Work applied to whole rows of a dense layer's output once they are final.
+type Epilogue<'a> = dyn Fn(&mut [f32]) + Sync + 'a;
+
+/// Rows per task of an epilogue run after a single (unsplit) product.
+const ROWS_PER_EPILOGUE: usize = 16;
+
+/// Rows per task of a dense layer on `threads` threads (see [`Dense::gemm`]): about two
+/// blocks per thread, a multiple of the `gemm` crate's 16-row AVX2 tile, at least 64 rows
+/// (so that each call amortises packing the weights) and at most 512.
+fn row_block(rows: usize, threads: usize) -> usize {
+    (rows.div_ceil(2 * threads).div_ceil(16) * 16).clamp(64, 512)
+}
+
 impl Dense {
     /// A layer from a PyTorch `[out, in]` weight matrix and its bias (`out` values).
     pub(crate) fn from_pytorch(w: &[f32], b: Vec<f32>, inp: usize, out: usize) -> Dense {
@@ -56,18 +69,58 @@ impl Dense {
         self.accumulate(x, rows, out);
     }
 
+    /// `out = act(x · W + b)`: [`Dense::apply`] with the activation applied to each block of
+    /// rows as soon as it is computed (the same bits as applying it afterwards).
+    pub(crate) fn apply_act(
+        &self,
+        x: &[f32],
+        rows: usize,
+        out: &mut [f32],
+        act: crate::config::Activation,
+    ) {
+        for r in out.chunks_exact_mut(self.out).take(rows) {
+            r.copy_from_slice(&self.b);
+        }
+        self.accumulate_then(x, rows, out, &|block| act.apply_seq(block));
+    }
+
     /// `io[t x out] += x[t x in] · W + b` (residual connection fused).
     pub(crate) fn apply_add(&self, x: &[f32], rows: usize, io: &mut [f32]) {
+        self.add_bias(rows, io);
+        self.accumulate(x, rows, io);
+    }
+
+    /// [`Dense::apply_add`], then the layer norm `norm` of each block of rows as soon as it is
+    /// computed (the same bits as normalising afterwards).
+    pub(crate) fn apply_add_norm(
+        &self,
+        x: &[f32],
+        rows: usize,
+        io: &mut [f32],
+        norm: &Norm,
+        eps: f32,
+    ) {
+        self.add_bias(rows, io);
+        self.accumulate_then(x, rows, io, &|block| {
+            kernels::layer_norm_rows(block, &norm.w, &norm.b, eps)
+        });
+    }
+
+    fn add_bias(&self, rows: usize, io: &mut [f32]) {
         for r in io.chunks_exact_mut(self.out).take(rows) {
             for (v, b) in r.iter_mut().zip(&self.b) {
                 *v += b;
             }
         }
-        self.accumulate(x, rows, io);
     }
 
     /// `io += x · W` on the blocked GEMM path (see [`Dense::needs_padding`]).
     fn accumulate(&self, x: &[f32], rows: usize, io: &mut [f32]) {
+        self.accumulate_then(x, rows, io, &|_| {});
+    }
+
+    /// `io += x · W`, then `then` over whole rows of `io` (each row exactly once, in blocks).
+    fn accumulate_then(&self, x: &[f32], rows: usize, io: &mut [f32], then: &Epilogue<'_>) {
         if rows == 0 {
             return;
         }
@@ -76,10 +129,11 @@ impl Dense {
             xp[..rows * self.inp].copy_from_slice(&x[..rows * self.inp]);
             let mut op = vec![0f32; MIN_GEMM_ROWS * self.out];
             op[..rows * self.out].copy_from_slice(&io[..rows * self.out]);
-            self.gemm(&xp, MIN_GEMM_ROWS, &mut op);
+            self.gemm(&xp, MIN_GEMM_ROWS, &mut op, &|_| {});
             io[..rows * self.out].copy_from_slice(&op[..rows * self.out]);
+            then(&mut io[..rows * self.out]);
         } else {
-            self.gemm(x, rows, io);
+            self.gemm(x, rows, io, then);
         }
     }
 
@@ -93,19 +147,44 @@ impl Dense {
         rows < 2 || rows * self.out <= 256 || (rows <= 64 && self.out <= 64)
     }
 
-    fn gemm(&self, x: &[f32], rows: usize, io: &mut [f32]) {
-        kernels::gemm(
-            rows,
-            self.out,
-            self.inp,
-            Mat::rows(x, self.inp),
-            Mat::rows(&self.w, self.out),
-            io,
-            self.out,
-            true,
-            1.0,
-            Threads::Pool,
-        );
+    /// `io += x · W` over `rows` rows. On more than one thread the rows are cut into blocks
+    /// of [`row_block`] rows (the last one shorter), each multiplied by a single-threaded GEMM under
+    /// rayon: no synchronisation inside a product, and the weights stream through each
+    /// core's caches once per block. A row's result does not depend on the block it falls in
+    /// (the `gemm` crate's depth blocking depends on the inner dimension only; every block
+    /// stays on its blocked path: see [`Dense::needs_padding`]), so the split changes no bit.
+    fn gemm(&self, x: &[f32], rows: usize, io: &mut [f32], then: &Epilogue<'_>) {
+        let single = |x: &[f32], rows: usize, io: &mut [f32], threads: Threads| {
+            kernels::gemm(
+                rows,
+                self.out,
+                self.inp,
+                Mat::rows(x, self.inp),
+                Mat::rows(&self.w, self.out),
+                io,
+                self.out,
+                true,
+                1.0,
+                threads,
+            )
+        };
+        let threads = rayon::current_num_threads();
+        let block = row_block(rows, threads);
+        let last = rows % block;
+        if threads < 2 || rows <= block || (last != 0 && self.needs_padding(last)) {
+            single(x, rows, io, Threads::Pool);
+            io[..rows * self.out]
+                .par_chunks_mut(ROWS_PER_EPILOGUE * self.out)
+                .for_each(then);
+            return;
+        }
+        x[..rows * self.inp]
+            .par_chunks(block * self.inp)
+            .zip(io[..rows * self.out].par_chunks_mut(block * self.out))
+            .for_each(|(xb, ob)| {
+                single(xb, xb.len() / self.inp, ob, Threads::One);
+                then(ob);
+            });
     }
 
     /// `out = x · W + b` by plain dot products in a fixed order: for the small
@@ -349,12 +428,14 @@ impl Encoder {
         for layer in &self.layers {
             layer.qkv.apply(&x, t, &mut qkv);
             self.attention(&qkv, &offsets, &mut ctx_heads, &mut ctx);
-            layer.attn_out.apply_add(&ctx, t, &mut x);
-            kernels::layer_norm(&mut x, &layer.ln1.w, &layer.ln1.b, cfg.layer_norm_eps);
-            layer.ff_in.apply(&x, t, &mut inter);
-            cfg.activation.apply(&mut inter);
-            layer.ff_out.apply_add(&inter, t, &mut x);
-            kernels::layer_norm(&mut x, &layer.ln2.w, &layer.ln2.b, cfg.layer_norm_eps);
+            let eps = cfg.layer_norm_eps;
+            layer
+                .attn_out
+                .apply_add_norm(&ctx, t, &mut x, &layer.ln1, eps);
+            layer.ff_in.apply_act(&x, t, &mut inter, cfg.activation);
+            layer
+                .ff_out
+                .apply_add_norm(&inter, t, &mut x, &layer.ln2, eps);
         }
         Ok(Hidden {
             data: x,
@@ -366,7 +447,12 @@ impl Encoder {
     /// Multi-head self-attention of each sequence over its own tokens.
     ///
     /// `qkv` is `T x 3h` (queries, keys, values side by side); the result goes to `ctx`
-    /// (`T x h`), via `heads` (`heads x T x d`, one contiguous block per (head, sequence)).
+    /// (`T x h`). A sequence of at most [`FUSED_MAX_TOKENS`] tokens, with AVX2 + FMA and a
+    /// head size that is a multiple of 8 (all-MiniLM-L6-v2: 32), takes the fused attention of
+    /// [`crate::attention`] (one task per sequence, all heads); the others one pair of GEMM
+    /// calls per (head, sequence), via `heads` (`heads x T x d`, one contiguous block per
+    /// pair). Which path a sequence takes depends on its own length only, and its result on
+    /// its own rows only.
     fn attention(&self, qkv: &[f32], offsets: &[usize], heads: &mut [f32], ctx: &mut [f32]) {
         let h = self.cfg.hidden_size;
         let nh = self.cfg.num_heads;
@@ -374,13 +460,21 @@ impl Encoder {
         let t = *offsets.last().unwrap_or(&0);
         let scale = 1.0 / (d as f32).sqrt();
 
+        let nseq = offsets.len().saturating_sub(1);
+        let fused =
+            |s: usize| fused_attention(d) && offsets[s + 1] - offsets[s] <= FUSED_MAX_TOKENS;
+        if (0..nseq).all(fused) {
+            self.fused_attention(qkv, offsets, ctx, &fused);
+            return;
+        }
+
         let tasks = head_tasks(heads, offsets, d);
         tasks
             .into_par_iter()
             .for_each_init(Vec::new, |scores, (hi, s, out)| {
                 let o = offsets[s];
                 let len = offsets[s + 1] - o;
-                if len == 0 {
+                if len == 0 || fused(s) {
                     return;
                 }
                 scores.clear();
@@ -410,6 +504,65 @@ impl Encoder {
                 softmax_times_values(scores, len, &qkv[base + 2 * h..], 3 * h, d, out);
             });
         merge_heads(heads, ctx, nh, t, d);
+        // The short sequences' rows (left as garbage by the merge) are written now.
+        if (0..nseq).any(fused) {
+            self.fused_attention(qkv, offsets, ctx, &fused);
+        }
+    }
+
+    /// The fused attention of [`crate::attention`] for the sequences `s` with `pick(s)`, one
+    /// task per sequence (all heads), writing their rows of `ctx` directly.
+    fn fused_attention(
+        &self,
+        qkv: &[f32],
+        offsets: &[usize],
+        ctx: &mut [f32],
+        pick: &(dyn Fn(usize) -> bool + Sync),
+    ) {
+        let h = self.cfg.hidden_size;
+        let nh = self.cfg.num_heads;
+        let t = *offsets.last().unwrap_or(&0);
+        let mut parts = Vec::with_capacity(offsets.len().saturating_sub(1));
+        let mut rest = &mut ctx[..t * h];
+        for s in 0..offsets.len().saturating_sub(1) {
+            let (seg, tail) = rest.split_at_mut((offsets[s + 1] - offsets[s]) * h);
+            if pick(s) {
+                parts.push((s, seg));
+            }
+            rest = tail;
+        }
+        parts.into_par_iter().for_each_init(
+            crate::attention::Scratch::default,
+            |scratch, (s, seg)| {
+                let rows = &qkv[offsets[s] * 3 * h..offsets[s + 1] * 3 * h];
+                crate::attention::segment(rows, h, nh, seg, scratch, true);
+            },
+        );
+    }
+}
+
+/// Sequences up to this many tokens take the fused attention (when [`fused_attention`]
+/// allows it); longer ones the two GEMM calls per head, whose blocked kernel wins once the
+/// score matrix is large (measured at 256 tokens: the fused path was slower there).
+const FUSED_MAX_TOKENS: usize = 64;
+
+/// Whether [`Encoder::attention`] takes the fused path for head size `d`: the CPU has AVX2
+/// and FMA (checked once) and `d` is a multiple of 8.
+fn fused_attention(d: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static AVX2: OnceLock<bool> = OnceLock::new();
+        d.is_multiple_of(8)
+            && *AVX2.get_or_init(|| {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = d;
+        false
     }
 }
 

@@ -152,7 +152,10 @@ pub(crate) fn layer_norm(x: &mut [f32], w: &[f32], b: &[f32], eps: f32) {
     });
 }
 
-dispatch!(fn layer_norm_rows(rows: &mut [f32], w: &[f32], b: &[f32], eps: f32) => layer_norm_rows_body);
+dispatch!(
+    /// [`layer_norm`] on the calling thread only (the same bits).
+    pub(crate) fn layer_norm_rows(rows: &mut [f32], w: &[f32], b: &[f32], eps: f32) => layer_norm_rows_body
+);
 
 #[inline(always)]
 fn layer_norm_rows_body(rows: &mut [f32], w: &[f32], b: &[f32], eps: f32) {
@@ -230,7 +233,10 @@ pub(crate) fn gelu_erf(x: &mut [f32]) {
     x.par_chunks_mut(1 << 14).for_each(gelu_erf_chunk);
 }
 
-dispatch!(fn gelu_erf_chunk(c: &mut [f32]) => gelu_erf_body);
+dispatch!(
+    /// [`gelu_erf`] on the calling thread only (the same bits).
+    pub(crate) fn gelu_erf_chunk(c: &mut [f32]) => gelu_erf_body
+);
 
 #[inline(always)]
 fn gelu_erf_body(c: &mut [f32]) {
@@ -242,13 +248,16 @@ fn gelu_erf_body(c: &mut [f32]) {
 
 /// The tanh approximation of GELU, in place.
 pub(crate) fn gelu_tanh(x: &mut [f32]) {
+    x.par_chunks_mut(1 << 14).for_each(gelu_tanh_chunk);
+}
+
+/// [`gelu_tanh`] on the calling thread only.
+pub(crate) fn gelu_tanh_chunk(c: &mut [f32]) {
     const C: f32 = 0.797_884_6; // sqrt(2/pi)
-    x.par_chunks_mut(1 << 14).for_each(|c| {
-        for v in c.iter_mut() {
-            let t = *v;
-            *v = 0.5 * t * (1.0 + (C * (t + 0.044_715 * t * t * t)).tanh());
-        }
-    });
+    for v in c.iter_mut() {
+        let t = *v;
+        *v = 0.5 * t * (1.0 + (C * (t + 0.044_715 * t * t * t)).tanh());
+    }
 }
 
 /// ReLU in place.

@@ -138,6 +138,22 @@ pub trait Embedder: Send + Sync {
     fn token_count(&self, _text: &str, _kind: TextKind) -> Option<usize> {
         None
     }
+    /// [`Embedder::embed`], plus how many of `texts` were longer than the fingerprint's
+    /// `max_tokens` and embedded truncated (`None` when the embedder cannot tell). The same
+    /// vectors as `embed`. By default each text is counted with [`Embedder::token_count`];
+    /// a local model counts in the tokenisation it embeds from instead (no second pass).
+    fn embed_counting_truncated(
+        &self,
+        texts: &[&str],
+        kind: TextKind,
+    ) -> Result<(Vec<Vec<f32>>, Option<usize>), EmbedError> {
+        let vectors = self.embed(texts, kind)?;
+        let max = self.fingerprint().max_tokens;
+        let truncated = texts.iter().try_fold(0usize, |n, t| {
+            self.token_count(t, kind).map(|c| n + usize::from(c > max))
+        });
+        Ok((vectors, truncated))
+    }
     /// The folder a local model was loaded from (absolute), `None` for a server.
     fn folder(&self) -> Option<&std::path::Path> {
         None

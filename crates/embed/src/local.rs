@@ -252,15 +252,22 @@ impl LocalEmbedder {
     /// runs through the encoder (both on the same thread pool, so tokenization fills the
     /// moments the forward pass leaves a thread idle). Vectors do not depend on it: each
     /// batch's ids are the same whenever they are computed.
-    fn embed_pipelined(&self, texts: &[&str], prefix: &str) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// Also returns how many texts the tokenizer truncated (counted on the same ids).
+    fn embed_pipelined(
+        &self,
+        texts: &[&str],
+        prefix: &str,
+    ) -> Result<(Vec<Vec<f32>>, usize), EmbedError> {
         let batches: Vec<&[&str]> = texts.chunks(self.batch_size).collect();
         let mut out = Vec::with_capacity(texts.len());
+        let mut truncated = 0usize;
         let mut next = match batches.first() {
             Some(b) => Some(self.tokenize(b, prefix)?),
             None => None,
         };
         for i in 0..batches.len() {
             let Some(ids) = next.take() else { break };
+            truncated += ids.iter().filter(|e| e.truncated).count();
             let (vectors, following) = rayon::join(
                 || self.embed_ids(&ids),
                 || {
@@ -273,7 +280,7 @@ impl LocalEmbedder {
             out.extend(vectors?);
             next = following?;
         }
-        Ok(out)
+        Ok((out, truncated))
     }
 
     /// Runs the encoder over one tokenized batch and pools each sequence.
@@ -348,11 +355,22 @@ impl Embedder for LocalEmbedder {
     }
 
     fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_counting_truncated(texts, kind).map(|(v, _)| v)
+    }
+
+    /// The truncation count comes from the ids the vectors are computed from: no second,
+    /// untruncated tokenisation.
+    fn embed_counting_truncated(
+        &self,
+        texts: &[&str],
+        kind: TextKind,
+    ) -> Result<(Vec<Vec<f32>>, Option<usize>), EmbedError> {
         let prefix = self.prefix(kind);
         let run = || self.embed_pipelined(texts, prefix);
-        match &self.pool {
-            Some(pool) => pool.install(run),
-            None => run(),
-        }
+        let (vectors, truncated) = match &self.pool {
+            Some(pool) => pool.install(run)?,
+            None => run()?,
+        };
+        Ok((vectors, Some(truncated)))
     }
 }

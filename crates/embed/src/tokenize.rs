@@ -19,6 +19,8 @@ pub(crate) struct Tok {
 pub(crate) struct Ids {
     pub ids: Vec<u32>,
     pub type_ids: Vec<u32>,
+    /// Whether the input was longer than the truncation length (tokens were cut off).
+    pub truncated: bool,
 }
 
 impl Tok {
@@ -69,6 +71,7 @@ impl Tok {
             .map(|e| Ids {
                 ids: e.get_ids().to_vec(),
                 type_ids: e.get_type_ids().to_vec(),
+                truncated: !e.get_overflowing().is_empty(),
             })
             .collect())
     }

@@ -245,6 +245,41 @@ fn truncates_to_max_tokens() {
     );
 }
 
+/// The truncation count of `embed_counting_truncated` (taken from the ids the vectors are
+/// computed from) is the one the untruncated token count gives, at and around the limit,
+/// whatever the batch split and thread count; its vectors are `embed`'s.
+#[test]
+fn truncation_is_counted_in_the_embedding_tokenisation() {
+    let (dir, _) = tiny(&Spec::default());
+    let texts: Vec<String> = [1, MAX_SEQ - 3, MAX_SEQ - 2, MAX_SEQ - 1, MAX_SEQ, 200]
+        .iter()
+        .map(|&n| vec!["hello"; n].join(" "))
+        .chain(TEXTS.iter().map(|t| t.to_string()))
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for (batch_size, threads) in [(None, None), (Some(2), Some(3)), (Some(1), Some(1))] {
+        let e = load(
+            dir.path(),
+            LocalEmbedderOptions {
+                batch_size,
+                threads,
+                ..Default::default()
+            },
+        );
+        let max = e.fingerprint().max_tokens;
+        let by_count = texts
+            .iter()
+            .filter(|t| e.token_count(t, TextKind::Passage).unwrap() > max)
+            .count();
+        assert_eq!(by_count, 3, "texts of MAX_SEQ - 1, MAX_SEQ and 200 words");
+        let (vectors, truncated) = e
+            .embed_counting_truncated(&texts, TextKind::Passage)
+            .unwrap();
+        assert_eq!(truncated, Some(by_count));
+        assert_eq!(vectors, e.embed(&texts, TextKind::Passage).unwrap());
+    }
+}
+
 #[test]
 fn tensor_names_with_bert_prefix_are_accepted() {
     let plain = Spec::default();
