@@ -28,7 +28,7 @@ use crate::case::{Case, Chunk};
 use crate::exam::CorpusBatch;
 use crate::signals::Groups;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The `[corpus]` table of the policy file. Thresholds are optional: an absent one is
 /// reported but never stops.
@@ -102,6 +102,9 @@ pub struct CheckInput {
     pub previous: Option<Vec<Chunk>>,
     /// The batches the last accepted run read, and that run's ID.
     pub accepted_batches: Option<(String, Vec<CorpusBatch>)>,
+    /// The chunks the last accepted run read, when its history kept them (runs recorded
+    /// before chunk snapshots were kept have none: the drift is then by batch only).
+    pub accepted_chunks: Option<crate::snapshot::ChunkSnapshot>,
     /// Golden cases and signal queries checked for aggregations: (where, ID, question).
     pub questions: Vec<(String, String, String)>,
 }
@@ -191,6 +194,10 @@ pub struct CorpusDrift {
 pub struct RunDrift {
     pub run: String,
     pub batches: Vec<BatchDrift>,
+    /// Chunk by chunk, by batch and domain, when the history kept the chunks that run read;
+    /// absent for runs recorded before it did (the drift is then by batch only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<CorpusDrift>,
 }
 
 /// A question that needs an aggregation.
@@ -408,10 +415,14 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
     // Drift.
     let drift = Drift {
         since_corpus: input.previous.as_ref().map(|p| corpus_drift(p, chunks)),
-        since_accepted_run: input
-            .accepted_batches
-            .as_ref()
-            .map(|(run, then)| run_drift(run, then, chunks)),
+        since_accepted_run: input.accepted_batches.as_ref().map(|(run, then)| {
+            let mut d = run_drift(run, then, chunks);
+            d.chunks = input
+                .accepted_chunks
+                .as_ref()
+                .map(|snap| snapshot_drift(snap, chunks));
+            d
+        }),
     };
 
     // Aggregations.
@@ -777,7 +788,56 @@ fn run_drift(run: &str, then: &[CorpusBatch], now: &[Chunk]) -> RunDrift {
     RunDrift {
         run: run.to_owned(),
         batches,
+        chunks: None,
     }
+}
+
+/// Chunk-level drift against a run's snapshot: entered and changed grouped by today's
+/// batch and domain, left by the batch and domain they had then.
+fn snapshot_drift(then: &crate::snapshot::ChunkSnapshot, now: &[Chunk]) -> CorpusDrift {
+    let before: HashMap<&str, &crate::snapshot::ChunkPrint> =
+        then.chunks.iter().map(|c| (c.id.as_str(), c)).collect();
+    let current: HashSet<&str> = now.iter().map(|c| c.id.as_str()).collect();
+    let mut groups: BTreeMap<(String, String), DriftGroup> = BTreeMap::new();
+    let key = |b: &Option<String>, d: &Option<String>| {
+        (
+            b.clone().unwrap_or_else(|| "-".into()),
+            d.clone().unwrap_or_else(|| "-".into()),
+        )
+    };
+    let mut d = CorpusDrift::default();
+    for c in now {
+        match before.get(c.id.as_str()) {
+            None => {
+                d.entered += 1;
+                group(&mut groups, key(&c.ingest_batch, &c.domain))
+                    .entered
+                    .push(c.id.clone());
+            }
+            Some(p) if p.hash != crate::snapshot::content_hash(c) => {
+                d.changed += 1;
+                group(&mut groups, key(&c.ingest_batch, &c.domain))
+                    .changed
+                    .push(c.id.clone());
+            }
+            Some(_) => {}
+        }
+    }
+    for p in &then.chunks {
+        if !current.contains(p.id.as_str()) {
+            d.left += 1;
+            group(&mut groups, key(&p.batch, &p.domain))
+                .left
+                .push(p.id.clone());
+        }
+    }
+    for g in groups.values_mut() {
+        g.entered.sort();
+        g.changed.sort();
+        g.left.sort();
+    }
+    d.groups = groups.into_values().collect();
+    d
 }
 
 /// The golden cases as questions for the aggregation check.
