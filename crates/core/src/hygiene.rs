@@ -21,7 +21,9 @@
 //!   word before the number, the same unit) than a gold chunk.
 //! - **Drift**: against a previous corpus (chunks that entered, changed — text,
 //!   representation, validity or labels — and left, by batch and domain), and against the
-//!   batches the last accepted run read (batches that entered, left or changed size).
+//!   last accepted run: the same, chunk by chunk, from the snapshot the history kept of the
+//!   chunks it read ([`crate::snapshot`]), beside the batches it read (batches that entered,
+//!   left or changed size; the only view for a run recorded without its chunks).
 
 use crate::aggregation::{self, Aggregation};
 use crate::case::{Case, Chunk};
@@ -1081,6 +1083,49 @@ mod tests {
         assert!(
             at.iter().any(|p| p.0 == a && p.1 == b),
             "pair at the threshold kept"
+        );
+    }
+
+    #[test]
+    fn drift_since_a_run_snapshot_is_by_chunk_batch_and_domain() {
+        let mut before = vec![
+            chunk("a", None, "one"),
+            chunk("b", None, "two"),
+            chunk("c", None, "three"),
+        ];
+        before[2].domain = Some("laboral".into());
+        let snap = crate::snapshot::ChunkSnapshot::of(&before);
+        let mut now = vec![chunk("a", None, "one"), chunk("b", None, "two, revised")];
+        let mut d = chunk("d", None, "four");
+        d.ingest_batch = Some("b2".into());
+        now.push(d);
+        let mut i = input(now);
+        i.accepted_batches = Some(("run1".into(), Vec::new()));
+        i.accepted_chunks = Some(snap);
+        let r = check(&i, &CorpusPolicy::default());
+        let c = r.drift.since_accepted_run.unwrap().chunks.unwrap();
+        assert_eq!((c.entered, c.changed, c.left), (1, 1, 1));
+        let g: Vec<(&str, &str, &[String], &[String], &[String])> = c
+            .groups
+            .iter()
+            .map(|g| {
+                (
+                    g.batch.as_str(),
+                    g.domain.as_str(),
+                    &g.entered[..],
+                    &g.changed[..],
+                    &g.left[..],
+                )
+            })
+            .collect();
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            g,
+            vec![
+                ("b1", "fiscal", &[][..], &s(&["b"])[..], &[][..]),
+                ("b1", "laboral", &[][..], &[][..], &s(&["c"])[..]),
+                ("b2", "fiscal", &s(&["d"])[..], &[][..], &[][..]),
+            ]
         );
     }
 }
