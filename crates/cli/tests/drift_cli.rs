@@ -165,3 +165,103 @@ fn a_run_recorded_without_its_chunks_falls_back_to_the_batch_view_and_says_so() 
         "{human}"
     );
 }
+
+/// One-hot vectors of dimension 8: chunk `i` points along axis `i`.
+fn axis(i: usize) -> Vec<f32> {
+    let mut v = vec![0.0; 8];
+    v[i] = 1.0;
+    v
+}
+
+#[test]
+fn an_exam_of_an_index_keeps_its_chunks_and_the_check_of_the_changed_index_shows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let line = |id: &str, i: usize, text: &str, domain: &str, batch: &str| {
+        json!({"id": id, "text": text, "domain": domain, "ingest_batch": batch, "vector": axis(i)})
+            .to_string()
+    };
+    let corpus = write(
+        d,
+        "corpus.jsonl",
+        &[
+            line("c1", 1, "vacaciones anuales", "laboral", "b1"),
+            line("c2", 2, "asuntos propios", "laboral", "b1"),
+            line("c3", 3, "tramos del IRPF", "fiscal", "b1"),
+        ]
+        .join("\n"),
+    );
+    let golden = write(
+        d,
+        "golden.jsonl",
+        &(json!({"id": "q1", "query": "vacaciones", "expected": ["c1"], "top_k": 1,
+                 "query_vector": axis(1)})
+        .to_string()
+            + "\n"),
+    );
+    let index = d.join("idx").display().to_string();
+    let ingest = |c: &str, batch: &str| {
+        let o = veredicto_in(
+            d,
+            &[
+                "ingest",
+                "--corpus",
+                c,
+                "--index",
+                &index,
+                "--json",
+                "--batch-label",
+                batch,
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    };
+    ingest(&corpus, "b1");
+    let o = veredicto_in(
+        d,
+        &[
+            "exam",
+            "--index",
+            &index,
+            "--golden",
+            &golden,
+            "--model",
+            "/nonexistent",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let h = json_of(&veredicto_in(d, &["history", "check", "--json"]));
+    assert_eq!(h["run_chunks"], 1, "{h}");
+    // The index changes in batch b2: c2's text, c3 removed, c4 added (the index labels a
+    // new or changed chunk with the batch that brought it).
+    let changed = write(
+        d,
+        "corpus2.jsonl",
+        &[
+            line("c1", 1, "vacaciones anuales", "laboral", "b1"),
+            line("c2", 2, "asuntos propios: tres días", "laboral", "b1"),
+            line("c4", 4, "dietas", "viajes", "b2"),
+        ]
+        .join("\n"),
+    );
+    ingest(&changed, "b2");
+    let o = veredicto_in(
+        d,
+        &["corpus", "check", "--index", &index, "--format", "json"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c = &json_of(&o)["drift"]["since_accepted_run"]["chunks"];
+    assert_eq!(
+        (&c["entered"], &c["changed"], &c["left"]),
+        (&json!(1), &json!(1), &json!(1)),
+        "{c}"
+    );
+    assert_eq!(
+        c["groups"],
+        json!([
+            {"batch": "b1", "domain": "fiscal", "entered": [], "changed": [], "left": ["c3"]},
+            {"batch": "b2", "domain": "laboral", "entered": [], "changed": ["c2"], "left": []},
+            {"batch": "b2", "domain": "viajes", "entered": ["c4"], "changed": [], "left": []}
+        ])
+    );
+}
