@@ -1105,7 +1105,8 @@ mod tests {
         let r = check(&i, &CorpusPolicy::default());
         let c = r.drift.since_accepted_run.unwrap().chunks.unwrap();
         assert_eq!((c.entered, c.changed, c.left), (1, 1, 1));
-        let g: Vec<(&str, &str, &[String], &[String], &[String])> = c
+        type Row<'a> = (&'a str, &'a str, &'a [String], &'a [String], &'a [String]);
+        let g: Vec<Row<'_>> = c
             .groups
             .iter()
             .map(|g| {
