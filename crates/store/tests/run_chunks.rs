@@ -196,3 +196,32 @@ fn a_version_3_file_without_the_table_gets_it_on_first_write() {
         .expect_err("append-only");
     assert!(err.contains("append-only"), "{err}");
 }
+
+/// The same on PostgreSQL: a version-3 database made before the table existed reads as
+/// having no lists, `check` is sound, and the first list recorded creates the table with its
+/// append-only triggers.
+#[test]
+fn a_version_3_database_without_the_table_gets_it_on_first_write() {
+    let fx = Fixture::new(Backend::Postgres);
+    let h = fx.open();
+    let r1 = run(&h, "2026-11-30T08:00:00Z", 1);
+    drop(h);
+    fx.raw()
+        .exec("DROP TABLE run_chunks;")
+        .expect("takes the table away");
+    let h = fx.open();
+    assert_eq!(h.run_chunks(&r1).expect("reads"), None);
+    let check = h.check().expect("checks");
+    assert!(check.is_ok(), "{check:?}");
+    let s = ChunkSnapshot::of(&chunks(5, None));
+    h.record_run_chunks(&r1, &s)
+        .expect("creates the table and records");
+    assert_eq!(h.run_chunks(&r1).expect("reads"), Some(s));
+    assert!(h.check().expect("checks").is_ok());
+    drop(h);
+    let err = fx
+        .raw()
+        .exec("DELETE FROM run_chunks")
+        .expect_err("append-only");
+    assert!(err.contains("append-only"), "{err}");
+}
