@@ -155,6 +155,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("opening the history {}", args.history.history.display()))?;
         if let Some(run) = history.last_accepted(None, None)? {
             let recorded = history.get(&run.id)?;
+            input.accepted_chunks = history.run_chunks(&run.id)?;
             input.accepted_batches = Some((run.id, recorded.report.batches));
         }
     }

@@ -127,6 +127,13 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
             started.elapsed().as_secs_f64(),
             report.digest
         )?;
+        if report.run_chunks > 0 {
+            writeln!(
+                out,
+                "chunk lists of {} runs ({} copied), read back equal",
+                report.run_chunks, report.run_chunks_copied
+            )?;
+        }
     }
     Ok(ExitStatus::Success)
 }
@@ -162,6 +169,16 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
         writeln!(out, "gate acceptances: {}", report.gate_acceptances)?;
         for id in &report.unreadable_acceptances {
             writeln!(out, "gate acceptance that does not read back: {id}")?;
+        }
+        if report.run_chunks > 0 || !report.unreadable_run_chunks.is_empty() {
+            writeln!(
+                out,
+                "chunk lists: {} runs, {} distinct stored",
+                report.run_chunks, report.chunk_snapshots
+            )?;
+        }
+        for id in &report.unreadable_run_chunks {
+            writeln!(out, "run whose chunk list does not read back: {id}")?;
         }
         writeln!(
             out,

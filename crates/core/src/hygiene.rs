@@ -21,14 +21,16 @@
 //!   word before the number, the same unit) than a gold chunk.
 //! - **Drift**: against a previous corpus (chunks that entered, changed — text,
 //!   representation, validity or labels — and left, by batch and domain), and against the
-//!   batches the last accepted run read (batches that entered, left or changed size).
+//!   last accepted run: the same, chunk by chunk, from the snapshot the history kept of the
+//!   chunks it read ([`crate::snapshot`]), beside the batches it read (batches that entered,
+//!   left or changed size; the only view for a run recorded without its chunks).
 
 use crate::aggregation::{self, Aggregation};
 use crate::case::{Case, Chunk};
 use crate::exam::CorpusBatch;
 use crate::signals::Groups;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The `[corpus]` table of the policy file. Thresholds are optional: an absent one is
 /// reported but never stops.
@@ -102,6 +104,9 @@ pub struct CheckInput {
     pub previous: Option<Vec<Chunk>>,
     /// The batches the last accepted run read, and that run's ID.
     pub accepted_batches: Option<(String, Vec<CorpusBatch>)>,
+    /// The chunks the last accepted run read, when its history kept them (runs recorded
+    /// before chunk snapshots were kept have none: the drift is then by batch only).
+    pub accepted_chunks: Option<crate::snapshot::ChunkSnapshot>,
     /// Golden cases and signal queries checked for aggregations: (where, ID, question).
     pub questions: Vec<(String, String, String)>,
 }
@@ -191,6 +196,10 @@ pub struct CorpusDrift {
 pub struct RunDrift {
     pub run: String,
     pub batches: Vec<BatchDrift>,
+    /// Chunk by chunk, by batch and domain, when the history kept the chunks that run read;
+    /// absent for runs recorded before it did (the drift is then by batch only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<CorpusDrift>,
 }
 
 /// A question that needs an aggregation.
@@ -408,10 +417,14 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
     // Drift.
     let drift = Drift {
         since_corpus: input.previous.as_ref().map(|p| corpus_drift(p, chunks)),
-        since_accepted_run: input
-            .accepted_batches
-            .as_ref()
-            .map(|(run, then)| run_drift(run, then, chunks)),
+        since_accepted_run: input.accepted_batches.as_ref().map(|(run, then)| {
+            let mut d = run_drift(run, then, chunks);
+            d.chunks = input
+                .accepted_chunks
+                .as_ref()
+                .map(|snap| snapshot_drift(snap, chunks));
+            d
+        }),
     };
 
     // Aggregations.
@@ -777,7 +790,56 @@ fn run_drift(run: &str, then: &[CorpusBatch], now: &[Chunk]) -> RunDrift {
     RunDrift {
         run: run.to_owned(),
         batches,
+        chunks: None,
     }
+}
+
+/// Chunk-level drift against a run's snapshot: entered and changed grouped by today's
+/// batch and domain, left by the batch and domain they had then.
+fn snapshot_drift(then: &crate::snapshot::ChunkSnapshot, now: &[Chunk]) -> CorpusDrift {
+    let before: HashMap<&str, &crate::snapshot::ChunkPrint> =
+        then.chunks.iter().map(|c| (c.id.as_str(), c)).collect();
+    let current: HashSet<&str> = now.iter().map(|c| c.id.as_str()).collect();
+    let mut groups: BTreeMap<(String, String), DriftGroup> = BTreeMap::new();
+    let key = |b: &Option<String>, d: &Option<String>| {
+        (
+            b.clone().unwrap_or_else(|| "-".into()),
+            d.clone().unwrap_or_else(|| "-".into()),
+        )
+    };
+    let mut d = CorpusDrift::default();
+    for c in now {
+        match before.get(c.id.as_str()) {
+            None => {
+                d.entered += 1;
+                group(&mut groups, key(&c.ingest_batch, &c.domain))
+                    .entered
+                    .push(c.id.clone());
+            }
+            Some(p) if p.hash != crate::snapshot::content_hash(c) => {
+                d.changed += 1;
+                group(&mut groups, key(&c.ingest_batch, &c.domain))
+                    .changed
+                    .push(c.id.clone());
+            }
+            Some(_) => {}
+        }
+    }
+    for p in &then.chunks {
+        if !current.contains(p.id.as_str()) {
+            d.left += 1;
+            group(&mut groups, key(&p.batch, &p.domain))
+                .left
+                .push(p.id.clone());
+        }
+    }
+    for g in groups.values_mut() {
+        g.entered.sort();
+        g.changed.sort();
+        g.left.sort();
+    }
+    d.groups = groups.into_values().collect();
+    d
 }
 
 /// The golden cases as questions for the aggregation check.
@@ -1021,6 +1083,50 @@ mod tests {
         assert!(
             at.iter().any(|p| p.0 == a && p.1 == b),
             "pair at the threshold kept"
+        );
+    }
+
+    #[test]
+    fn drift_since_a_run_snapshot_is_by_chunk_batch_and_domain() {
+        let mut before = vec![
+            chunk("a", None, "one"),
+            chunk("b", None, "two"),
+            chunk("c", None, "three"),
+        ];
+        before[2].domain = Some("laboral".into());
+        let snap = crate::snapshot::ChunkSnapshot::of(&before);
+        let mut now = vec![chunk("a", None, "one"), chunk("b", None, "two, revised")];
+        let mut d = chunk("d", None, "four");
+        d.ingest_batch = Some("b2".into());
+        now.push(d);
+        let mut i = input(now);
+        i.accepted_batches = Some(("run1".into(), Vec::new()));
+        i.accepted_chunks = Some(snap);
+        let r = check(&i, &CorpusPolicy::default());
+        let c = r.drift.since_accepted_run.unwrap().chunks.unwrap();
+        assert_eq!((c.entered, c.changed, c.left), (1, 1, 1));
+        type Row<'a> = (&'a str, &'a str, &'a [String], &'a [String], &'a [String]);
+        let g: Vec<Row<'_>> = c
+            .groups
+            .iter()
+            .map(|g| {
+                (
+                    g.batch.as_str(),
+                    g.domain.as_str(),
+                    &g.entered[..],
+                    &g.changed[..],
+                    &g.left[..],
+                )
+            })
+            .collect();
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            g,
+            vec![
+                ("b1", "fiscal", &[][..], &s(&["b"])[..], &[][..]),
+                ("b1", "laboral", &[][..], &[][..], &s(&["c"])[..]),
+                ("b2", "fiscal", &s(&["d"])[..], &[][..], &[][..]),
+            ]
         );
     }
 }

@@ -18,5 +18,6 @@ pub mod policy;
 pub mod redact;
 pub mod run;
 pub mod signals;
+pub mod snapshot;
 pub mod time;
 pub mod trec;

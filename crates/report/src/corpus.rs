@@ -84,12 +84,34 @@ pub fn human(check: &CorpusCheck) -> String {
         None => s.push_str("  since a previous corpus: not checked (give --since CORPUS)\n"),
     }
     match &check.drift.since_accepted_run {
+        Some(r) if r.chunks.is_some() => {
+            let d = r.chunks.as_ref().expect("checked");
+            s.push_str(&format!(
+                "  since the last accepted run {}: {} entered, {} changed, {} left\n",
+                r.run, d.entered, d.changed, d.left
+            ));
+            for g in &d.groups {
+                s.push_str(&format!(
+                    "    batch {} / domain {}:{}{}{}\n",
+                    g.batch,
+                    g.domain,
+                    id_list(" entered", &g.entered),
+                    id_list(" changed", &g.changed),
+                    id_list(" left", &g.left)
+                ));
+            }
+        }
         Some(r) if r.batches.is_empty() => s.push_str(&format!(
-            "  since the last accepted run {}: same batches, same sizes\n",
+            "  since the last accepted run {}: same batches, same sizes (by batch only: that run \
+             was recorded before the history kept each run's chunks)\n",
             r.run
         )),
         Some(r) => {
-            s.push_str(&format!("  since the last accepted run {}:\n", r.run));
+            s.push_str(&format!(
+                "  since the last accepted run {} (by batch only: that run was recorded before \
+                 the history kept each run's chunks):\n",
+                r.run
+            ));
             for b in &r.batches {
                 s.push_str(&format!(
                     "    {:<12} {}  {} -> {} chunks\n",
@@ -138,4 +160,18 @@ fn trunc(text: &str, max: usize) -> String {
         s.push('…');
         s
     }
+}
+
+/// ` entered 3 (a, b, c)`, the IDs cut after 5 (`…` and how many more); empty for none.
+fn id_list(what: &str, ids: &[String]) -> String {
+    if ids.is_empty() {
+        return String::new();
+    }
+    const SHOWN: usize = 5;
+    let mut shown: Vec<&str> = ids.iter().take(SHOWN).map(String::as_str).collect();
+    let more = format!("… {} more", ids.len().saturating_sub(SHOWN));
+    if ids.len() > SHOWN {
+        shown.push(&more);
+    }
+    format!("{what} {} ({})", ids.len(), shown.join(", "))
 }

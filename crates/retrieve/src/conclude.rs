@@ -425,6 +425,12 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
             latency: retrieval.latency.clone(),
         };
         let id = history.record(&meta, &report)?;
+        if let Some(c) = &corpus {
+            // The chunks this run read, for `corpus check`'s drift since an accepted run
+            // (stored once per distinct corpus; a separate transaction after the run's).
+            let snapshot = veredicto_core::snapshot::ChunkSnapshot::of(c.iter());
+            history.record_run_chunks(&id, &snapshot)?;
+        }
         tell(Notice::Recorded {
             id: id.clone(),
             history: shown_history(rec.history),

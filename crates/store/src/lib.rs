@@ -35,6 +35,7 @@ pub mod id;
 mod metric;
 mod migrate;
 mod pg;
+mod run_chunks;
 mod schema;
 mod store;
 pub mod synthetic;
@@ -186,6 +187,16 @@ pub struct IntegrityReport {
     /// not as long as its count).
     #[serde(default)]
     pub unreadable_acceptances: Vec<String>,
+    /// Runs whose chunk snapshot is kept (for `corpus check`'s drift).
+    #[serde(default)]
+    pub run_chunks: usize,
+    /// Distinct snapshots stored (runs on an unchanged corpus share one).
+    #[serde(default)]
+    pub chunk_snapshots: usize,
+    /// IDs of runs whose kept chunks do not read back (damaged body, wrong fingerprint or
+    /// count).
+    #[serde(default)]
+    pub unreadable_run_chunks: Vec<String>,
 }
 
 impl IntegrityReport {
@@ -196,6 +207,7 @@ impl IntegrityReport {
             && self.incomplete_runs.is_empty()
             && self.altered_audit_runs.is_empty()
             && self.unreadable_acceptances.is_empty()
+            && self.unreadable_run_chunks.is_empty()
     }
 }
 
@@ -385,6 +397,8 @@ impl SqliteHistory {
                 .and_then(|()| tx.execute_batch(&schema::audit_triggers()))
                 .and_then(|()| tx.execute_batch(schema::SCHEMA_V3_ACCEPTANCES))
                 .and_then(|()| tx.execute_batch(&schema::acceptance_triggers()))
+                .and_then(|()| tx.execute_batch(run_chunks::SQLITE_TABLE))
+                .and_then(|()| tx.execute_batch(&schema::run_chunks_triggers()))
                 .and_then(|()| {
                     tx.execute_batch(&format!(
                         "PRAGMA application_id = {}; PRAGMA user_version = {};",
@@ -403,6 +417,8 @@ impl SqliteHistory {
             }
             sql.push_str(schema::SCHEMA_V3_ACCEPTANCES);
             sql.push_str(&schema::acceptance_triggers());
+            sql.push_str(run_chunks::SQLITE_TABLE);
+            sql.push_str(&schema::run_chunks_triggers());
             tx.execute_batch(&sql)
                 .and_then(|()| {
                     tx.execute_batch(&format!(
@@ -941,6 +957,7 @@ impl SqliteHistory {
             .map_err(e)?;
         let (audit_runs, altered_audit_runs) = self.check_audit_runs()?;
         let (gate_acceptances, unreadable_acceptances) = self.check_acceptances()?;
+        let (run_chunks, chunk_snapshots, unreadable_run_chunks) = self.check_run_chunks()?;
         Ok(IntegrityReport {
             runs: self.count()?,
             integrity,
@@ -950,6 +967,9 @@ impl SqliteHistory {
             altered_audit_runs,
             gate_acceptances,
             unreadable_acceptances,
+            run_chunks,
+            chunk_snapshots,
+            unreadable_run_chunks,
         })
     }
 

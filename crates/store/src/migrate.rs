@@ -29,6 +29,12 @@ pub struct MigrateReport {
     pub gate_acceptances: usize,
     /// Acceptances copied now.
     pub gate_acceptances_copied: usize,
+    /// Runs of the source whose chunks were kept (for `corpus check`'s drift).
+    #[serde(default)]
+    pub run_chunks: usize,
+    /// Of those, copied now.
+    #[serde(default)]
+    pub run_chunks_copied: usize,
     /// SHA-256 over every source run's ID, metadata and report JSON, in ID order; equal in
     /// source and target.
     pub digest: String,
@@ -96,6 +102,7 @@ pub fn migrate(
     }
     migrate_audit(from, to, &mut report)?;
     migrate_acceptances(from, to, &mut report)?;
+    migrate_run_chunks(from, to, &mut report)?;
     report.digest = verify(from, to, &source)?;
     Ok(report)
 }
@@ -207,6 +214,34 @@ fn migrate_acceptances(
             return Err(migrate_error(
                 to,
                 format!("verification failed: gate acceptance {} differs", a.id),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Copies the chunk snapshots of the runs the target lacks them for (the runs themselves
+/// are copied first), then checks that each reads back with the source's chunks.
+fn migrate_run_chunks(
+    from: &History,
+    to: &History,
+    report: &mut MigrateReport,
+) -> Result<(), StoreError> {
+    let source = from.runs_with_chunks()?;
+    report.run_chunks = source.len();
+    let present: BTreeSet<String> = to.runs_with_chunks()?.into_iter().collect();
+    for run in &source {
+        let Some(snapshot) = from.run_chunks(run)? else {
+            continue;
+        };
+        if !present.contains(run) {
+            to.record_run_chunks(run, &snapshot)?;
+            report.run_chunks_copied += 1;
+        }
+        if to.run_chunks(run)?.as_ref() != Some(&snapshot) {
+            return Err(migrate_error(
+                to,
+                format!("verification failed: the chunks of run {run} differ"),
             ));
         }
     }

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use veredicto_core::exam::{ExamReport, Verdict};
 use veredicto_core::history::{RecordedRun, RunMeta};
+use veredicto_core::snapshot::{fingerprint_of, ChunkSnapshot};
 
 /// Schema version of a PostgreSQL history (the same numbering as the file's).
 pub(crate) const PG_SCHEMA_VERSION: i32 = 3;
@@ -267,6 +268,24 @@ CREATE TRIGGER veredicto_gate_acceptances_in_order BEFORE INSERT ON gate_accepta
     FOR EACH ROW EXECUTE FUNCTION veredicto_acceptances_in_order();
 "#;
 
+/// Also version 3: the chunks each run read (see `run_chunks.rs`); a version-3 database
+/// made before this table existed gets it on the first write of a snapshot.
+const RUN_CHUNKS_TABLE: &str = r#"
+CREATE TABLE run_chunks (
+    seq         bigint PRIMARY KEY,
+    run         text COLLATE "C" NOT NULL UNIQUE REFERENCES runs (id),
+    fingerprint text COLLATE "C" NOT NULL,
+    chunks      bigint NOT NULL,
+    encoding    text,
+    body        bytea,
+    CHECK ((encoding IS NULL) = (body IS NULL))
+);
+CREATE INDEX run_chunks_by_fingerprint ON run_chunks (fingerprint, seq);
+"#;
+
+/// The same for chunk snapshots.
+const RUN_CHUNKS_LOCK: i64 = SCHEMA_LOCK + 4;
+
 /// Tables of each schema version's step, for the append-only triggers.
 const TABLES: [&[&str]; 3] = [
     &[
@@ -312,7 +331,8 @@ fn guards(tables: &[&str]) -> String {
 }
 
 /// Triggers a version-3 history has: two per table, one more per table of a run, and the
-/// three ordering triggers.
+/// three ordering triggers; `check` adds the two of `run_chunks` when the table is there (a
+/// version-3 database made before it existed gets it on its first chunk list).
 const EXPECTED_TRIGGERS: i64 = 2 * 9 + 5 + 3;
 
 /// A run history in a PostgreSQL database: one connection (`Send`, not `Sync`).
@@ -514,6 +534,15 @@ impl PgHistory {
         for step in from..STEPS.len() {
             tx.batch_execute(STEPS[step])
                 .and_then(|()| tx.batch_execute(&guards(TABLES[step])))
+                .map_err(self.pg(OP))?;
+        }
+        let has_run_chunks: bool = tx
+            .query_one("SELECT to_regclass('run_chunks') IS NOT NULL", &[])
+            .map_err(self.pg(OP))?
+            .get(0);
+        if !has_run_chunks {
+            tx.batch_execute(RUN_CHUNKS_TABLE)
+                .and_then(|()| tx.batch_execute(&guards(&["run_chunks"])))
                 .map_err(self.pg(OP))?;
         }
         tx.execute(
@@ -1074,7 +1103,8 @@ impl PgHistory {
                        AND k.oid IN ('runs'::regclass, 'reports'::regclass, 'cases'::regclass,
                            'case_measures'::regclass, 'expected_chunks'::regclass,
                            'sealed'::regclass, 'audit_runs'::regclass,
-                           'audit_records'::regclass, 'gate_acceptances'::regclass)",
+                           'audit_records'::regclass, 'gate_acceptances'::regclass,
+                           to_regclass('run_chunks'))",
                     &[],
                 )
                 .map_err(self.pg(OP))?;
@@ -1100,9 +1130,10 @@ impl PgHistory {
             (triggers, disabled, incomplete)
         };
         let mut integrity = Vec::new();
-        if triggers != EXPECTED_TRIGGERS {
+        let expected = EXPECTED_TRIGGERS + if self.has_run_chunks()? { 2 } else { 0 };
+        if triggers != expected {
             integrity.push(format!(
-                "append-only triggers: {triggers} of {EXPECTED_TRIGGERS} present"
+                "append-only triggers: {triggers} of {expected} present"
             ));
         }
         if disabled > 0 {
@@ -1113,6 +1144,7 @@ impl PgHistory {
         }
         let (audit_runs, altered_audit_runs) = self.check_audit_runs()?;
         let (gate_acceptances, unreadable_acceptances) = self.check_acceptances()?;
+        let (run_chunks, chunk_snapshots, unreadable_run_chunks) = self.check_run_chunks()?;
         Ok(IntegrityReport {
             runs: self.count()?,
             integrity,
@@ -1122,7 +1154,165 @@ impl PgHistory {
             altered_audit_runs,
             gate_acceptances,
             unreadable_acceptances,
+            run_chunks,
+            chunk_snapshots,
+            unreadable_run_chunks,
         })
+    }
+
+    // ---- the chunks each run read ----
+
+    fn has_run_chunks(&self) -> Result<bool, StoreError> {
+        let row = self
+            .client
+            .borrow_mut()
+            .query_one("SELECT to_regclass('run_chunks') IS NOT NULL", &[])
+            .map_err(self.pg("reading the runs' chunks"))?;
+        Ok(row.get(0))
+    }
+
+    /// Keeps the chunks run `run` read, in one transaction; the body only when no earlier
+    /// row has the same fingerprint. Returns the bytes stored (0 for a known snapshot).
+    pub fn record_run_chunks(
+        &self,
+        run: &str,
+        snapshot: &ChunkSnapshot,
+    ) -> Result<usize, StoreError> {
+        const OP: &str = "recording the run's chunks";
+        let raw = snapshot.encode();
+        let fingerprint = fingerprint_of(&raw);
+        let mut client = self.client.borrow_mut();
+        let mut tx = client.transaction().map_err(self.pg(OP))?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&RUN_CHUNKS_LOCK])
+            .map_err(self.pg(OP))?;
+        let exists: bool = tx
+            .query_one("SELECT to_regclass('run_chunks') IS NOT NULL", &[])
+            .map_err(self.pg(OP))?
+            .get(0);
+        if !exists {
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+                .map_err(self.pg(OP))?;
+            tx.batch_execute(RUN_CHUNKS_TABLE)
+                .and_then(|()| tx.batch_execute(&guards(&["run_chunks"])))
+                .map_err(self.pg(OP))?;
+        }
+        let row = tx
+            .query_one(
+                "SELECT coalesce(max(seq), 0) + 1,
+                        EXISTS (SELECT 1 FROM run_chunks WHERE fingerprint = $1 AND body IS NOT NULL)
+                 FROM run_chunks",
+                &[&fingerprint],
+            )
+            .map_err(self.pg(OP))?;
+        let (seq, known): (i64, bool) = (row.get(0), row.get(1));
+        let body = if known {
+            None
+        } else {
+            Some(
+                crate::run_chunks::compress(&raw).map_err(|err| StoreError::Invalid {
+                    path: self.location.clone(),
+                    field: "run_chunks",
+                    message: format!("cannot compress: {err}"),
+                })?,
+            )
+        };
+        let encoding = body.as_ref().map(|_| crate::run_chunks::ENCODING);
+        tx.execute(
+            "INSERT INTO run_chunks (seq, run, fingerprint, chunks, encoding, body)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &seq,
+                &run,
+                &fingerprint,
+                &n(snapshot.chunks.len()),
+                &encoding,
+                &body,
+            ],
+        )
+        .map_err(self.pg(OP))?;
+        tx.commit().map_err(self.pg(OP))?;
+        Ok(body.map_or(0, |b| b.len()))
+    }
+
+    /// The chunks run `run` (a full ID) read, when they were kept.
+    pub fn run_chunks(&self, run: &str) -> Result<Option<ChunkSnapshot>, StoreError> {
+        const OP: &str = "reading the run's chunks";
+        if !self.has_run_chunks()? {
+            return Ok(None);
+        }
+        let row = self
+            .client
+            .borrow_mut()
+            .query_opt(
+                "SELECT r.fingerprint, b.encoding, b.body FROM run_chunks r
+                 LEFT JOIN LATERAL (SELECT encoding, body FROM run_chunks
+                                    WHERE fingerprint = r.fingerprint AND body IS NOT NULL
+                                    ORDER BY seq LIMIT 1) b ON true
+                 WHERE r.run = $1",
+                &[&run],
+            )
+            .map_err(self.pg(OP))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let fingerprint: String = row.get(0);
+        let encoding: Option<String> = row.get(1);
+        let body: Option<Vec<u8>> = row.get(2);
+        let (Some(encoding), Some(body)) = (encoding, body) else {
+            return Err(self.corrupt(
+                run,
+                "chunk snapshot",
+                format!("no stored snapshot has its fingerprint {fingerprint}"),
+            ));
+        };
+        crate::run_chunks::read_body(&self.location, run, &fingerprint, &encoding, &body).map(Some)
+    }
+
+    /// IDs of the runs whose chunks were kept, in recording order.
+    pub fn runs_with_chunks(&self) -> Result<Vec<String>, StoreError> {
+        if !self.has_run_chunks()? {
+            return Ok(Vec::new());
+        }
+        Ok(self
+            .client
+            .borrow_mut()
+            .query("SELECT run FROM run_chunks ORDER BY seq", &[])
+            .map_err(self.pg("reading the runs' chunks"))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
+    }
+
+    fn check_run_chunks(&self) -> Result<(usize, usize, Vec<String>), StoreError> {
+        const OP: &str = "checking the runs' chunks";
+        if !self.has_run_chunks()? {
+            return Ok((0, 0, Vec::new()));
+        }
+        let rows: Vec<(String, i64)> = self
+            .client
+            .borrow_mut()
+            .query("SELECT run, chunks FROM run_chunks ORDER BY seq", &[])
+            .map_err(self.pg(OP))?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let bodies: i64 = self
+            .client
+            .borrow_mut()
+            .query_one(
+                "SELECT count(*) FROM run_chunks WHERE body IS NOT NULL",
+                &[],
+            )
+            .map_err(self.pg(OP))?
+            .get(0);
+        let mut bad = Vec::new();
+        for (run, count) in &rows {
+            match self.run_chunks(run) {
+                Ok(Some(s)) if n(s.chunks.len()) == *count => {}
+                _ => bad.push(run.clone()),
+            }
+        }
+        Ok((rows.len(), usize::try_from(bodies).unwrap_or(0), bad))
     }
 
     // ---- ingestion gate acceptances ----

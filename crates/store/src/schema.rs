@@ -19,7 +19,7 @@
 pub(crate) const APPLICATION_ID: i64 = 0x5652_4443;
 
 /// `PRAGMA user_version` of the schema below: 1 (exam runs), 2 (adds the grounding audit
-/// tables), 3 (adds the ingestion gate's written acceptances). An older file is upgraded in
+/// tables), 3 (adds the ingestion gate's written acceptances and the chunks each run read). An older file is upgraded in
 /// place, in one transaction, when opened for writing.
 pub(crate) const SCHEMA_VERSION: i64 = 3;
 
@@ -170,6 +170,15 @@ CREATE TABLE gate_acceptances (
 );
 CREATE INDEX gate_acceptances_by_batch ON gate_acceptances (batch_fingerprint, seq);
 "#;
+
+/// Append-only triggers of the runs' chunk snapshots (`run_chunks`, version 3): one row
+/// per run, never changed or removed.
+pub(crate) fn run_chunks_triggers() -> String {
+    guard(
+        "run_chunks",
+        "EXISTS (SELECT 1 FROM run_chunks WHERE seq = NEW.seq OR run = NEW.run)",
+    )
+}
 
 /// Append-only triggers of the acceptances table.
 pub(crate) fn acceptance_triggers() -> String {

@@ -12,6 +12,7 @@ use crate::{
 use std::path::Path;
 use veredicto_core::exam::{ExamReport, Verdict};
 use veredicto_core::history::{RecordedRun, RunMeta};
+use veredicto_core::snapshot::ChunkSnapshot;
 
 /// What a run history backend does. Every method that writes does so in one transaction
 /// (all of it or nothing); every error names the history (a file path, or a PostgreSQL URL
@@ -93,6 +94,13 @@ pub trait RunStore: Send {
         &self,
         batch_fingerprint: Option<&str>,
     ) -> Result<Vec<GateAcceptance>, StoreError>;
+    /// Keeps the chunks a recorded run read (its full ID); the snapshot's body is stored
+    /// only when no earlier run's has the same fingerprint. Returns the bytes stored.
+    fn record_run_chunks(&self, run: &str, snapshot: &ChunkSnapshot) -> Result<usize, StoreError>;
+    /// The chunks a run (its full ID) read, when they were kept.
+    fn run_chunks(&self, run: &str) -> Result<Option<ChunkSnapshot>, StoreError>;
+    /// IDs of the runs whose chunks were kept, in recording order.
+    fn runs_with_chunks(&self) -> Result<Vec<String>, StoreError>;
 }
 
 /// Implements [`RunStore`] for a backend whose inherent methods have the trait's names.
@@ -198,6 +206,19 @@ macro_rules! delegate_run_store {
                 batch_fingerprint: Option<&str>,
             ) -> Result<Vec<GateAcceptance>, StoreError> {
                 <$backend>::acceptances(self, batch_fingerprint)
+            }
+            fn record_run_chunks(
+                &self,
+                run: &str,
+                snapshot: &ChunkSnapshot,
+            ) -> Result<usize, StoreError> {
+                <$backend>::record_run_chunks(self, run, snapshot)
+            }
+            fn run_chunks(&self, run: &str) -> Result<Option<ChunkSnapshot>, StoreError> {
+                <$backend>::run_chunks(self, run)
+            }
+            fn runs_with_chunks(&self) -> Result<Vec<String>, StoreError> {
+                <$backend>::runs_with_chunks(self)
             }
         }
     };

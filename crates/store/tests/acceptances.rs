@@ -214,6 +214,8 @@ fn a_version_2_file_is_upgraded_to_hold_acceptances() {
     raw.exec(
         "DROP TRIGGER gate_acceptances_no_update; DROP TRIGGER gate_acceptances_no_delete;
          DROP TRIGGER gate_acceptances_no_replace; DROP TABLE gate_acceptances;
+         DROP TRIGGER run_chunks_no_update; DROP TRIGGER run_chunks_no_delete;
+         DROP TRIGGER run_chunks_no_replace; DROP TABLE run_chunks;
          PRAGMA user_version = 2;",
     )
     .expect("downgrades");

@@ -292,7 +292,7 @@ fn foreign_newer_and_older_schemas() {
     drop(h);
     old.raw()
         .exec(
-            "DROP TABLE gate_acceptances; DROP FUNCTION veredicto_acceptances_in_order();
+            "DROP TABLE run_chunks; DROP TABLE gate_acceptances; DROP FUNCTION veredicto_acceptances_in_order();
              DROP TABLE audit_records; DROP TABLE audit_runs;
              DROP FUNCTION veredicto_audit_in_order();
              UPDATE veredicto_schema SET version = 1;",
