@@ -442,9 +442,17 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
         .collect();
 
     let mut breaches = Vec::new();
+    // `--since` when given; else the chunk-level drift since the last accepted run (a run
+    // recorded before the history kept its chunks gives no count: its view is by batch).
     let drift_count = drift
         .since_corpus
         .as_ref()
+        .or_else(|| {
+            drift
+                .since_accepted_run
+                .as_ref()
+                .and_then(|r| r.chunks.as_ref())
+        })
         .map_or(0, |d| d.entered + d.changed + d.left);
     for (key, limit, found) in [
         (
@@ -1128,5 +1136,20 @@ mod tests {
                 ("b2", "fiscal", &s(&["d"])[..], &[][..], &[][..]),
             ]
         );
+        // Without --since, max_drift counts this drift: 3 chunks moved, 2 allowed.
+        let strict = CorpusPolicy {
+            max_drift: Some(2),
+            ..CorpusPolicy::default()
+        };
+        let r = check(&i, &strict);
+        let b: Vec<_> = r
+            .breaches
+            .iter()
+            .map(|b| (b.key.as_str(), b.found))
+            .collect();
+        assert_eq!(b, vec![("corpus.max_drift", 3)]);
+        // With --since, that comparison decides (here: nothing moved).
+        i.previous = Some(i.chunks.clone());
+        assert!(check(&i, &strict).breaches.is_empty());
     }
 }
