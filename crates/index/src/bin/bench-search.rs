@@ -13,15 +13,14 @@
 //! medians and the ratio are printed, with the resident memory of the index after opening
 //! and after a search, and the agreement of the two top-k lists.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Instant;
+
+mod common;
+use common::{median, random_unit, sha256, Numpy, SEED};
 use veredicto_index::{
     BatchInfo, ChunkInput, EmbeddedField, Index, IngestSettings, ModelFingerprint, Plan, Query,
 };
-
-const SEED: u64 = 0x5eed_1dea;
 
 struct Args {
     sizes: Vec<usize>,
@@ -71,44 +70,9 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// splitmix64.
-fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// A random unit vector (normal components), from its own seed.
-fn random_unit(seed: u64, dim: usize) -> Vec<f32> {
-    let mut s = seed;
-    let mut v = Vec::with_capacity(dim);
-    while v.len() < dim {
-        let u1 = ((next(&mut s) >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-        let u2 = (next(&mut s) >> 11) as f64 / (1u64 << 53) as f64;
-        let r = (-2.0 * u1.ln()).sqrt();
-        let t = std::f64::consts::TAU * u2;
-        v.push((r * t.cos()) as f32);
-        if v.len() < dim {
-            v.push((r * t.sin()) as f32);
-        }
-    }
-    veredicto_index::normalize(&v).unwrap_or(v)
-}
-
 fn fingerprint(dim: usize) -> ModelFingerprint {
     let value = serde_json::json!({"bench": "random-normal", "seed": SEED, "dimension": dim});
-    let hash = {
-        use std::fmt::Write as _;
-        let bytes = serde_json::to_vec(&value).unwrap_or_default();
-        let digest = <sha2::Sha256 as sha2::Digest>::digest(&bytes);
-        let mut s = String::from("sha256:");
-        for b in digest {
-            let _ = write!(s, "{b:02x}");
-        }
-        s
-    };
+    let hash = sha256(&serde_json::to_vec(&value).unwrap_or_default());
     ModelFingerprint { value, hash }
 }
 
@@ -172,76 +136,6 @@ fn cpu_seconds() -> f64 {
     }
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
-fn median(xs: &mut [f64]) -> f64 {
-    xs.sort_by(|a, b| a.total_cmp(b));
-    let m = xs.len() / 2;
-    if xs.len() % 2 == 1 {
-        xs[m]
-    } else {
-        (xs[m - 1] + xs[m]) / 2.0
-    }
-}
-
-struct Numpy {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
-}
-
-impl Numpy {
-    /// `shape` = `[rows, dim, queries, k]`.
-    fn start(
-        python: &str,
-        script: &Path,
-        vectors: &Path,
-        queries: &Path,
-        shape: [usize; 4],
-    ) -> Result<(Numpy, serde_json::Value), String> {
-        let mut child = Command::new(python)
-            .arg(script)
-            .arg(vectors)
-            .arg(queries)
-            .args(shape.map(|x| x.to_string()))
-            // These make OpenBLAS pick a slower kernel here; numpy gets its best.
-            .env_remove("OPENBLAS_CORETYPE")
-            .env_remove("OPENBLAS_L2_SIZE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("{python}: {e}"))?;
-        let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-        let mut np = Numpy {
-            child,
-            stdin,
-            stdout,
-        };
-        let info = np.read()?;
-        Ok((np, info))
-    }
-
-    fn read(&mut self) -> Result<serde_json::Value, String> {
-        let mut line = String::new();
-        self.stdout
-            .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
-        serde_json::from_str(&line).map_err(|e| format!("numpy said {line:?}: {e}"))
-    }
-
-    fn ask(&mut self, command: &str) -> Result<serde_json::Value, String> {
-        writeln!(self.stdin, "{command}").map_err(|e| e.to_string())?;
-        self.stdin.flush().map_err(|e| e.to_string())?;
-        self.read()
-    }
-}
-
-impl Drop for Numpy {
-    fn drop(&mut self) {
-        let _ = writeln!(self.stdin, "quit");
-        let _ = self.child.wait();
-    }
 }
 
 fn run() -> Result<(), String> {
@@ -308,8 +202,7 @@ fn run() -> Result<(), String> {
                 let (np, info) = Numpy::start(
                     py,
                     &script,
-                    &dir.join("vectors.f32"),
-                    &qpath,
+                    [dir.join("vectors.f32").as_path(), &qpath],
                     [n, args.dim, args.queries, args.k],
                 )?;
                 println!("numpy: {info}");
@@ -402,7 +295,7 @@ fn run() -> Result<(), String> {
             ranked_qps.push(args.queries as f64 / t.elapsed().as_secs_f64());
             std::hint::black_box(r);
         }
-        let ranked_m = median(&mut ranked_qps);
+        let ranked_m = median(&ranked_qps);
         // One query at a time (memory-bound: every search streams all the vectors).
         let mut single_ms = Vec::new();
         let c = cpu_seconds();
@@ -413,9 +306,9 @@ fn run() -> Result<(), String> {
             std::hint::black_box(r);
         }
         let single_cpu_ms = (cpu_seconds() - c) * 1e3 / 20.0;
-        let single_m = median(&mut single_ms);
-        let ours_m = median(&mut ours_qps);
-        let theirs_m = (!theirs_qps.is_empty()).then(|| median(&mut theirs_qps));
+        let single_m = median(&single_ms);
+        let ours_m = median(&ours_qps);
+        let theirs_m = (!theirs_qps.is_empty()).then(|| median(&theirs_qps));
         let open_delta = after_open.saturating_sub(before) as f64;
         let search_delta = after_search.saturating_sub(before) as f64;
         rows.push((n, ours_m, theirs_m, agreement));
@@ -440,7 +333,7 @@ fn run() -> Result<(), String> {
                 flop / m / 1e9
             )
         };
-        let ours_cpu_m = median(&mut ours_cpu.clone());
+        let ours_cpu_m = median(&ours_cpu.clone());
         println!(
             "          CPU time (median): veredicto {}{}",
             cpu_line(&mut ours_cpu),
@@ -453,8 +346,8 @@ fn run() -> Result<(), String> {
         if !sgemm_cpu.is_empty() {
             // The bound of the score kernel: numpy's BLAS sgemm alone (Q @ D.T into an output
             // allocated once, no top-k), in the same runs; our whole search against it.
-            let sgemm_cpu_m = median(&mut sgemm_cpu);
-            let sgemm_wall_m = median(&mut sgemm_secs);
+            let sgemm_cpu_m = median(&sgemm_cpu);
+            let sgemm_wall_m = median(&sgemm_secs);
             println!(
                 "          sgemm alone (numpy Q @ D.T): {sgemm_cpu_m:.3} CPU-s ({:.1} GFLOP per CPU-second), \
                  {sgemm_wall_m:.3} s wall ({:.1} GFLOP/s); veredicto's search at {:.0}% of its rate per CPU-second",
@@ -466,7 +359,7 @@ fn run() -> Result<(), String> {
         if !sgemm1_cpu.is_empty() {
             // One BLAS thread: its CPU time holds no waiting between threads (the strictest
             // per-CPU-second bound).
-            let m = median(&mut sgemm1_cpu);
+            let m = median(&sgemm1_cpu);
             println!(
                 "          sgemm alone on 1 BLAS thread: {m:.3} CPU-s ({:.1} GFLOP per CPU-second); \
                  veredicto's search (2 threads) at {:.0}% of its rate per CPU-second",
