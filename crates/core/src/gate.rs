@@ -125,16 +125,6 @@ impl IngestPolicy {
         };
         count_ok && percent_ok
     }
-
-    /// The limit in words, for messages (`at most 3 rejected lines and at most 1%`).
-    pub fn describe(&self) -> String {
-        match (self.max_rejected, self.max_rejected_percent) {
-            (None, None) => "no rejected line (the [ingest] table sets no limit)".into(),
-            (Some(n), None) => format!("at most {n} rejected lines"),
-            (None, Some(p)) => format!("at most {p}% rejected lines"),
-            (Some(n), Some(p)) => format!("at most {n} rejected lines and at most {p}%"),
-        }
-    }
 }
 
 /// `rejected` as a percentage of `lines` (0 when there are no lines).
@@ -157,8 +147,8 @@ pub struct GateOutcome {
     pub rejected: Vec<Rejection>,
     /// `rejected` as a percentage of `lines`.
     pub rejected_percent: f64,
-    /// The policy's limit in words.
-    pub limit: String,
+    /// The policy's limits (worded by the report layer: `veredicto_report::gate`).
+    pub policy: IngestPolicy,
     /// Whether the rejections are within the policy.
     pub within_policy: bool,
     /// The latest written acceptance of this batch, if any.
@@ -246,7 +236,7 @@ pub fn judge(
         lines,
         rejected: rejected.to_vec(),
         rejected_percent: percent(rejected.len(), lines),
-        limit: policy.describe(),
+        policy: policy.clone(),
         within_policy: within,
         accepted_in: if acceptances.is_empty() {
             Vec::new()

@@ -139,18 +139,80 @@ pub struct DuplicateCluster {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Obsolete {
     pub id: String,
-    /// `expired` or `superseded`.
-    pub why: String,
+    /// Why, with its facts (JSON: `why` and the fields of that reason).
+    #[serde(flatten)]
+    pub reason: ObsoleteReason,
+    /// The reason as a sentence for people: empty here, worded by the report layer
+    /// (`veredicto_report::corpus`).
+    #[serde(default)]
     pub detail: String,
+}
+
+/// Why a chunk is obsolete.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum ObsoleteReason {
+    /// Its `valid_to` is before the check's date.
+    Expired { valid_to: String, as_of: String },
+    /// A later batch brought a newer version (`newer_id`) of the same `doc_id`.
+    Superseded {
+        doc_id: String,
+        batch: String,
+        newer_id: String,
+        newer_batch: String,
+        newer_valid_from: String,
+    },
+}
+
+impl ObsoleteReason {
+    /// `expired` or `superseded`.
+    pub fn why(&self) -> &'static str {
+        match self {
+            ObsoleteReason::Expired { .. } => "expired",
+            ObsoleteReason::Superseded { .. } => "superseded",
+        }
+    }
 }
 
 /// A chunk for a human to look at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Suspicious {
     pub id: String,
-    /// `no_source`, `unexpected_batch` or `contradicts_gold`.
-    pub why: String,
+    /// Why, with its facts (JSON: `why` and the fields of that reason).
+    #[serde(flatten)]
+    pub reason: SuspiciousReason,
+    /// The reason as a sentence for people: empty here, worded by the report layer.
+    #[serde(default)]
     pub detail: String,
+}
+
+/// Why a chunk is listed for a person to look at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum SuspiciousReason {
+    /// Neither `doc_id` nor `source`.
+    NoSource,
+    /// Its batch (`None`: it has none) is not among the policy's `expected_batches`.
+    UnexpectedBatch { batch: Option<String> },
+    /// The same concept (`concept`, e.g. a table column with its unit) has other figures
+    /// here (`values`) than in gold chunk `gold_id` (`gold_values`).
+    ContradictsGold {
+        concept: String,
+        values: Vec<String>,
+        gold_id: String,
+        gold_values: Vec<String>,
+    },
+}
+
+impl SuspiciousReason {
+    /// `no_source`, `unexpected_batch` or `contradicts_gold`.
+    pub fn why(&self) -> &'static str {
+        match self {
+            SuspiciousReason::NoSource => "no_source",
+            SuspiciousReason::UnexpectedBatch { .. } => "unexpected_batch",
+            SuspiciousReason::ContradictsGold { .. } => "contradicts_gold",
+        }
+    }
 }
 
 /// What moved in one batch and domain.
@@ -358,8 +420,11 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
             if end.is_some_and(|e| e < today) {
                 obsolete.push(Obsolete {
                     id: c.id.clone(),
-                    why: "expired".into(),
-                    detail: format!("valid_to {to} is before {}", input.as_of),
+                    reason: ObsoleteReason::Expired {
+                        valid_to: to.clone(),
+                        as_of: input.as_of.clone(),
+                    },
+                    detail: String::new(),
                 });
                 continue;
             }
@@ -375,11 +440,14 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
             if let Some((r, f, id)) = newer {
                 obsolete.push(Obsolete {
                     id: c.id.clone(),
-                    why: "superseded".into(),
-                    detail: format!(
-                        "a newer version of doc_id {d} came in batch {} ({id}, valid from {f}); this chunk is from batch {b}",
-                        rank_name[r]
-                    ),
+                    reason: ObsoleteReason::Superseded {
+                        doc_id: d.clone(),
+                        batch: b.clone(),
+                        newer_id: id.to_string(),
+                        newer_batch: rank_name[r].to_string(),
+                        newer_valid_from: f.to_string(),
+                    },
+                    detail: String::new(),
                 });
             }
         }
@@ -391,8 +459,8 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
         if source(i).is_none() {
             suspicious.push(Suspicious {
                 id: c.id.clone(),
-                why: "no_source".into(),
-                detail: "no doc_id nor source: where it comes from is unknown".into(),
+                reason: SuspiciousReason::NoSource,
+                detail: String::new(),
             });
         }
         if !policy.expected_batches.is_empty() {
@@ -400,19 +468,21 @@ pub fn check(input: &CheckInput, policy: &CorpusPolicy) -> CorpusCheck {
                 Some(b) if policy.expected_batches.contains(b) => {}
                 Some(b) => suspicious.push(Suspicious {
                     id: c.id.clone(),
-                    why: "unexpected_batch".into(),
-                    detail: format!("batch {b} is not among the expected batches"),
+                    reason: SuspiciousReason::UnexpectedBatch {
+                        batch: Some(b.clone()),
+                    },
+                    detail: String::new(),
                 }),
                 None => suspicious.push(Suspicious {
                     id: c.id.clone(),
-                    why: "unexpected_batch".into(),
-                    detail: "no ingestion batch".into(),
+                    reason: SuspiciousReason::UnexpectedBatch { batch: None },
+                    detail: String::new(),
                 }),
             }
         }
     }
     suspicious.extend(contradictions(chunks, &input.gold_label));
-    suspicious.sort_by(|a, b| a.id.cmp(&b.id).then(a.why.cmp(&b.why)));
+    suspicious.sort_by(|a, b| a.id.cmp(&b.id).then(a.reason.why().cmp(b.reason.why())));
 
     // Drift.
     let drift = Drift {
@@ -696,13 +766,13 @@ fn contradictions(chunks: &[Chunk], gold_label: &str) -> Vec<Suspicious> {
                     if gv.is_disjoint(values) {
                         out.push(Suspicious {
                             id: c.id.clone(),
-                            why: "contradicts_gold".into(),
-                            detail: format!(
-                                "`{concept}`: {} here, {} in gold chunk {}",
-                                values.iter().cloned().collect::<Vec<_>>().join("/"),
-                                gv.iter().cloned().collect::<Vec<_>>().join("/"),
-                                g.id
-                            ),
+                            reason: SuspiciousReason::ContradictsGold {
+                                concept: concept.clone(),
+                                values: values.iter().cloned().collect(),
+                                gold_id: g.id.clone(),
+                                gold_values: gv.iter().cloned().collect(),
+                            },
+                            detail: String::new(),
                         });
                     }
                 }
@@ -948,7 +1018,7 @@ mod tests {
         let got: Vec<(&str, &str)> = r
             .obsolete
             .iter()
-            .map(|o| (o.id.as_str(), o.why.as_str()))
+            .map(|o| (o.id.as_str(), o.reason.why()))
             .collect();
         assert_eq!(got, vec![("old", "expired"), ("v1", "superseded")]);
     }
@@ -967,15 +1037,25 @@ mod tests {
         let c: Vec<&Suspicious> = r
             .suspicious
             .iter()
-            .filter(|s| s.why == "contradicts_gold")
+            .filter(|s| s.reason.why() == "contradicts_gold")
             .collect();
         assert_eq!(c.len(), 1, "{:?}", r.suspicious);
         assert_eq!(c[0].id, "s2");
-        assert!(
-            c[0].detail.contains("3000") && c[0].detail.contains("2000"),
-            "{}",
-            c[0].detail
-        );
+        match &c[0].reason {
+            SuspiciousReason::ContradictsGold {
+                values,
+                gold_values,
+                gold_id,
+                ..
+            } => {
+                assert_eq!(
+                    (&values[..], &gold_values[..]),
+                    (&["3000".to_string()][..], &["2000".to_string()][..])
+                );
+                assert_eq!(gold_id, "g");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -988,7 +1068,7 @@ mod tests {
             ..CorpusPolicy::default()
         };
         let r = check(&input(vec![chunk("a", Some("D"), "y"), stray]), &policy);
-        let why: Vec<&str> = r.suspicious.iter().map(|s| s.why.as_str()).collect();
+        let why: Vec<&str> = r.suspicious.iter().map(|s| s.reason.why()).collect();
         assert_eq!(why, vec!["no_source", "unexpected_batch"]);
         assert_eq!(
             r.breaches,

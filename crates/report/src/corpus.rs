@@ -1,13 +1,65 @@
 //! Renderers for `veredicto corpus check`: JSON (the [`CorpusCheck`] as is) and a report
 //! for people.
 
-use veredicto_core::hygiene::CorpusCheck;
+use veredicto_core::hygiene::{CorpusCheck, ObsoleteReason, SuspiciousReason};
 
-/// Pretty JSON with a trailing newline.
+/// Pretty JSON with a trailing newline; each obsolete and suspicious finding keeps `why` and
+/// its fields, with `detail` worded here.
 pub fn json(check: &CorpusCheck) -> String {
-    let mut s = serde_json::to_string_pretty(check).unwrap_or_default();
+    let mut check = check.clone();
+    fill(&mut check);
+    let mut s = serde_json::to_string_pretty(&check).unwrap_or_default();
     s.push('\n');
     s
+}
+
+/// Words every obsolete and suspicious finding's `detail` from its reason.
+pub fn fill(check: &mut CorpusCheck) {
+    for o in &mut check.obsolete {
+        o.detail = obsolete_detail(&o.reason);
+    }
+    for x in &mut check.suspicious {
+        x.detail = suspicious_detail(&x.reason);
+    }
+}
+
+/// Why a chunk is obsolete, for people.
+pub fn obsolete_detail(r: &ObsoleteReason) -> String {
+    match r {
+        ObsoleteReason::Expired { valid_to, as_of } => {
+            format!("valid_to {valid_to} is before {as_of}")
+        }
+        ObsoleteReason::Superseded {
+            doc_id,
+            batch,
+            newer_id,
+            newer_batch,
+            newer_valid_from,
+        } => format!(
+            "a newer version of doc_id {doc_id} came in batch {newer_batch} ({newer_id}, valid from {newer_valid_from}); this chunk is from batch {batch}"
+        ),
+    }
+}
+
+/// Why a chunk is listed for a person to look at, for people.
+pub fn suspicious_detail(r: &SuspiciousReason) -> String {
+    match r {
+        SuspiciousReason::NoSource => "no doc_id nor source: where it comes from is unknown".into(),
+        SuspiciousReason::UnexpectedBatch { batch: Some(b) } => {
+            format!("batch {b} is not among the expected batches")
+        }
+        SuspiciousReason::UnexpectedBatch { batch: None } => "no ingestion batch".into(),
+        SuspiciousReason::ContradictsGold {
+            concept,
+            values,
+            gold_id,
+            gold_values,
+        } => format!(
+            "`{concept}`: {} here, {} in gold chunk {gold_id}",
+            values.join("/"),
+            gold_values.join("/")
+        ),
+    }
 }
 
 /// The findings for a terminal, section by section.
@@ -51,7 +103,12 @@ pub fn human(check: &CorpusCheck) -> String {
     }
     s.push_str(&format!("\nobsolete: {}\n", check.obsolete.len()));
     for o in &check.obsolete {
-        s.push_str(&format!("  {:<11} {}  {}\n", o.why, o.id, o.detail));
+        s.push_str(&format!(
+            "  {:<11} {}  {}\n",
+            o.reason.why(),
+            o.id,
+            obsolete_detail(&o.reason)
+        ));
     }
     let chunks: std::collections::BTreeSet<&str> =
         check.suspicious.iter().map(|x| x.id.as_str()).collect();
@@ -61,7 +118,12 @@ pub fn human(check: &CorpusCheck) -> String {
         check.suspicious.len()
     ));
     for x in &check.suspicious {
-        s.push_str(&format!("  {:<17} {}  {}\n", x.why, x.id, x.detail));
+        s.push_str(&format!(
+            "  {:<17} {}  {}\n",
+            x.reason.why(),
+            x.id,
+            suspicious_detail(&x.reason)
+        ));
     }
     s.push_str("\ndrift:\n");
     match &check.drift.since_corpus {
@@ -174,4 +236,75 @@ fn id_list(what: &str, ids: &[String]) -> String {
         shown.push(&more);
     }
     format!("{what} {} ({})", ids.len(), shown.join(", "))
+}
+
+#[cfg(test)]
+mod reason_tests {
+    use super::*;
+
+    /// Every reason has its words (an exhaustive match: a new reason without words does not
+    /// compile), and the JSON keeps `why`, the reason's fields and the worded `detail`.
+    #[test]
+    fn every_obsolete_and_suspicious_reason_is_worded_and_keeps_its_fields_in_json() {
+        let obsolete = [
+            ObsoleteReason::Expired {
+                valid_to: "2024-12-31".into(),
+                as_of: "2025-11-14".into(),
+            },
+            ObsoleteReason::Superseded {
+                doc_id: "D".into(),
+                batch: "b1".into(),
+                newer_id: "c2".into(),
+                newer_batch: "b2".into(),
+                newer_valid_from: "2025-11-25".into(),
+            },
+        ];
+        for r in &obsolete {
+            let words = match r {
+                ObsoleteReason::Expired { .. } => "valid_to 2024-12-31 is before 2025-11-14",
+                ObsoleteReason::Superseded { .. } => {
+                    "a newer version of doc_id D came in batch b2 (c2, valid from 2025-11-25); this chunk is from batch b1"
+                }
+            };
+            assert_eq!(obsolete_detail(r), words);
+        }
+        let suspicious = [
+            SuspiciousReason::NoSource,
+            SuspiciousReason::UnexpectedBatch {
+                batch: Some("manual".into()),
+            },
+            SuspiciousReason::UnexpectedBatch { batch: None },
+            SuspiciousReason::ContradictsGold {
+                concept: "maximo [€]".into(),
+                values: vec!["3000".into()],
+                gold_id: "gold_001".into(),
+                gold_values: vec!["2000".into()],
+            },
+        ];
+        for r in &suspicious {
+            let words = match r {
+                SuspiciousReason::NoSource => {
+                    "no doc_id nor source: where it comes from is unknown"
+                }
+                SuspiciousReason::UnexpectedBatch { batch: Some(_) } => {
+                    "batch manual is not among the expected batches"
+                }
+                SuspiciousReason::UnexpectedBatch { batch: None } => "no ingestion batch",
+                SuspiciousReason::ContradictsGold { .. } => {
+                    "`maximo [€]`: 3000 here, 2000 in gold chunk gold_001"
+                }
+            };
+            assert_eq!(suspicious_detail(r), words);
+        }
+        let o = veredicto_core::hygiene::Obsolete {
+            id: "c1".into(),
+            reason: obsolete[1].clone(),
+            detail: String::new(),
+        };
+        let v = serde_json::to_value(&o).expect("json");
+        assert_eq!(v["why"], "superseded");
+        assert_eq!(v["newer_id"], "c2");
+        let back: veredicto_core::hygiene::Obsolete = serde_json::from_value(v).expect("back");
+        assert_eq!(back.reason, obsolete[1]);
+    }
 }

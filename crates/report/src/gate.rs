@@ -43,7 +43,7 @@ pub fn gate_human(index: &str, o: &GateOutcome) -> String {
         o.rejected.len(),
         o.lines,
         o.rejected_percent,
-        o.limit
+        limit_text(&o.policy)
     );
     if let (Some(a), false) = (&o.accepted, o.within_policy) {
         out.push_str(&format!(
@@ -68,6 +68,16 @@ pub fn gate_human(index: &str, o: &GateOutcome) -> String {
     out
 }
 
+/// The `[ingest]` table's limit in words (`at most 3 rejected lines and at most 1%`).
+pub fn limit_text(p: &veredicto_core::gate::IngestPolicy) -> String {
+    match (p.max_rejected, p.max_rejected_percent) {
+        (None, None) => "no rejected line (the [ingest] table sets no limit)".into(),
+        (Some(n), None) => format!("at most {n} rejected lines"),
+        (None, Some(p)) => format!("at most {p}% rejected lines"),
+        (Some(n), Some(p)) => format!("at most {n} rejected lines and at most {p}%"),
+    }
+}
+
 /// The gate's decision as pretty JSON with a final newline.
 pub fn gate_json(index: &str, o: &GateOutcome) -> String {
     let value = serde_json::json!({
@@ -77,7 +87,9 @@ pub fn gate_json(index: &str, o: &GateOutcome) -> String {
         "lines": o.lines,
         "rejected_count": o.rejected.len(),
         "rejected_percent": o.rejected_percent,
-        "limit": o.limit,
+        "limit": limit_text(&o.policy),
+        "max_rejected": o.policy.max_rejected,
+        "max_rejected_percent": o.policy.max_rejected_percent,
         "within_policy": o.within_policy,
         "accepted": o.accepted,
         "accepted_in": o.accepted_in,
