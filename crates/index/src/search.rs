@@ -652,6 +652,29 @@ fn allows(bits: Option<&[u64]>, row: usize) -> bool {
 mod tests {
     use super::*;
     use crate::{BatchInfo, ChunkInput, ChunkMeta, EmbeddedField, IngestSettings, Plan};
+    use std::path::Path;
+
+    /// A real index of `corpus` with `vectors` (one batch, a fixed model fingerprint).
+    fn build(corpus: Vec<ChunkInput>, vectors: &[Vec<f32>], dim: usize, dir: &Path) -> Index {
+        let settings = IngestSettings {
+            model: crate::ModelFingerprint {
+                value: serde_json::json!("m"),
+                hash: format!("sha256:{}", "0".repeat(64)),
+            },
+            dimension: dim,
+            field: EmbeddedField::Text,
+            full_rebuild: false,
+        };
+        let batch = BatchInfo {
+            name: "b".into(),
+            time: "t".into(),
+            corpus_hash: format!("sha256:{}", "1".repeat(64)),
+        };
+        Plan::new(None, corpus, settings)
+            .unwrap()
+            .apply(vectors, &batch, dir)
+            .unwrap()
+    }
 
     /// The portable kernel and the machine's kernel give the same results (this machine
     /// may not run the portable one otherwise).
@@ -681,25 +704,8 @@ mod tests {
                 }
             })
             .collect();
-        let settings = IngestSettings {
-            model: crate::ModelFingerprint {
-                value: serde_json::json!("m"),
-                hash: format!("sha256:{}", "0".repeat(64)),
-            },
-            dimension: dim,
-            field: EmbeddedField::Text,
-            full_rebuild: false,
-        };
-        let plan = Plan::new(None, corpus, settings).unwrap();
         let tmp = tempfile::tempdir().unwrap();
-        let batch = BatchInfo {
-            name: "b".into(),
-            time: "t".into(),
-            corpus_hash: format!("sha256:{}", "1".repeat(64)),
-        };
-        let index = plan
-            .apply(&vectors, &batch, &tmp.path().join("idx"))
-            .unwrap();
+        let index = build(corpus, &vectors, dim, &tmp.path().join("idx"));
         let queries: Vec<Vec<f32>> = (0..19)
             .map(|_| (0..dim).map(|_| rnd() + 0.1).collect())
             .collect();
@@ -747,25 +753,8 @@ mod tests {
         let corpus: Vec<ChunkInput> = (0..n)
             .map(|i| ChunkInput::new(format!("c{i:05}"), format!("t{i}")))
             .collect();
-        let settings = IngestSettings {
-            model: crate::ModelFingerprint {
-                value: serde_json::json!("m"),
-                hash: format!("sha256:{}", "0".repeat(64)),
-            },
-            dimension: dim,
-            field: EmbeddedField::Text,
-            full_rebuild: false,
-        };
-        let plan = Plan::new(None, corpus, settings).unwrap();
         let tmp = tempfile::tempdir().unwrap();
-        let batch = BatchInfo {
-            name: "b".into(),
-            time: "t".into(),
-            corpus_hash: format!("sha256:{}", "1".repeat(64)),
-        };
-        let index = plan
-            .apply(&vectors, &batch, &tmp.path().join("idx"))
-            .unwrap();
+        let index = build(corpus, &vectors, dim, &tmp.path().join("idx"));
         let queries: Vec<Vec<f32>> = (0..24).map(|_| (0..dim).map(|_| rnd()).collect()).collect();
         let ids: Vec<String> = ["c00000", "c02100", "c05092"].map(String::from).to_vec();
         let batch: Vec<Query<'_>> = queries
