@@ -16,6 +16,7 @@ pub mod hygiene;
 pub mod measure;
 pub mod policy;
 pub mod redact;
+pub mod retrieval;
 pub mod run;
 pub mod signals;
 pub mod snapshot;

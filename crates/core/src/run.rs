@@ -20,6 +20,9 @@ pub struct Run {
     /// A retriever that can rank the whole index (veredicto's) fills it for the expected
     /// chunks, so "position 15" is reported even when only the top 10 are listed.
     pub known_ranks: BTreeMap<String, BTreeMap<String, (usize, Option<f64>)>>,
+    /// Per query, the duplicate chunk IDs removed from the retriever's answer before the
+    /// list above was kept ([`crate::retrieval::remove_duplicates`]): the exam reports them.
+    pub duplicates: BTreeMap<String, crate::retrieval::RemovedDuplicates>,
 }
 
 impl Run {

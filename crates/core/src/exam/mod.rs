@@ -7,6 +7,9 @@
 //! - Ranks are 1-based positions in the run's ordering for the case; a chunk absent from the
 //!   results has no rank. A rank beyond K is still reported.
 //! - Metrics use binary relevance: a result is relevant when it is an expected chunk.
+//! - A list names each chunk once: the exam pipeline removed later occurrences of a repeated
+//!   ID before the run got here ([`crate::retrieval`]), and the run says which
+//!   ([`Run::duplicates`]); each case reports them in `duplicates_removed`.
 //! - A case with no results scores 0 everywhere and fails with `no_results` (never dropped).
 //! - Queries in the run that are not in the golden set are ignored and counted.
 //! - Cases keep the golden set's order; means are plain arithmetic means over all cases.
@@ -198,6 +201,22 @@ pub struct Summary {
     pub noise_distribution: BTreeMap<u32, usize>,
     /// Mean of each extra measure of the policy, by canonical name.
     pub measures: BTreeMap<String, f64>,
+    /// Duplicate results removed from the retriever's answers, over all cases (each later
+    /// occurrence of a chunk ID in one case's list counts once; the first is kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicates_removed: usize,
+    /// Cases whose answer had duplicates removed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cases_with_duplicates: usize,
+    /// Cases the retriever failed for (within `--max-retriever-failures`): they fail with
+    /// `no_results`, and say nothing about the knowledge base. Filled in by the exam
+    /// pipeline, which sees the retriever's errors.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retriever_failures: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One case's result.
@@ -209,8 +228,12 @@ pub struct CaseResult {
     pub domain: Option<String>,
     pub tags: Vec<String>,
     pub top_k: u32,
-    /// Results the run holds for this case.
+    /// Results the run holds for this case (after duplicates were removed).
     pub retrieved: usize,
+    /// The duplicate chunk IDs removed from the retriever's answer for this case (the first
+    /// occurrence of each is kept, ranks close up); absent when there were none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicates_removed: Option<crate::retrieval::RemovedDuplicates>,
     pub recall: f64,
     pub quality: f64,
     pub precision: f64,
@@ -441,6 +464,7 @@ fn evaluate_case(
         tags: case.tags.clone(),
         top_k: k,
         retrieved: results.len(),
+        duplicates_removed: input.run.duplicates.get(&case.id).cloned(),
         recall,
         quality,
         precision,
@@ -531,5 +555,15 @@ fn summarise(cases: &[CaseResult], policy: &Policy, extra: &[Measure]) -> Summar
         by_reason,
         noise_distribution,
         measures,
+        duplicates_removed: cases
+            .iter()
+            .filter_map(|c| c.duplicates_removed.as_ref())
+            .map(|d| d.count)
+            .sum(),
+        cases_with_duplicates: cases
+            .iter()
+            .filter(|c| c.duplicates_removed.is_some())
+            .count(),
+        retriever_failures: 0,
     }
 }
