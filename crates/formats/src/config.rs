@@ -29,6 +29,7 @@ use crate::text;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use veredicto_core::policy::Policy;
+use veredicto_core::retrieval::{DuplicateRule, FailureLimit};
 
 /// The project file's name.
 pub const FILE_NAME: &str = "veredicto.toml";
@@ -101,6 +102,10 @@ pub struct Project {
     pub history: Option<String>,
     /// A known model's name (as written) or a model folder (resolved).
     pub model: Option<String>,
+    /// `[source] duplicates`: what to do with a chunk ID answered twice for one case.
+    pub duplicates: Option<DuplicateRule>,
+    /// `[source] max_retriever_failures`: the most cases a live retriever may fail for.
+    pub max_retriever_failures: Option<FailureLimit>,
 }
 
 /// The effective settings: the project file with the environment over it. Flags go over
@@ -117,6 +122,10 @@ pub struct Settings {
     pub policy: Option<PolicySource>,
     pub history: Option<String>,
     pub model: Option<String>,
+    /// `[source] duplicates` (flags go over it).
+    pub duplicates: Option<DuplicateRule>,
+    /// `[source] max_retriever_failures` (flags go over it).
+    pub max_retriever_failures: Option<FailureLimit>,
 }
 
 /// The file's keys, as written.
@@ -139,6 +148,9 @@ struct RawSource {
     index: Option<String>,
     retriever: Option<String>,
     run: Option<String>,
+    duplicates: Option<String>,
+    /// `"10%"` or a number of cases.
+    max_retriever_failures: Option<toml::Value>,
 }
 
 /// The nearest `veredicto.toml` in `start` or one of its ancestors.
@@ -211,6 +223,39 @@ pub fn parse_project(path: &Path, text: &str) -> Result<Project> {
     let corpus = nonempty("corpus", raw.corpus)?.map(|p| resolve(&p));
     let history = nonempty("history", raw.history)?.map(|h| history_value(&root, &h));
     let model = nonempty("model", raw.model)?.map(|m| model_value(&root, &m));
+    let mut duplicates = None;
+    let mut max_retriever_failures = None;
+    if let Some(s) = &raw.source {
+        let invalid = |key: &str, message: String| {
+            let full = format!("source.{key}");
+            FormatError::invalid(path, line_of(&full), full, message)
+        };
+        if let Some(d) = &s.duplicates {
+            duplicates = Some(
+                d.parse::<DuplicateRule>()
+                    .map_err(|m| invalid("duplicates", m))?,
+            );
+        }
+        if let Some(v) = &s.max_retriever_failures {
+            let text = match v {
+                toml::Value::String(t) => t.clone(),
+                toml::Value::Integer(n) => n.to_string(),
+                other => {
+                    return Err(invalid(
+                        "max_retriever_failures",
+                        format!(
+                            "expected a number of cases (3) or a share of the cases (\"10%\"), found a {}",
+                            other.type_str()
+                        ),
+                    ))
+                }
+            };
+            max_retriever_failures = Some(
+                text.parse::<FailureLimit>()
+                    .map_err(|m| invalid("max_retriever_failures", m))?,
+            );
+        }
+    }
     let source = match raw.source {
         None => None,
         Some(s) => {
@@ -279,6 +324,8 @@ pub fn parse_project(path: &Path, text: &str) -> Result<Project> {
         policy,
         history,
         model,
+        duplicates,
+        max_retriever_failures,
     })
 }
 
@@ -419,6 +466,8 @@ impl Settings {
                 policy: p.policy,
                 history: p.history,
                 model: p.model,
+                duplicates: p.duplicates,
+                max_retriever_failures: p.max_retriever_failures,
             },
             None => Settings::default(),
         };
@@ -618,6 +667,35 @@ mod tests {
         assert!(err.contains(":1: field `policy_file`"), "{err}");
         let err = parse("golden = \"\"\n").unwrap_err().to_string();
         assert!(err.contains(":1: field `golden`: empty"), "{err}");
+    }
+
+    #[test]
+    fn the_source_says_how_answers_are_treated() {
+        let p = parse(
+            "[source]\nretriever = \"http://127.0.0.1:9/s\"\nduplicates = \"refuse\"\nmax_retriever_failures = \"10%\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.duplicates, Some(DuplicateRule::Refuse));
+        assert_eq!(p.max_retriever_failures, Some(FailureLimit::Share(0.1)));
+        let p = parse("[source]\nmax_retriever_failures = 3\n").unwrap();
+        assert_eq!(p.max_retriever_failures, Some(FailureLimit::Count(3)));
+        assert_eq!(p.source, None);
+        let err = parse("[source]\nindex = \"i\"\n\nduplicates = \"first\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "/p/veredicto.toml:4: field `source.duplicates`: expected `keep-first` or `refuse`"
+            ),
+            "{err}"
+        );
+        let err = parse("[source]\nmax_retriever_failures = \"150%\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("/p/veredicto.toml:2: field `source.max_retriever_failures`"),
+            "{err}"
+        );
     }
 
     #[test]

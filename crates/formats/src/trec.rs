@@ -21,7 +21,9 @@
 //! infinite scores. A document judged twice for one query is an error (trec_eval only
 //! complains when it evaluates that query). A document retrieved twice for one query is an
 //! error in [`read_run`] (trec_eval also rejects it, but only for the queries it evaluates
-//! and among the documents kept by `-M`; `veredicto trec` follows trec_eval there).
+//! and among the documents kept by `-M`; `veredicto trec` follows trec_eval there);
+//! [`read_run_keeping_duplicates`] keeps it, for the exam, which keeps the first occurrence
+//! and reports the others.
 
 mod indexed;
 
@@ -480,9 +482,22 @@ pub fn read_run(path: &Path) -> Result<TrecRun> {
     parse_run(&bytes, path)
 }
 
+/// [`read_run`], except that a document retrieved twice for a query is kept: both lines, in
+/// trec_eval's order (the higher-scored first), for a reader that removes repetitions itself
+/// and reports them (the exam keeps the first occurrence).
+pub fn read_run_keeping_duplicates(path: &Path) -> Result<TrecRun> {
+    let bytes = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
+    parse_run_with(&bytes, path, true)
+}
+
 /// Parses run text; `path` only names the source in errors. Large inputs are parsed in
 /// parallel (see [`read_run_indexed`]).
 pub fn parse_run(bytes: &[u8], path: &Path) -> Result<TrecRun> {
+    parse_run_with(bytes, path, false)
+}
+
+/// [`parse_run`]; with `keep_duplicates` a document retrieved twice is kept, not an error.
+fn parse_run_with(bytes: &[u8], path: &Path, keep_duplicates: bool) -> Result<TrecRun> {
     // Query ids get numbers in the order the parser meets them.
     type Names = (HashMap<Vec<u8>, u32, IdBuildHasher>, Vec<Vec<u8>>);
     let names: Mutex<Names> = Mutex::default();
@@ -511,7 +526,12 @@ pub fn parse_run(bytes: &[u8], path: &Path) -> Result<TrecRun> {
             let qid = &qids[q as usize];
             let mut docs: Vec<(u64, &[u8])> = Vec::new();
             run.docs_into(q, &mut docs);
-            if let Some((i, _)) = find_duplicate(&mut Scratch::default(), &docs, |d| d.1) {
+            let duplicate = if keep_duplicates {
+                None
+            } else {
+                find_duplicate(&mut Scratch::default(), &docs, |d| d.1)
+            };
+            if let Some((i, _)) = duplicate {
                 let docno = docs[i].1;
                 let lines = run_lines(strip_bom(bytes), qid, docno);
                 let (first, second) = match lines.as_slice() {
