@@ -480,10 +480,12 @@ mod tests {
     use crate::{Hit, Ranking, Request, Vectors};
     use std::cell::RefCell;
 
-    /// A retriever that answers each case with a fixed list, and fails for `fail`.
+    /// A retriever that answers each case with a fixed list, and fails for `fail` (every
+    /// case with `fail_all`).
     struct Fixed {
         lists: BTreeMap<String, Vec<&'static str>>,
         fail: Option<&'static str>,
+        fail_all: bool,
     }
 
     impl Retriever for Fixed {
@@ -497,7 +499,7 @@ mod tests {
             Vectors::Optional
         }
         fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError> {
-            if self.fail == Some(request.case_id) {
+            if self.fail_all || self.fail == Some(request.case_id) {
                 return Err(RetrieveError::Case {
                     uri: self.describe(),
                     reason: "HTTP 503: busy (3 attempts over 1 s)".into(),
@@ -543,6 +545,7 @@ mod tests {
                 .map(|i| (format!("q{i}"), vec!["x", ["c1", "c2", "c3", "c4"][i - 1]]))
                 .collect(),
             fail: None,
+            fail_all: false,
         }
     }
 
@@ -638,6 +641,52 @@ mod tests {
         assert!(q3.diagnosis[0]
             .finding
             .starts_with("the retriever failed for this case: "));
+        // The verdict says the case failed in the retriever, not in the knowledge base.
+        assert_eq!(out.report.summary.retriever_failures, 1);
+        let text = out.render(Format::Human, false).unwrap();
+        assert!(
+            text.contains("q3 (retriever failed)")
+                && text.contains("1 case failed in the retriever, not in the knowledge base: q3."),
+            "{text}"
+        );
+        for format in [Format::Markdown, Format::Junit] {
+            let text = out.render(format, false).unwrap();
+            assert!(text.contains("not in the knowledge base"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_retriever_failing_every_case_records_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.db");
+        let spec = path.to_str().unwrap();
+        let (policy, notes, cases) = (Policy::default(), BTreeMap::new(), cases());
+        let r = Fixed {
+            fail_all: true,
+            ..good()
+        };
+        let err = run_exam(request(
+            &r,
+            &cases,
+            &policy,
+            &notes,
+            Some(recording(spec, Some(Baseline::Previous))),
+        ))
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("http://search.local/q?api_key=[redacted]: the retriever failed for every case (4 of 4)"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("Last failure, case `q4`: HTTP 503: busy (3 attempts over 1 s)"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("hunter2") && !text.contains("s3cret"),
+            "{text}"
+        );
+        assert!(!path.exists(), "nothing recorded, no history created");
     }
 
     #[test]
@@ -684,6 +733,7 @@ mod tests {
                 .map(|i| (format!("q{i}"), vec![if i <= 2 { "x" } else { "c3" }]))
                 .collect(),
             fail: None,
+            fail_all: false,
         };
         let second = run_exam(request(
             &worse,

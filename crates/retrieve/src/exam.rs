@@ -16,6 +16,7 @@ use veredicto_core::diagnosis::{Check, DiagnosisFinding, Finding};
 use veredicto_core::exam::{self, AnnLoss, Exactness, ExamInput, ExamReport, StageSummary};
 use veredicto_core::history::{LatencySource, StageLatency};
 use veredicto_core::policy::Policy;
+use veredicto_core::retrieval::{self, DuplicateRule, FailureLimit, RemovedDuplicates};
 use veredicto_core::run::{Retrieved, Run};
 use veredicto_embed::{Embedder, Reranker, TextKind};
 
@@ -59,6 +60,14 @@ pub struct Settings<'a> {
     /// pass, to measure the search stage's per-query latency (0: none). The cases are evenly
     /// spaced in the golden set's order ([`latency_sample`]); their results are not used.
     pub latency_sample: usize,
+    /// A chunk ID answered twice for one case: keep its first occurrence (and report the
+    /// rest), or stop with [`RetrieveError::Duplicate`]. Applied to every answer, whatever
+    /// the retriever, before the rerank stage and the measures ([`dedup_answer`]).
+    pub duplicates: DuplicateRule,
+    /// Beyond this many cases failed in a live retriever the pass stops with
+    /// [`RetrieveError::RetrieverFailed`] instead of giving failing cases; an exam in which
+    /// every case failed always does. A run file's missing cases do not count.
+    pub max_retriever_failures: FailureLimit,
 }
 
 impl Default for Settings<'_> {
@@ -72,6 +81,8 @@ impl Default for Settings<'_> {
             exactness_check: false,
             progress: None,
             latency_sample: DEFAULT_LATENCY_SAMPLE,
+            duplicates: DuplicateRule::default(),
+            max_retriever_failures: FailureLimit::default(),
         }
     }
 }
@@ -94,6 +105,7 @@ pub struct Retrieval {
 
 struct CaseOut {
     final_hits: Vec<Hit>,
+    duplicates: Option<RemovedDuplicates>,
     known: BTreeMap<String, (usize, Option<f64>)>,
     stage1: Option<Ranking>,
     exact: Option<Vec<Hit>>,
@@ -220,28 +232,64 @@ fn run_case(ctx: &Ctx<'_>, case: &Case, k: usize) -> Result<CaseOut, RetrieveErr
     )
 }
 
-/// What follows a case's search: the exactness check's search and the rerank stage.
+/// A retriever's answer for one case with each chunk ID once: under
+/// [`DuplicateRule::KeepFirst`] the first occurrence is kept, the later ones removed, the
+/// ranks closed up (ranks known beyond the list too) and what was removed returned; under
+/// [`DuplicateRule::Refuse`] a repeated ID is [`RetrieveError::Duplicate`]. The one place
+/// where every retriever's answers (served and exact) go through, before anything reads them.
+pub fn dedup_answer(
+    retriever: &dyn Retriever,
+    case_id: &str,
+    rule: DuplicateRule,
+    ranking: &mut Ranking,
+) -> Result<Option<RemovedDuplicates>, RetrieveError> {
+    if rule == DuplicateRule::Refuse {
+        if let Some((id, first, again)) = retrieval::first_duplicate(&ranking.hits, |h| &h.id) {
+            return Err(RetrieveError::Duplicate {
+                uri: retriever.describe(),
+                case: case_id.to_owned(),
+                id,
+                first,
+                again,
+            });
+        }
+        return Ok(None);
+    }
+    let listed = ranking.hits.len();
+    let removed = retrieval::remove_duplicates(&mut ranking.hits, |h| &h.id);
+    if let Some(r) = &removed {
+        retrieval::shift_ranks_beyond(&mut ranking.known, listed, r.count);
+    }
+    Ok(removed)
+}
+
+/// What follows a case's search: duplicates ([`dedup_answer`]), the exactness check's
+/// search and the rerank stage.
 fn finish_case(
     ctx: &Ctx<'_>,
     case: &Case,
     k: usize,
     mut request: Request<'_>,
-    ranking: Ranking,
+    mut ranking: Ranking,
     embed_ms: Option<f64>,
     search_ms: Option<f64>,
 ) -> Result<CaseOut, RetrieveError> {
     let s = ctx.settings;
+    let duplicates = dedup_answer(ctx.retriever, &case.id, s.duplicates, &mut ranking)?;
     let Ranking { hits, known } = ranking;
     let (mut exact, mut exact_ms) = (None, None);
     if s.exactness_check {
         request.exact = true;
         let t = Instant::now();
-        exact = Some(ctx.retriever.search(&request)?.hits);
+        let mut answer = ctx.retriever.search(&request)?;
+        dedup_answer(ctx.retriever, &case.id, s.duplicates, &mut answer)?;
+        exact = Some(answer.hits);
         exact_ms = Some(ms(t));
     }
     let Some(reranker) = s.reranker else {
         return Ok(CaseOut {
             final_hits: hits,
+            duplicates,
             known,
             stage1: None,
             exact,
@@ -297,6 +345,7 @@ fn finish_case(
     let stage1_hits = hits[..n].to_vec();
     Ok(CaseOut {
         final_hits,
+        duplicates,
         known: known_final,
         stage1: Some(Ranking {
             hits: stage1_hits,
@@ -387,6 +436,10 @@ pub fn retrieve(
                 run.queries
                     .insert(case.id.clone(), to_run_list(&o.final_hits));
                 run.known_ranks.insert(case.id.clone(), o.known);
+                match o.duplicates {
+                    Some(d) => run.duplicates.insert(case.id.clone(), d),
+                    None => run.duplicates.remove(&case.id),
+                };
                 if let (Some(s1), Some(r1)) = (stage1.as_mut(), o.stage1) {
                     s1.queries.insert(case.id.clone(), to_run_list(&r1.hits));
                     s1.known_ranks.insert(case.id.clone(), r1.known);
@@ -398,6 +451,7 @@ pub fn retrieve(
             Some(Err(e)) => {
                 run.queries.remove(&case.id);
                 run.known_ranks.remove(&case.id);
+                run.duplicates.remove(&case.id);
                 failures.insert(case.id.clone(), e.to_string());
             }
             None => {}
@@ -417,12 +471,60 @@ pub fn retrieve(
     if let Some(l) = search_latency {
         latency.insert("search".to_owned(), l);
     }
+    // A run known in advance may hold queries that are not golden cases (they are ignored):
+    // they name each chunk once too, so that whatever is saved from the run reads back.
+    if retriever.preloaded().is_some() {
+        for list in run.queries.values_mut() {
+            retrieval::remove_duplicates(list, |r| &r.id);
+        }
+    }
+    if retriever.preloaded().is_none() {
+        check_failures(retriever, cases, &failures, settings.max_retriever_failures)?;
+    }
     Ok(Retrieval {
         run,
         stage1,
         exact: exact_run,
         latency,
         failures,
+    })
+}
+
+/// The pass's verdict on the retriever itself: more failed cases than `limit` allows (or
+/// every case) is [`RetrieveError::RetrieverFailed`], naming the retriever, the count and
+/// the last failure in case order.
+fn check_failures(
+    retriever: &dyn Retriever,
+    cases: &[Case],
+    failures: &BTreeMap<String, String>,
+    limit: FailureLimit,
+) -> Result<(), RetrieveError> {
+    if !limit.exceeded(failures.len(), cases.len()) {
+        return Ok(());
+    }
+    let uri = retriever.describe();
+    let (last_case, last) = cases
+        .iter()
+        .rev()
+        .find_map(|c| failures.get(&c.id).map(|e| (c.id.clone(), e.clone())))
+        .unwrap_or_default();
+    // The failure's text may name the retriever and the case already; the error says each
+    // once.
+    let last = last
+        .strip_prefix(&format!("{uri}: "))
+        .unwrap_or(&last)
+        .to_owned();
+    let last = last
+        .strip_prefix(&format!("case `{last_case}`: "))
+        .unwrap_or(&last)
+        .to_owned();
+    Err(RetrieveError::RetrieverFailed {
+        uri,
+        failed: failures.len(),
+        cases: cases.len(),
+        limit,
+        last_case,
+        last,
     })
 }
 
@@ -664,6 +766,10 @@ pub fn examine(
             stage_summary("rerank", policy.top_k, &report),
         ];
     }
+    report.summary.retriever_failures = match retriever.preloaded() {
+        None => retrieval.failures.len(),
+        Some(_) => 0,
+    };
     let depth_applies = retriever.preloaded().is_none();
     let embedding_based = retriever.embedding_based();
     for case in &mut report.cases {

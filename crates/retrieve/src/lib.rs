@@ -286,6 +286,37 @@ pub enum RetrieveError {
         /// What went wrong.
         reason: String,
     },
+    /// A chunk ID answered twice for one case under `--duplicates refuse`.
+    #[error("{uri}: case `{}`: chunk `{}` is returned twice (ranks {first} and {again}), and --duplicates refuse is set. Several chunks of one document mapped to one ID, or a hybrid merge that returned an ID twice, are common causes; --duplicates keep-first (the default) keeps the first occurrence and reports the others", veredicto_core::redact::short(case), veredicto_core::redact::short(id))]
+    Duplicate {
+        /// The retriever, without credentials.
+        uri: String,
+        /// The case ID.
+        case: String,
+        /// The repeated chunk ID.
+        id: String,
+        /// 1-based rank of its first occurrence.
+        first: usize,
+        /// 1-based rank of its repetition.
+        again: usize,
+    },
+    /// The retriever failed for more cases than `--max-retriever-failures` allows, or for
+    /// every case: the exam cannot judge the knowledge base, and records nothing.
+    #[error("{uri}: {}", failed_message(*failed, *cases, *limit, last_case, last))]
+    RetrieverFailed {
+        /// The retriever, without credentials.
+        uri: String,
+        /// Cases it failed for.
+        failed: usize,
+        /// Cases in the golden set.
+        cases: usize,
+        /// The limit that was passed.
+        limit: veredicto_core::retrieval::FailureLimit,
+        /// The last failing case, in case order.
+        last_case: String,
+        /// Its failure.
+        last: String,
+    },
     /// A precomputed `query_vector` or an embedder whose dimension the retriever refuses.
     #[error("case `{case}`: field `query_vector` has dimension {got}, the retriever has {want}")]
     QueryDimension {
@@ -339,6 +370,28 @@ pub enum RetrieveError {
     /// Reading standard input.
     #[error("reading the run from standard input: {0}")]
     Stdin(#[source] std::io::Error),
+}
+
+/// The text of [`RetrieveError::RetrieverFailed`] after the retriever's name.
+fn failed_message(
+    failed: usize,
+    cases: usize,
+    limit: veredicto_core::retrieval::FailureLimit,
+    last_case: &str,
+    last: &str,
+) -> String {
+    let how_many = if failed >= cases {
+        format!("the retriever failed for every case ({failed} of {cases})")
+    } else {
+        format!(
+            "the retriever failed for {failed} of {cases} cases, more than --max-retriever-failures {limit} allows"
+        )
+    };
+    format!(
+        "{how_many}: the exam cannot judge the knowledge base and records nothing. Last failure, case `{}`: {}",
+        veredicto_core::redact::short(last_case),
+        veredicto_core::redact::message(last)
+    )
 }
 
 impl RetrieveError {

@@ -361,3 +361,69 @@ fn a_validity_filter_is_refused_by_the_engines_with_the_case() {
         "{text}"
     );
 }
+
+/// Several documents of one source mapped to one chunk ID (`_source.chunk_id`, a Qdrant
+/// payload field): the engines answer one ID several times, and the exam counts it once.
+#[test]
+fn engines_answering_one_id_several_times_follow_the_duplicate_rule() {
+    let repeated = ["d1", "d1", "d2", "d1", "d3"];
+    let os = serve(Arc::new(move |_: &Seen| {
+        let hits: Vec<Value> = repeated
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                json!({"_index": "chunks", "_id": format!("part-{i}"), "_score": 1.0 - i as f64 / 10.0,
+                       "_source": {"chunk_id": id}})
+            })
+            .collect();
+        Some((200, json!({"hits": {"hits": hits}}).to_string()))
+    }));
+    let qd = serve(Arc::new(move |_: &Seen| {
+        let result: Vec<Value> = repeated
+            .iter()
+            .enumerate()
+            .map(|(i, id)| json!({"id": i, "version": 0, "score": 1.0 - i as f64 / 10.0, "payload": {"chunk_id": id}}))
+            .collect();
+        Some((200, json!({"result": result, "status": "ok"}).to_string()))
+    }));
+    for uri in [
+        format!(
+            "opensearch+{}/chunks?field=embedding&id_field=chunk_id",
+            os.url
+        ),
+        format!("qdrant+{}/kb?id_payload=chunk_id", qd.url),
+    ] {
+        let retriever = open(&uri, &Options::default()).unwrap();
+        let policy = Policy::default();
+        let notes = BTreeMap::new();
+        let cases = vec![case(
+            "c",
+            "q",
+            &["d1", "d2", "d3"],
+            Some(vec![1.0, 0.0, 0.0]),
+        )];
+        let e = examine(
+            retriever.as_ref(),
+            None,
+            &Inputs {
+                cases: &cases,
+                corpus: None,
+                policy: &policy,
+                notes: &notes,
+                as_of: None,
+            },
+            &Settings::default(),
+        )
+        .unwrap();
+        let c = &e.report.cases[0];
+        let ranks: Vec<Option<usize>> = c.expected.iter().map(|x| x.rank).collect();
+        assert_eq!(ranks, [Some(1), Some(2), Some(3)], "{uri}");
+        assert_eq!(c.retrieved, 3, "{uri}");
+        let d = c.duplicates_removed.as_ref().unwrap();
+        assert_eq!(
+            (d.count, d.ids.as_slice()),
+            (2, &["d1".to_owned()][..]),
+            "{uri}"
+        );
+    }
+}

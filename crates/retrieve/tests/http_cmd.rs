@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
+use veredicto_core::retrieval::{DuplicateRule, FailureLimit};
 use veredicto_retrieve::exam::{examine, Examined, Inputs, Settings};
 use veredicto_retrieve::{open, Options, RetrieveError};
 
@@ -248,7 +249,9 @@ fn one_failing_case_is_a_no_results_case_with_the_error_in_its_diagnosis() {
         concurrency: 1,
         ..Settings::default()
     };
-    let e = run_exam(&server.url, &options, &golden(3), &settings).unwrap();
+    // One case of four: within the default limit of a quarter of the cases.
+    let e = run_exam(&server.url, &options, &golden(4), &settings).unwrap();
+    assert_eq!(e.report.summary.retriever_failures, 1);
     let c1 = &e.report.cases[1];
     assert!(!c1.passed);
     assert_eq!(c1.reasons[0].as_str(), "no_results");
@@ -334,4 +337,157 @@ fn a_command_that_dies_is_a_clear_error() {
     .err()
     .unwrap();
     assert!(e.to_string().contains("cmd:false"), "{e}");
+}
+
+/// A case expecting three chunks, answered by a service that returns the first of them ten
+/// times: the issue's reproduction.
+fn repeated_first() -> (Server, Vec<Case>) {
+    let server = serve(Arc::new(|_: &Seen| Some((200, results(&["c1"; 10])))));
+    let mut c = case("q1", "alpha", &["c1", "c2", "c3"], None);
+    c.top_k = Some(10);
+    (server, vec![c])
+}
+
+#[test]
+fn a_chunk_returned_ten_times_counts_once_and_is_reported() {
+    let (server, cases) = repeated_first();
+    let e = run_exam(
+        &server.url,
+        &Options::default(),
+        &cases,
+        &Settings::default(),
+    )
+    .unwrap();
+    let c = &e.report.cases[0];
+    // Before: every copy counted as a hit, recall 100%, P@10 1.000, nDCG 1.000, a pass.
+    assert!((c.recall - 1.0 / 3.0).abs() < 1e-12, "recall {}", c.recall);
+    assert!((c.precision - 0.1).abs() < 1e-12, "P@10 {}", c.precision);
+    assert!(!c.passed);
+    assert_eq!(c.retrieved, 1);
+    let d = c.duplicates_removed.as_ref().expect("duplicates reported");
+    assert_eq!((d.count, d.ids.as_slice()), (9, &["c1".to_owned()][..]));
+    assert_eq!(e.report.summary.duplicates_removed, 9);
+    assert_eq!(e.report.summary.cases_with_duplicates, 1);
+    // The kept list names each chunk once, ranks contiguous.
+    let kept: Vec<&str> = e.retrieval.run.queries["q1"]
+        .iter()
+        .map(|r| r.id.as_str())
+        .collect();
+    assert_eq!(kept, ["c1"]);
+    let json = serde_json::to_value(&e.report).unwrap();
+    assert_eq!(
+        json["cases"][0]["duplicates_removed"],
+        serde_json::json!({"count": 9, "ids": ["c1"]})
+    );
+}
+
+#[test]
+fn duplicates_refuse_stops_naming_the_case_and_the_chunk() {
+    let (server, cases) = repeated_first();
+    let settings = Settings {
+        duplicates: DuplicateRule::Refuse,
+        ..Settings::default()
+    };
+    let err = run_exam(&server.url, &Options::default(), &cases, &settings)
+        .err()
+        .expect("an error");
+    let text = err.to_string();
+    assert!(matches!(err, RetrieveError::Duplicate { .. }), "{text}");
+    assert!(text.starts_with(&server.url), "{text}");
+    assert!(
+        text.contains("case `q1`: chunk `c1` is returned twice (ranks 1 and 2)"),
+        "{text}"
+    );
+    assert!(text.contains("Several chunks of one document"), "{text}");
+}
+
+#[test]
+fn a_command_retriever_follows_the_same_duplicate_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let answers = dir.path().join("answers.json");
+    std::fs::write(&answers, r#"{"q0": ["a", "b", "a", "c", "b"]}"#).unwrap();
+    let uri = format!(
+        "cmd:{} {}",
+        env!("CARGO_BIN_EXE_example-retriever"),
+        answers.display()
+    );
+    let cases = vec![case("c0", "q0", &["a", "c"], None)];
+    let e = run_exam(&uri, &Options::default(), &cases, &Settings::default()).unwrap();
+    let c = &e.report.cases[0];
+    assert_eq!(
+        c.expected[1].rank,
+        Some(3),
+        "c after the removed `a` is rank 3"
+    );
+    assert_eq!(c.duplicates_removed.as_ref().unwrap().count, 2);
+    assert_eq!(c.duplicates_removed.as_ref().unwrap().ids, ["a", "b"]);
+}
+
+#[test]
+fn a_server_failing_every_case_is_an_error_naming_it_and_the_last_failure() {
+    let server = serve(Arc::new(|_: &Seen| Some((500, "index shard down".into()))));
+    let options = Options {
+        backoff: Duration::from_millis(5),
+        ..Options::default()
+    };
+    let err = run_exam(&server.url, &options, &golden(5), &Settings::default())
+        .err()
+        .expect("an error, not a verdict");
+    let text = err.to_string();
+    assert!(
+        matches!(
+            err,
+            RetrieveError::RetrieverFailed {
+                failed: 5,
+                cases: 5,
+                ..
+            }
+        ),
+        "{text}"
+    );
+    assert!(text.starts_with(&server.url), "{text}");
+    assert!(text.contains("failed for every case (5 of 5)"), "{text}");
+    assert!(text.contains("records nothing"), "{text}");
+    assert!(
+        text.contains("Last failure, case `c4`: HTTP 500: index shard down (3 attempts"),
+        "{text}"
+    );
+}
+
+#[test]
+fn more_failures_than_the_limit_is_an_error_and_fewer_are_failing_cases() {
+    // Cases q0 and q2 fail (two of five).
+    let server = serve(Arc::new(|seen: &Seen| {
+        if seen.body["query"] == "q0" || seen.body["query"] == "q2" {
+            Some((503, "busy".into()))
+        } else {
+            Some((200, results(&["q1-0", "q3-0", "q4-0"])))
+        }
+    }));
+    let options = Options {
+        backoff: Duration::from_millis(5),
+        retries: 0,
+        ..Options::default()
+    };
+    let with = |limit: FailureLimit| {
+        let settings = Settings {
+            max_retriever_failures: limit,
+            ..Settings::default()
+        };
+        run_exam(&server.url, &options, &golden(5), &settings)
+    };
+    // The default, a quarter of 5 cases, allows one: two is an error.
+    let err = with(FailureLimit::default()).err().expect("an error");
+    let text = err.to_string();
+    assert!(
+        text.contains("failed for 2 of 5 cases, more than --max-retriever-failures 25% allows"),
+        "{text}"
+    );
+    assert!(text.contains("case `c2`: HTTP 503: busy"), "{text}");
+    // Allowed: the two cases fail as retriever failures, the exam goes on.
+    let e = with(FailureLimit::Count(2)).unwrap();
+    assert_eq!(e.report.summary.retriever_failures, 2);
+    assert_eq!(e.retrieval.failures.len(), 2);
+    assert!(with(FailureLimit::Share(0.4)).is_ok());
+    assert!(with(FailureLimit::Count(1)).is_err());
 }

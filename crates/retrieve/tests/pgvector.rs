@@ -450,3 +450,84 @@ fn case_filters_are_bound_equalities_on_mapped_columns() {
     .unwrap();
     assert!(e.to_string().contains("not a plain identifier"), "{e}");
 }
+
+#[test]
+fn a_table_with_repeated_ids_counts_each_chunk_once() {
+    // Three chunks of one document stored under the document's ID: the table repeats it.
+    let data = items(20, 8);
+    let mut client = load_table("dup_t", &data);
+    client
+        .batch_execute(
+            "ALTER TABLE dup_t DROP CONSTRAINT dup_t_pkey; \
+             INSERT INTO dup_t SELECT chunk_id, embedding, domain FROM dup_t; \
+             INSERT INTO dup_t SELECT chunk_id, embedding, domain FROM dup_t LIMIT 5",
+        )
+        .unwrap();
+    let cases = cases(&data, 4, 12, &[1, 2, 3]);
+    let e = exam(&table_uri("dup_t", ""), &cases, &Settings::default()).unwrap();
+    for c in &e.report.cases {
+        // Before: each copy counted as a hit (recall 1 with only the first expected chunk's copies).
+        let ranks: Vec<Option<usize>> = c.expected.iter().map(|x| x.rank).collect();
+        assert_eq!(ranks, [Some(1), Some(2), Some(3)], "{}", c.id);
+        let ids = &e.retrieval.run.queries[&c.id];
+        let distinct: std::collections::BTreeSet<&str> =
+            ids.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(distinct.len(), ids.len(), "each chunk once");
+        assert!(c.duplicates_removed.as_ref().unwrap().count >= 3, "{c:?}");
+    }
+    assert!(e.report.summary.duplicates_removed >= 12);
+}
+
+#[test]
+fn every_statement_cancelled_is_an_error_not_a_verdict() {
+    let data = items(20, 6);
+    load_table("cancel_t", &data);
+    let cases = cases(&data, 3, 3, &[1]);
+    // Every statement outlasts the 150 ms statement_timeout.
+    let uri = table_uri("cancel_t", "&where=pg_sleep(0.4)%20IS%20NOT%20NULL");
+    let retriever = open(
+        &uri,
+        &Options {
+            timeout: std::time::Duration::from_millis(150),
+            retries: 0,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let policy = Policy::default();
+    let notes = BTreeMap::new();
+    let err = examine(
+        retriever.as_ref(),
+        None,
+        &Inputs {
+            cases: &cases,
+            corpus: None,
+            policy: &policy,
+            notes: &notes,
+            as_of: None,
+        },
+        &Settings::default(),
+    )
+    .err()
+    .expect("an error, not a STOP");
+    let text = err.to_string();
+    assert!(
+        matches!(
+            err,
+            RetrieveError::RetrieverFailed {
+                failed: 3,
+                cases: 3,
+                ..
+            }
+        ),
+        "{text}"
+    );
+    assert!(text.contains("table=cancel_t"), "{text}");
+    assert!(text.contains("failed for every case (3 of 3)"), "{text}");
+    assert!(
+        text.contains(
+            "Last failure, case `case-002`: canceling statement due to statement timeout"
+        ),
+        "{text}"
+    );
+}
