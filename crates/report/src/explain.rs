@@ -97,6 +97,98 @@ pub fn warning_lines(r: &ExamReport) -> Vec<String> {
         .collect()
 }
 
+/// Most cases named in a suite line before "and N more".
+const LISTED_CASES: usize = 10;
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `a, b, c and 4 more` (IDs escaped and cut).
+fn case_list<'a>(ids: impl Iterator<Item = &'a str>) -> String {
+    let all: Vec<&str> = ids.collect();
+    let mut text = all
+        .iter()
+        .take(LISTED_CASES)
+        .map(|id| veredicto_core::redact::short(id))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if all.len() > LISTED_CASES {
+        text.push_str(&format!(" and {} more", all.len() - LISTED_CASES));
+    }
+    text
+}
+
+/// The suite line on duplicate results the exam removed, when it removed any: `18 duplicate
+/// results removed in 2 cases (first occurrence kept): … are common causes. Cases: q1 (9),
+/// q2 (9)`.
+pub fn duplicates_line(r: &ExamReport) -> Option<String> {
+    let s = &r.summary;
+    if s.duplicates_removed == 0 {
+        return None;
+    }
+    let cases = case_list(
+        r.cases
+            .iter()
+            .filter_map(|c| c.duplicates_removed.as_ref().map(|_| c.id.as_str())),
+    );
+    Some(format!(
+        "{} removed in {} (first occurrence kept): several chunks of one document mapped to one ID, or a hybrid merge that returned an ID twice, are common causes. Cases: {cases}",
+        plural(s.duplicates_removed, "duplicate result", "duplicate results"),
+        plural(s.cases_with_duplicates, "case", "cases"),
+    ))
+}
+
+/// One case's duplicates: `9 duplicate results removed (first occurrence kept): c1`.
+pub fn case_duplicates_line(c: &CaseResult) -> Option<String> {
+    let d = c.duplicates_removed.as_ref()?;
+    let mut ids = d
+        .ids
+        .iter()
+        .map(|id| veredicto_core::redact::short(id))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if d.ids.len() == veredicto_core::retrieval::MAX_LISTED_DUPLICATES {
+        ids.push_str(", …");
+    }
+    Some(format!(
+        "{} removed (first occurrence kept): {ids}",
+        plural(d.count, "duplicate result", "duplicate results")
+    ))
+}
+
+/// Whether the live retriever failed for this case (its results say nothing about the
+/// knowledge base).
+pub fn retriever_failed(r: &ExamReport, c: &CaseResult) -> bool {
+    r.summary.retriever_failures > 0
+        && c.diagnosis.iter().any(|f| {
+            matches!(
+                f.detail,
+                Some(veredicto_core::diagnosis::DiagnosisFinding::RetrieverFailed { .. })
+            )
+        })
+}
+
+/// The verdict's note when the live retriever failed for some cases (within
+/// `--max-retriever-failures`): those cases count as failing, but they are failures of the
+/// retriever, not of the knowledge base.
+pub fn retriever_failures_line(r: &ExamReport) -> Option<String> {
+    let n = r.summary.retriever_failures;
+    if n == 0 {
+        return None;
+    }
+    let cases = case_list(
+        r.cases
+            .iter()
+            .filter(|c| retriever_failed(r, c))
+            .map(|c| c.id.as_str()),
+    );
+    Some(format!(
+        "{} failed in the retriever, not in the knowledge base: {cases}. They count as failing (no_results) above; the retriever's errors are in their diagnosis. Fix the retriever and run the exam again before reading the verdict as a judgement of the knowledge base",
+        plural(n, "case", "cases")
+    ))
+}
+
 /// How many failing cases fail on structural noise alone (no other reason).
 pub fn structural_only(r: &ExamReport) -> usize {
     r.cases

@@ -52,11 +52,19 @@ pub fn expected_ranks(c: &CaseResult) -> String {
 pub fn stop_reasons(r: &ExamReport) -> Vec<String> {
     use veredicto_core::exam::StopReason::*;
     let s = &r.summary;
+    // A case the live retriever failed for is marked as such: it is not a failure of the
+    // knowledge base.
     let failing_ids = |gold: bool, undocumented_only: bool| {
         r.cases
             .iter()
             .filter(|c| !c.passed && c.gold == gold && (!undocumented_only || !c.documented))
-            .map(|c| c.id.as_str())
+            .map(|c| {
+                if crate::explain::retriever_failed(r, c) {
+                    format!("{} (retriever failed)", c.id)
+                } else {
+                    c.id.clone()
+                }
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -74,11 +82,20 @@ pub fn stop_reasons(r: &ExamReport) -> Vec<String> {
                 failing_ids(false, true)
             ),
             TooManyFailures => format!(
-                "too_many_failures: {} non-gold failing cases > {} tolerated ({} of {} cases)",
+                "too_many_failures: {} non-gold failing cases > {} tolerated ({} of {} cases){}",
                 s.failing - s.failing_gold,
                 s.max_failing,
                 pct(r.policy.max_failing_fraction),
-                s.cases
+                s.cases,
+                match r
+                    .cases
+                    .iter()
+                    .filter(|c| !c.passed && !c.gold && crate::explain::retriever_failed(r, c))
+                    .count()
+                {
+                    0 => String::new(),
+                    n => format!(", {n} of them failed in the retriever"),
+                }
             ),
         })
         .collect()

@@ -98,6 +98,9 @@ pub fn render(r: &ExamReport, color: bool) -> String {
         if !c.passed {
             let mut details = String::new();
             details.push_str(&format!("    expected: {}\n", fmt::expected_ranks(c)));
+            if let Some(line) = crate::explain::case_duplicates_line(c) {
+                details.push_str(&format!("    {line}\n"));
+            }
             for f in &c.diagnosis {
                 let chunk = f
                     .chunk
@@ -189,6 +192,10 @@ pub fn render(r: &ExamReport, color: bool) -> String {
         out.push_str(&st.red(&w));
         out.push('\n');
     }
+    if let Some(line) = crate::explain::duplicates_line(r) {
+        out.push_str(&escape_control(&line));
+        out.push('\n');
+    }
     if r.run.ignored_queries > 0 {
         let more = r
             .run
@@ -213,6 +220,9 @@ pub fn render(r: &ExamReport, color: bool) -> String {
     out.push('\n');
     for reason in fmt::stop_reasons(r) {
         out.push_str(&format!("  - {}\n", escape_control(&reason)));
+    }
+    if let Some(line) = crate::explain::retriever_failures_line(r) {
+        out.push_str(&format!("  {}\n", escape_control(&line)));
     }
     out
 }

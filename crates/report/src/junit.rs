@@ -78,6 +78,9 @@ pub fn render_with_comparison(r: &ExamReport, comparison: Option<&Comparison>) -
             if c.gold { ", gold case" } else { "" }
         );
         let mut body = format!("query: {}\nexpected: {}\n", c.query, fmt::expected_ranks(c));
+        if let Some(line) = crate::explain::case_duplicates_line(c) {
+            body.push_str(&format!("{line}\n"));
+        }
         for f in &c.diagnosis {
             body.push_str(&format!(
                 "diagnosis: {}{}\n",
@@ -125,13 +128,27 @@ pub fn render_with_comparison(r: &ExamReport, comparison: Option<&Comparison>) -
     }
     out.push_str("    <testcase classname=\"veredicto.exam\" name=\"verdict\">");
     if r.verdict == Verdict::Stop {
-        let reasons = fmt::stop_reasons(r).join("\n");
+        let mut lines = fmt::stop_reasons(r);
+        lines.extend(crate::explain::retriever_failures_line(r));
+        let reasons = lines.join("\n");
         out.push_str(&format!(
             "\n      <failure message=\"stop\" type=\"verdict\">{}</failure>\n    </testcase>\n",
             esc(&reasons)
         ));
     } else {
         out.push_str("</testcase>\n");
+    }
+    // Suite-level notes a CI log should show: duplicates removed, retriever failures under
+    // an accepting verdict (a stopping one says them in its failure).
+    let mut notes: Vec<String> = crate::explain::duplicates_line(r).into_iter().collect();
+    if r.verdict == Verdict::Accept {
+        notes.extend(crate::explain::retriever_failures_line(r));
+    }
+    if !notes.is_empty() {
+        out.push_str(&format!(
+            "    <system-out>{}</system-out>\n",
+            esc(&notes.join("\n"))
+        ));
     }
     out.push_str("  </testsuite>\n</testsuites>\n");
     out

@@ -14,11 +14,15 @@ pub fn render(r: &ExamReport) -> String {
     for reason in fmt::stop_reasons(r) {
         out.push_str(&format!("- {}\n", cell(&reason)));
     }
-    if !r.reasons.is_empty() {
+    if let Some(line) = crate::explain::retriever_failures_line(r) {
+        out.push_str(&format!("- {}\n", cell(&line)));
+    }
+    if !r.reasons.is_empty() || r.summary.retriever_failures > 0 {
         out.push('\n');
     }
     let mut notes: Vec<String> = crate::explain::warning_lines(r);
     notes.extend(crate::explain::uncalibrated_note(r));
+    notes.extend(crate::explain::duplicates_line(r));
     for n in &notes {
         out.push_str(&format!("> {}\n", cell(n)));
     }

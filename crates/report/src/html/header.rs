@@ -143,9 +143,11 @@ pub fn verdict(run: &RecordedRun, comparison: Option<&Comparison>) -> String {
             out.push_str("</ul>\n");
         }
     }
-    for note in crate::explain::warning_lines(r)
+    for note in crate::explain::retriever_failures_line(r)
         .into_iter()
+        .chain(crate::explain::warning_lines(r))
         .chain(crate::explain::uncalibrated_note(r))
+        .chain(crate::explain::duplicates_line(r))
     {
         out.push_str(&format!("<p class=\"small\">{}</p>\n", escape(&note)));
     }
