@@ -42,6 +42,8 @@ pub struct CalibrateArgs {
     pub concurrency: usize,
     #[command(flatten)]
     pub net: crate::retriever_args::NetArgs,
+    #[command(flatten)]
+    pub answers: crate::retriever_args::AnswerArgs,
     /// Chunk JSONL: gold labels and the chunks' texts for the diagnosis.
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
@@ -106,6 +108,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     ) else {
         anyhow::bail!("give --retriever URI, --index DIR or --run FILE");
     };
+    let (duplicates, max_retriever_failures) = args.answers.resolve()?;
     let deadline = args.net.total_deadline();
     let retriever = veredicto_retrieve::open(&uri, &args.net.options()?)?;
     let embedder = crate::retriever_args::load_embedder(
@@ -136,6 +139,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         settings: veredicto_retrieve::exam::Settings {
             depth: args.depth,
             concurrency: args.concurrency,
+            duplicates,
+            max_retriever_failures,
             ..Default::default()
         },
         rerank_spec: None,

@@ -48,6 +48,8 @@ pub struct ExamArgs {
     pub exactness_check: bool,
     #[command(flatten)]
     pub net: crate::retriever_args::NetArgs,
+    #[command(flatten)]
+    pub answers: crate::retriever_args::AnswerArgs,
     /// Rerank stage: a cross-encoder model folder, or an HTTP `/rerank` URL.
     #[arg(long, value_name = "MODEL_DIR|URL")]
     pub rerank: Option<String>,
@@ -284,6 +286,7 @@ fn outcome_of(
             seed: rec.seed,
         }
     });
+    let (duplicates, max_retriever_failures) = args.answers.resolve()?;
     let print_notice = |n: &Notice| crate::printer::note(&n.to_string());
     // Latency is shown by the human report, put in the JSON by --timings, and recorded.
     let latency_shown = args.timings
@@ -324,6 +327,8 @@ fn outcome_of(
             } else {
                 0
             },
+            duplicates,
+            max_retriever_failures,
         },
         rerank_spec: args.rerank.as_deref(),
         timings: args.timings,
@@ -341,7 +346,7 @@ fn render(
     outcome: &veredicto_retrieve::ExamOutcome,
 ) -> anyhow::Result<crate::printer::ExitStatus> {
     if let Some(path) = &args.save_run {
-        crate::retrieval::write_trec_run(path, &outcome.retrieval.run, "veredicto")?;
+        crate::retrieval::save_run(path, &outcome.retrieval.run, "veredicto")?;
     }
     let format = match args.format.or_json(args.json) {
         crate::printer::Format::Json => Format::Json,

@@ -3,6 +3,7 @@
 
 use anyhow::Context;
 use std::time::Duration;
+use veredicto_core::retrieval::{DuplicateRule, FailureLimit};
 use veredicto_retrieve::Options;
 
 /// Network options shared by `exam` and `search`.
@@ -30,6 +31,45 @@ pub struct NetArgs {
     /// JSON pointer to the score inside one result (absent = no score).
     #[arg(long, value_name = "POINTER", default_value = "/score")]
     pub score_pointer: String,
+}
+
+/// What the exam does with a retriever's answers, the same for every retriever (see
+/// docs/retrievers.md): shared by `exam` and `calibrate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AnswerArgs {
+    /// A chunk ID returned twice for one case: `keep-first` (the first occurrence counts,
+    /// the later ones are removed and reported) or `refuse` (exit 2 naming the case and the
+    /// chunk). Default: `[source] duplicates` of veredicto.toml, else keep-first.
+    #[arg(long, value_name = "keep-first|refuse", value_parser = duplicate_rule)]
+    pub duplicates: Option<DuplicateRule>,
+    /// The most cases a live retriever may fail for (a number, or a share such as `10%`);
+    /// beyond it, or when every case failed, the exam exits 2 and records nothing. Default:
+    /// `[source] max_retriever_failures` of veredicto.toml, else 25%.
+    #[arg(long, value_name = "N|P%", value_parser = failure_limit)]
+    pub max_retriever_failures: Option<FailureLimit>,
+}
+
+impl AnswerArgs {
+    /// The flags, else the project file, else the defaults.
+    pub fn resolve(&self) -> anyhow::Result<(DuplicateRule, FailureLimit)> {
+        let settings = crate::project::settings()?;
+        Ok((
+            self.duplicates.or(settings.duplicates).unwrap_or_default(),
+            self.max_retriever_failures
+                .or(settings.max_retriever_failures)
+                .unwrap_or_default(),
+        ))
+    }
+}
+
+/// `--duplicates`: `keep-first` or `refuse`.
+pub fn duplicate_rule(s: &str) -> Result<DuplicateRule, String> {
+    s.parse()
+}
+
+/// `--max-retriever-failures`: `N` or `P%`.
+pub fn failure_limit(s: &str) -> Result<FailureLimit, String> {
+    s.parse()
 }
 
 /// The retriever URI that `--run FILE`, `--index DIR` or `--retriever URI` name (the first

@@ -18,6 +18,11 @@ pub struct SearchArgs {
     pub retriever: Option<String>,
     #[command(flatten)]
     pub net: crate::retriever_args::NetArgs,
+    /// A chunk ID a live retriever returns twice: `keep-first` (the later ones are removed
+    /// and counted) or `refuse` (exit 2 naming the chunk). Default: `[source] duplicates`
+    /// of veredicto.toml, else keep-first.
+    #[arg(long, value_name = "keep-first|refuse", value_parser = crate::retriever_args::duplicate_rule)]
+    pub duplicates: Option<veredicto_core::retrieval::DuplicateRule>,
     /// The query text.
     pub query: String,
     /// How many results.
@@ -160,7 +165,7 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
         None => None,
     };
     retriever.prepare(embedder.as_ref().map(|e| e.dim()))?;
-    let ranking = retriever.search(&veredicto_retrieve::Request {
+    let mut ranking = retriever.search(&veredicto_retrieve::Request {
         case_id: "search",
         query: &args.query,
         vector: vector.as_deref(),
@@ -169,6 +174,20 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
         exact: false,
         filters: filters.as_ref(),
     })?;
+    // The exam's rule for every answer: each chunk once.
+    let rule = args
+        .duplicates
+        .or(crate::project::settings()?.duplicates)
+        .unwrap_or_default();
+    let removed =
+        veredicto_retrieve::exam::dedup_answer(retriever.as_ref(), "search", rule, &mut ranking)?;
+    if let Some(d) = &removed {
+        crate::printer::note(&format!(
+            "{} duplicate result(s) removed (first occurrence kept): {}; several chunks of one document mapped to one ID, or a hybrid merge that returned an ID twice, are common causes",
+            d.count,
+            veredicto_core::redact::short(&d.ids.join(", "))
+        ));
+    }
     let out = if args.json || args.format == crate::printer::Format::Json {
         let rows: Vec<serde_json::Value> = ranking
             .hits
@@ -178,12 +197,18 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
             .collect();
         format!(
             "{}\n",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "query": args.query,
-                "k": args.k,
-                "retriever": retriever.describe(),
-                "results": rows,
-            }))?
+            serde_json::to_string_pretty(&{
+                let mut v = serde_json::json!({
+                    "query": args.query,
+                    "k": args.k,
+                    "retriever": retriever.describe(),
+                    "results": rows,
+                });
+                if let (Some(d), Some(map)) = (&removed, v.as_object_mut()) {
+                    map.insert("duplicates_removed".into(), serde_json::to_value(d)?);
+                }
+                v
+            })?
         )
     } else {
         let mut s = String::new();

@@ -250,3 +250,63 @@ fn migrate_check_and_the_environment_variable() {
     assert!(!err.contains("s3cret") && !err.contains("ann:"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(20));
 }
+
+/// A pgvector retriever whose every statement is cancelled by `statement_timeout`: the exam
+/// could not run, so it exits 2 and records nothing in the (PostgreSQL) history. Before, it
+/// was a STOP run recorded as if the knowledge base had regressed.
+#[test]
+fn a_pgvector_table_whose_statements_are_all_cancelled_records_nothing() {
+    let db = Db::new("cancel");
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).expect("connect");
+    c.batch_execute(
+        "CREATE EXTENSION IF NOT EXISTS vector; \
+         CREATE TABLE chunks (chunk_id text, embedding vector(3)); \
+         INSERT INTO chunks VALUES ('c1', '[1,0,0]'), ('c2', '[0,1,0]'), ('c3', '[0,0,1]')",
+    )
+    .expect("a table");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let golden = write(
+        dir.path(),
+        "golden.jsonl",
+        "{\"id\": \"q1\", \"query\": \"a\", \"expected\": [\"c1\"], \"query_vector\": [1, 0, 0]}\n{\"id\": \"q2\", \"query\": \"b\", \"expected\": [\"c2\"], \"query_vector\": [0, 1, 0]}\n",
+    );
+    let retriever = format!(
+        "{}?table=chunks&id=chunk_id&vector=embedding&where=pg_sleep(0.4)%20IS%20NOT%20NULL",
+        db.url
+    );
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "exam",
+            "--golden",
+            &golden,
+            "--retriever",
+            &retriever,
+            "--timeout",
+            "0.15",
+            "--retries",
+            "0",
+            "--history",
+            &db.url,
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("table=chunks")
+            && err.contains("the retriever failed for every case (2 of 2)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Last failure, case `q2`: canceling statement due to statement timeout"),
+        "{err}"
+    );
+    let recorded: i64 = c
+        .query_one(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'runs'",
+            &[],
+        )
+        .expect("query")
+        .get(0);
+    assert_eq!(recorded, 0, "the history was not even created");
+}
