@@ -183,8 +183,13 @@ pub fn retriever_failures_line(r: &ExamReport) -> Option<String> {
             .filter(|c| retriever_failed(r, c))
             .map(|c| c.id.as_str()),
     );
+    let (they, count, their) = if n == 1 {
+        ("It", "counts", "its")
+    } else {
+        ("They", "count", "their")
+    };
     Some(format!(
-        "{} failed in the retriever, not in the knowledge base: {cases}. They count as failing (no_results) above; the retriever's errors are in their diagnosis. Fix the retriever and run the exam again before reading the verdict as a judgement of the knowledge base",
+        "{} failed in the retriever, not in the knowledge base: {cases}. {they} {count} as failing (no_results) above; the retriever's error is in {their} diagnosis. Fix the retriever and run the exam again before reading the verdict as a judgement of the knowledge base",
         plural(n, "case", "cases")
     ))
 }
