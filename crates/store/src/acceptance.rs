@@ -4,6 +4,7 @@
 //! triggers refuse UPDATE and DELETE.
 
 use crate::backend::{values, Backend, BadValue, Conn, ConnExt, Lock, Row};
+use crate::seal::{self, SealKind};
 use crate::{id, time, StoreError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -165,6 +166,7 @@ pub(crate) fn record_acceptance(
                 &a.tool_version,
             ],
         )?;
+        seal::seal(c, SealKind::GateAcceptance, &new_id, 0)?;
         Ok(new_id)
     })
 }

@@ -7,6 +7,7 @@
 //! removes one.
 
 use crate::backend::{values, Backend, BadValue, Col, Conn, ConnExt, Lock, Row};
+use crate::seal::{self, SealKind, SealOrigin};
 use crate::store::{resolve_in, Table};
 use crate::{id, time, StoreError};
 use serde::{Deserialize, Serialize};
@@ -205,6 +206,10 @@ fn insert_audit_run(
             ],
         )?;
         insert_records(c, seq, records)?;
+        seal::seal(c, SealKind::AuditRun, &run_id, 0)?;
+        for kind in [AuditRecordKind::Review, AuditRecordKind::Suggestion] {
+            seal::seal_records(c, &run_id, kind, 0, SealOrigin::Recorded)?;
+        }
         Ok(run_id)
     })
 }
@@ -237,8 +242,23 @@ pub(crate) fn append_audit_records(
     let id = resolve_in(b, Table::AuditRuns, run)?;
     let seq = audit_seq(b, &id)?;
     b.write(OP, Lock::AuditRecords(seq), |c| {
-        insert_records(c, seq, records)
+        let kinds = [AuditRecordKind::Review, AuditRecordKind::Suggestion];
+        let before = kinds.map(|kind| count_records(c, seq, kind));
+        insert_records(c, seq, records)?;
+        for (kind, before) in kinds.into_iter().zip(before) {
+            seal::seal_records(c, &id, kind, before?, SealOrigin::Recorded)?;
+        }
+        Ok(())
     })
+}
+
+fn count_records(c: &dyn Conn, run: i64, kind: AuditRecordKind) -> Result<usize, StoreError> {
+    c.one(
+        "appending to an audit run",
+        "SELECT count(*) FROM audit_records WHERE run = ?1 AND kind = ?2",
+        &values![run, kind.as_str()],
+        |r| r.count(0),
+    )
 }
 
 fn audit_seq(c: &dyn Conn, id: &str) -> Result<i64, StoreError> {

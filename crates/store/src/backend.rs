@@ -124,6 +124,12 @@ pub(crate) struct Row(pub(crate) Vec<Value>);
 #[derive(Debug)]
 pub(crate) struct BadValue(String);
 
+impl BadValue {
+    pub(crate) fn new(message: String) -> BadValue {
+        BadValue(message)
+    }
+}
+
 impl Row {
     fn at(&self, i: usize) -> &Value {
         self.0.get(i).unwrap_or(&Value::Null)
@@ -208,6 +214,8 @@ pub(crate) enum Lock {
     Acceptances,
     /// Writers of the runs' chunk lists.
     RunChunks,
+    /// Writers of seals: every writer, last, so that the chain has one order.
+    Chain,
 }
 
 /// A connection, or an open write transaction: statements in the shared SQL.

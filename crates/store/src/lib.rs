@@ -20,6 +20,9 @@
 //!   whole run or none of it.
 //! - **Append-only**: the library has no update or delete; triggers in the database abort
 //!   UPDATE, DELETE and replacing INSERTs on every table, and adding rows to a recorded run.
+//! - **Tamper-evident**: every item is sealed when written with the SHA-256 of its content,
+//!   chained to the previous seal; [`RunStore::check`] recomputes the chain and names the
+//!   first item that was changed (`seal` module docs say exactly what a seal covers).
 //! - **Durable**: WAL journal with `synchronous=FULL`: a run whose `record` returned survives
 //!   a power cut as well as a crash.
 //! - **Concurrent**: any number of processes may record and read at once; writers queue on
@@ -38,6 +41,7 @@ mod migrate;
 mod pg;
 mod run_chunks;
 mod schema;
+mod seal;
 mod sqlite;
 mod store;
 pub mod synthetic;
@@ -49,6 +53,9 @@ pub use error::StoreError;
 pub use metric::{Metric, UnknownMetric};
 pub use migrate::{migrate, MigrateReport};
 pub use pg::PgHistory;
+pub use seal::{
+    ItemRef, Seal, SealBreak, SealCheck, SealKind, SealOrigin, SealProblem, StoredItem,
+};
 pub use sqlite::{SqliteHistory, BUSY_TIMEOUT};
 pub use store::{is_postgres_url, History, RunStore};
 
@@ -183,6 +190,10 @@ pub struct IntegrityReport {
     /// count).
     #[serde(default)]
     pub unreadable_run_chunks: Vec<String>,
+    /// Every item's seal recomputed: the first that does not match, items without one, and
+    /// how many were sealed only when the history was upgraded.
+    #[serde(default)]
+    pub seals: SealCheck,
 }
 
 impl IntegrityReport {
@@ -194,6 +205,7 @@ impl IntegrityReport {
             && self.altered_audit_runs.is_empty()
             && self.unreadable_acceptances.is_empty()
             && self.unreadable_run_chunks.is_empty()
+            && self.seals.is_ok()
     }
 }
 

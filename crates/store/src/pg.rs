@@ -14,7 +14,7 @@
 //!   statement after 60 s, a lock wait after 30 s.
 
 use crate::backend::{Backend, Col, Conn, Lock, Row, Value};
-use crate::StoreError;
+use crate::{seal, StoreError};
 use postgres::types::{ToSql, Type};
 use postgres::{Client, Config, GenericClient, NoTls, Statement, Transaction};
 use std::cell::{RefCell, RefMut};
@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Schema version of a PostgreSQL history (the same numbering as the file's).
-pub(crate) const PG_SCHEMA_VERSION: i32 = 3;
+pub(crate) const PG_SCHEMA_VERSION: i32 = 4;
 
 /// How long one connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -44,7 +44,12 @@ const AUDIT_RUNS_LOCK: i64 = SCHEMA_LOCK + 2;
 const ACCEPTANCES_LOCK: i64 = SCHEMA_LOCK + 3;
 
 /// The schema, one step per version: step `n` takes a version-`n` database to `n + 1`.
-const STEPS: [&str; 3] = [SCHEMA_V1, SCHEMA_V2_AUDIT, SCHEMA_V3_ACCEPTANCES];
+const STEPS: [&str; 4] = [
+    SCHEMA_V1,
+    SCHEMA_V2_AUDIT,
+    SCHEMA_V3_ACCEPTANCES,
+    SCHEMA_V4_CHAIN,
+];
 
 const SCHEMA_V1: &str = r#"
 CREATE TABLE veredicto_schema (
@@ -258,6 +263,22 @@ CREATE TRIGGER veredicto_gate_acceptances_in_order BEFORE INSERT ON gate_accepta
     FOR EACH ROW EXECUTE FUNCTION veredicto_acceptances_in_order();
 "#;
 
+/// Version 4: the seals (`seal.rs`), one row per sealed item, in chain order.
+const SCHEMA_V4_CHAIN: &str = r#"
+CREATE TABLE chain (
+    seq     bigint PRIMARY KEY,
+    kind    text COLLATE "C" NOT NULL CHECK (kind IN ('run', 'audit_run', 'review',
+                                                      'suggestion', 'gate_acceptance',
+                                                      'run_chunks')),
+    item    text COLLATE "C" NOT NULL,
+    part    bigint NOT NULL,
+    origin  text   NOT NULL CHECK (origin IN ('recorded', 'upgrade')),
+    content text   NOT NULL,
+    digest  text   NOT NULL,
+    UNIQUE (kind, item, part)
+);
+"#;
+
 /// Also version 3: the chunks each run read (see `run_chunks.rs`); a version-3 database
 /// made before this table existed gets it on the first write of a snapshot.
 const RUN_CHUNKS_TABLE: &str = r#"
@@ -275,9 +296,11 @@ CREATE INDEX run_chunks_by_fingerprint ON run_chunks (fingerprint, seq);
 
 /// The same for chunk snapshots.
 const RUN_CHUNKS_LOCK: i64 = SCHEMA_LOCK + 4;
+/// The lock every writer takes last, to append its seals: the chain has one order.
+const CHAIN_LOCK: i64 = SCHEMA_LOCK + 5;
 
 /// Tables of each schema version's step, for the append-only triggers.
-const TABLES: [&[&str]; 3] = [
+const TABLES: [&[&str]; 4] = [
     &[
         "runs",
         "reports",
@@ -288,6 +311,7 @@ const TABLES: [&[&str]; 3] = [
     ],
     &["audit_runs", "audit_records"],
     &["gate_acceptances"],
+    &["chain"],
 ];
 
 /// Tables whose rows belong to an exam run (added only while it is recorded).
@@ -320,10 +344,10 @@ fn guards(tables: &[&str]) -> String {
     sql
 }
 
-/// Triggers a version-3 history has: two per table, one more per table of a run, and the
+/// Triggers a version-4 history has: two per table, one more per table of a run, and the
 /// three ordering triggers; `check` adds the two of `run_chunks` when the table is there (a
 /// version-3 database made before it existed gets it on its first chunk list).
-const EXPECTED_TRIGGERS: i64 = 2 * 9 + 5 + 3;
+const EXPECTED_TRIGGERS: i64 = 2 * 10 + 5 + 3;
 
 /// A run history in a PostgreSQL database: one connection (`Send`, not `Sync`), and the
 /// statements it prepared, by SQL text.
@@ -468,6 +492,15 @@ impl PgHistory {
                 .and_then(|()| tx.batch_execute(&guards(&["run_chunks"])))
                 .map_err(self.pg(OP))?;
         }
+        let conn = PgTx {
+            tx: RefCell::new(tx),
+            history: self,
+        };
+        if from > 0 && from < 4 {
+            // An older history: seal what is there, in the upgrade's transaction.
+            seal::seal_at_upgrade(&conn)?;
+        }
+        let mut tx = conn.tx.into_inner();
         tx.execute(
             "UPDATE veredicto_schema SET version = $1",
             &[&PG_SCHEMA_VERSION],
@@ -606,6 +639,7 @@ impl PgHistory {
             Lock::AuditRuns => AUDIT_RUNS_LOCK,
             Lock::Acceptances => ACCEPTANCES_LOCK,
             Lock::RunChunks => RUN_CHUNKS_LOCK,
+            Lock::Chain => CHAIN_LOCK,
             // Records of one audit run are appended one writer at a time, so they keep
             // their order.
             Lock::AuditRecords(seq) => {
@@ -745,7 +779,7 @@ impl Backend for PgHistory {
                        'case_measures'::regclass, 'expected_chunks'::regclass,
                        'sealed'::regclass, 'audit_runs'::regclass,
                        'audit_records'::regclass, 'gate_acceptances'::regclass,
-                       to_regclass('run_chunks'))",
+                       'chain'::regclass, to_regclass('run_chunks'))",
                 &[],
             )
             .map_err(self.pg(OP))?;

@@ -6,6 +6,7 @@
 //! add no body. Append-only like the other tables.
 
 use crate::backend::{values, Backend, Conn, ConnExt, Lock};
+use crate::seal::{self, SealKind};
 use crate::StoreError;
 use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
@@ -111,6 +112,7 @@ pub(crate) fn record_run_chunks(
                 body.clone(),
             ],
         )?;
+        seal::seal(c, SealKind::RunChunks, run, 0)?;
         Ok(body.map_or(0, |b| b.len()))
     })
 }

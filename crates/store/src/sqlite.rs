@@ -4,7 +4,7 @@
 //! integrity_check`, and the mapping of SQLite values; the history's logic is in `store.rs`.
 
 use crate::backend::{Backend, Col, Conn, Lock, Row, Value};
-use crate::{run_chunks, schema, StoreError};
+use crate::{run_chunks, schema, seal, StoreError};
 use rusqlite::types::{ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
@@ -182,6 +182,8 @@ impl SqliteHistory {
                 .and_then(|()| tx.execute_batch(&schema::acceptance_triggers()))
                 .and_then(|()| tx.execute_batch(run_chunks::SQLITE_TABLE))
                 .and_then(|()| tx.execute_batch(&schema::run_chunks_triggers()))
+                .and_then(|()| tx.execute_batch(schema::SCHEMA_V4_CHAIN))
+                .and_then(|()| tx.execute_batch(&schema::chain_triggers()))
                 .and_then(|()| {
                     tx.execute_batch(&format!(
                         "PRAGMA application_id = {}; PRAGMA user_version = {};",
@@ -192,24 +194,30 @@ impl SqliteHistory {
                 .map_err(|e| self.sql(OP, e))?;
         } else if user_version < schema::SCHEMA_VERSION {
             // Upgrade an older history: add the tables of each later version (audit runs
-            // from 2, gate acceptances from 3); nothing else changes.
+            // from 2, gate acceptances and chunk lists from 3, seals from 4), then seal
+            // every item already there; nothing else changes.
             let mut sql = String::new();
             if user_version < 2 {
                 sql.push_str(schema::SCHEMA_V2_AUDIT);
                 sql.push_str(&schema::audit_triggers());
             }
-            sql.push_str(schema::SCHEMA_V3_ACCEPTANCES);
-            sql.push_str(&schema::acceptance_triggers());
-            sql.push_str(run_chunks::SQLITE_TABLE);
-            sql.push_str(&schema::run_chunks_triggers());
-            tx.execute_batch(&sql)
-                .and_then(|()| {
-                    tx.execute_batch(&format!(
-                        "PRAGMA user_version = {};",
-                        schema::SCHEMA_VERSION
-                    ))
-                })
+            if user_version < 3 {
+                sql.push_str(schema::SCHEMA_V3_ACCEPTANCES);
+                sql.push_str(&schema::acceptance_triggers());
+            }
+            tx.execute_batch(&sql).map_err(|e| self.sql(OP, e))?;
+            if !self.has_table("run_chunks")? {
+                self.create_run_chunks(OP)?;
+            }
+            tx.execute_batch(schema::SCHEMA_V4_CHAIN)
+                .and_then(|()| tx.execute_batch(&schema::chain_triggers()))
                 .map_err(|e| self.sql(OP, e))?;
+            seal::seal_at_upgrade(self)?;
+            tx.execute_batch(&format!(
+                "PRAGMA user_version = {};",
+                schema::SCHEMA_VERSION
+            ))
+            .map_err(|e| self.sql(OP, e))?;
         } else {
             check_header(&self.path, application_id, user_version)?;
         }

@@ -9,6 +9,7 @@
 use crate::audit::{AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary};
 use crate::backend::{values, Backend, BadValue, Col, Conn, ConnExt, Lock, Row, Value};
 use crate::pg::PgHistory;
+use crate::seal::{self, ItemRef, Seal, SealKind, StoredItem, RUN_COLUMNS};
 use crate::{
     acceptance, audit, codec, id, run_chunks, time, GateAcceptance, IntegrityReport, Metric,
     RunFilter, RunSummary, SqliteHistory, StoreError, TrendPoint, TrendQuery,
@@ -105,6 +106,16 @@ pub trait RunStore: Send {
     fn run_chunks(&self, run: &str) -> Result<Option<ChunkSnapshot>, StoreError>;
     /// IDs of the runs whose chunks were kept, in recording order.
     fn runs_with_chunks(&self) -> Result<Vec<String>, StoreError>;
+    /// The seals, in chain order (none for an older history opened read-only).
+    fn seals(&self) -> Result<Vec<Seal>, StoreError>;
+    /// Items exactly as stored, each with its seal, for copying into another history
+    /// (`history migrate`).
+    fn export(&self, what: ItemRef<'_>) -> Result<Vec<StoredItem>, StoreError>;
+    /// Appends items exported from another history, in one transaction, value for value
+    /// and each sealed with its source seal's origin. Nothing is written when an item's
+    /// content here would differ from what its source seal covers ([`StoreError::Migrate`]),
+    /// or an ID would not sort after those recorded here.
+    fn import_items(&self, items: &[StoredItem]) -> Result<(), StoreError>;
 }
 
 /// The history's logic, once, for every backend.
@@ -221,6 +232,22 @@ impl<B: Backend> RunStore for B {
     }
     fn runs_with_chunks(&self) -> Result<Vec<String>, StoreError> {
         run_chunks::runs_with_chunks(self)
+    }
+    fn seals(&self) -> Result<Vec<Seal>, StoreError> {
+        seal::seals(self)
+    }
+    fn export(&self, what: ItemRef<'_>) -> Result<Vec<StoredItem>, StoreError> {
+        seal::export(self, what)
+    }
+    fn import_items(&self, items: &[StoredItem]) -> Result<(), StoreError> {
+        let Some(first) = items.first() else {
+            return Ok(());
+        };
+        const OP: &str = "copying an item";
+        let lock = seal::lock_of(self, &first.item)?;
+        self.write(OP, lock, |c| {
+            items.iter().try_for_each(|item| seal::import(c, item))
+        })
     }
 }
 
@@ -491,7 +518,7 @@ fn import_run(b: &impl Backend, run: &RecordedRun) -> Result<(), StoreError> {
 }
 
 /// Columns of `cases`, as `insert_run` writes them.
-const CASE_COLUMNS: [(&str, Col); 20] = [
+pub(crate) const CASE_COLUMNS: [(&str, Col); 20] = [
     ("run", Col::Int),
     ("ordinal", Col::Int),
     ("case_id", Col::Text),
@@ -514,14 +541,14 @@ const CASE_COLUMNS: [(&str, Col); 20] = [
     ("max_noise", Col::Int),
 ];
 
-const MEASURE_COLUMNS: [(&str, Col); 4] = [
+pub(crate) const MEASURE_COLUMNS: [(&str, Col); 4] = [
     ("run", Col::Int),
     ("ordinal", Col::Int),
     ("measure", Col::Text),
     ("value", Col::Real),
 ];
 
-const CHUNK_COLUMNS: [(&str, Col); 8] = [
+pub(crate) const CHUNK_COLUMNS: [(&str, Col); 8] = [
     ("run", Col::Int),
     ("ordinal", Col::Int),
     ("position", Col::Int),
@@ -533,7 +560,8 @@ const CHUNK_COLUMNS: [(&str, Col); 8] = [
 ];
 
 /// Writes a prepared run inside the open write transaction `c`: the run row, its report,
-/// every case, measure and expected-chunk row, and last its seal.
+/// every case, measure and expected-chunk row, its `sealed` marker, and last its seal in the
+/// chain.
 fn insert_run(c: &dyn Conn, p: &Prepared<'_>) -> Result<String, StoreError> {
     const OP: &str = "recording a run";
     let (meta, report) = (p.meta, p.report);
@@ -551,14 +579,15 @@ fn insert_run(c: &dyn Conn, p: &Prepared<'_>) -> Result<String, StoreError> {
     };
     c.execute(
         OP,
-        "INSERT INTO runs (seq, id, created_at, created_ms, label, golden_fingerprint,
-             policy_fingerprint, corpus_fingerprint, retriever, top_k, embedding_model,
-             model_hash, config, tool_version, git_revision, verdict, reasons, cases,
-             gold_cases, failing, failing_gold, mean_quality, mean_recall, mrr,
-             mean_precision, mean_ndcg, mean_average_precision, hit_rate, over_noise,
-             latency)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-             ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
+        &format!(
+            "INSERT INTO runs (seq, {}) VALUES ({})",
+            RUN_COLUMNS.join(", "),
+            (1..=RUN_COLUMNS.len() + 1)
+                .map(|i| format!("?{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        // In the order of `RUN_COLUMNS`.
         &values![
             seq,
             &run_id,
@@ -638,6 +667,7 @@ fn insert_run(c: &dyn Conn, p: &Prepared<'_>) -> Result<String, StoreError> {
     c.insert_rows(OP, "case_measures", &MEASURE_COLUMNS, &measures)?;
     c.insert_rows(OP, "expected_chunks", &CHUNK_COLUMNS, &chunks)?;
     c.execute(OP, "INSERT INTO sealed (run) VALUES (?1)", &values![seq])?;
+    seal::seal(c, SealKind::Run, &run_id, 0)?;
     Ok(run_id)
 }
 
@@ -918,10 +948,11 @@ fn count_runs(c: &dyn Conn) -> Result<usize, StoreError> {
     })
 }
 
-/// Checks the database and every run: the database's own soundness ([`Backend::check_database`]),
-/// that each run's rows add up (case rows = the summary's case count, expected-chunk rows =
-/// what its cases declare, report and seal present), the audit runs' case files, the gate
-/// acceptances and the runs' chunk lists.
+/// Checks the database and every run: the database's own soundness
+/// ([`Backend::check_database`]), that each run's rows add up (case rows = the summary's case
+/// count, expected-chunk rows = what its cases declare, report and `sealed` marker present),
+/// the audit runs' case files, the gate acceptances, the runs' chunk lists, and every seal
+/// (each item's content and each link of the chain, `seal.rs`).
 fn check(b: &impl Backend) -> Result<IntegrityReport, StoreError> {
     const OP: &str = "checking the history";
     let (integrity, foreign_key_violations) = b.check_database()?;
@@ -943,6 +974,7 @@ fn check(b: &impl Backend) -> Result<IntegrityReport, StoreError> {
     let (audit_runs, altered_audit_runs) = audit::check_audit_runs(b)?;
     let (gate_acceptances, unreadable_acceptances) = acceptance::check_acceptances(b)?;
     let (run_chunks, chunk_snapshots, unreadable_run_chunks) = run_chunks::check_run_chunks(b)?;
+    let seals = seal::check(b)?;
     Ok(IntegrityReport {
         runs: count_runs(b)?,
         integrity,
@@ -955,6 +987,7 @@ fn check(b: &impl Backend) -> Result<IntegrityReport, StoreError> {
         run_chunks,
         chunk_snapshots,
         unreadable_run_chunks,
+        seals,
     })
 }
 
