@@ -482,9 +482,14 @@ impl Tally {
         self.read
     }
 
-    /// What was read, as a message may quote it ([`quote`]).
+    /// What was read, as a message may quote it ([`quote`]); past the limit, without a
+    /// size (the message says the limit, and the rest was never read).
     pub(crate) fn quote(&self) -> String {
-        quote(&self.head, self.read)
+        let text = quote(&self.head, self.read);
+        match (self.over, text.rfind("… (")) {
+            (true, Some(cut)) => format!("{}…", &text[..cut]),
+            _ => text,
+        }
     }
 
     fn account(&mut self, bytes: &[u8]) -> io::Result<()> {

@@ -14,7 +14,7 @@
 //! | `index:DIR` | veredicto's own exact index |
 //! | `run:FILE`, `run:-` | a run file (TREC or JSONL), `-` = standard input |
 //! | `http://…`, `https://…` | an HTTP search service (JSON contract in `docs/retrievers.md`) |
-//! | `cmd:PROGRAM ARGS…` | a subprocess speaking the same JSON, one line per request |
+//! | `cmd:PROGRAM ARGS…` | a subprocess speaking the same JSON, one line per request, each answer echoing its request's `id` ([`cmd`]) |
 //! | `postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL` | pgvector ([`pgvector`]) |
 //! | `opensearch+http(s)://…/INDEX?field=F`, `elasticsearch+…` | kNN `_search` ([`engines`]) |
 //! | `qdrant+http(s)://…/COLLECTION` | Qdrant points search ([`engines`]) |
