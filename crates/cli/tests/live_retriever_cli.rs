@@ -14,7 +14,14 @@ const GOLDEN: &str = "{\"id\": \"q1\", \"query\": \"alpha\", \"expected\": [\"7\
 fn exam(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let golden = write(dir, "golden.jsonl", GOLDEN);
     Command::new(env!("CARGO_BIN_EXE_veredicto"))
-        .args(["exam", "--golden", &golden, "--no-record", "--concurrency", "1"])
+        .args([
+            "exam",
+            "--golden",
+            &golden,
+            "--no-record",
+            "--concurrency",
+            "1",
+        ])
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
@@ -58,7 +65,10 @@ done
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let env = std::fs::read_to_string(&dump).unwrap();
     for wanted in ["SEARCH_INDEX=prod", "LC_ALL=C", "TZ=UTC", "PATH="] {
-        assert!(env.lines().any(|l| l.starts_with(wanted)), "{wanted}: {env}");
+        assert!(
+            env.lines().any(|l| l.starts_with(wanted)),
+            "{wanted}: {env}"
+        );
     }
     assert!(!env.contains("SEARCH_TOKEN"), "{env}");
     assert!(!env.contains("s3cret"), "{env}");
@@ -70,7 +80,12 @@ fn cmd_env_naming_an_unset_variable_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let o = exam(
         dir.path(),
-        &["--retriever", "cmd:true", "--cmd-env", "VEREDICTO_TEST_UNSET_42"],
+        &[
+            "--retriever",
+            "cmd:true",
+            "--cmd-env",
+            "VEREDICTO_TEST_UNSET_42",
+        ],
         &[],
     );
     assert_eq!(o.status.code(), Some(2));
@@ -110,7 +125,11 @@ fn numeric_service() -> (String, Arc<Mutex<Vec<serde_json::Value>>>) {
             let mut body = vec![0; len];
             reader.read_exact(&mut body).unwrap();
             let req: serde_json::Value = serde_json::from_slice(&body).unwrap();
-            let id = if req.to_string().contains("alpha") { 7 } else { 9 };
+            let id = if req.to_string().contains("alpha") {
+                7
+            } else {
+                9
+            };
             log.lock().unwrap().push(req);
             let text = format!(r#"{{"hits": {{"hits": [{{"_id": {id}, "_score": 3.5}}]}}}}"#);
             let _ = write!(
@@ -146,7 +165,8 @@ fn an_es_search_through_a_body_template_with_numeric_ids_as_text() {
     let o = exam(dir.path(), &args, &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("`/_id` is not a string: 7 (numeric IDs are read as text with --id-as-text)"),
+        stderr(&o)
+            .contains("`/_id` is not a string: 7 (numeric IDs are read as text with --id-as-text)"),
         "{}",
         stderr(&o)
     );
@@ -184,7 +204,9 @@ fn a_bad_body_template_is_exit_2_naming_file_and_line() {
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
-        err.contains(&format!("{template}:3: unknown placeholder `{{{{qurey}}}}`")),
+        err.contains(&format!(
+            "{template}:3: unknown placeholder `{{{{qurey}}}}`"
+        )),
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");

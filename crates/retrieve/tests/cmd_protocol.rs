@@ -39,7 +39,14 @@ fn run_exam(uri: &str, options: &Options, cases: &[Case]) -> Result<Examined, Re
 /// `c0`…`c{n-1}` asking `q0`…, each expecting `qI-0`.
 fn golden(n: usize) -> Vec<Case> {
     (0..n)
-        .map(|i| case(&format!("c{i}"), &format!("q{i}"), &[&format!("q{i}-0")], None))
+        .map(|i| {
+            case(
+                &format!("c{i}"),
+                &format!("q{i}"),
+                &[&format!("q{i}-0")],
+                None,
+            )
+        })
         .collect()
 }
 
@@ -101,7 +108,10 @@ fn a_program_printing_one_extra_line_is_refused_not_shifted_onto_the_next_cases(
         .expect("refused");
     let text = err.to_string();
     assert!(matches!(err, RetrieveError::Setup { .. }), "{text}");
-    assert!(text.starts_with(&format!("cmd:sh {}", script.display())), "{text}");
+    assert!(
+        text.starts_with(&format!("cmd:sh {}", script.display())),
+        "{text}"
+    );
     assert!(text.contains("request 2 (case `c1`)"), "{text}");
     assert!(text.contains("the answer has no `id`"), "{text}");
     assert!(text.contains(r#"{"results": [{"id": "debug"}]}"#), "{text}");
@@ -134,7 +144,10 @@ fn a_program_that_does_not_echo_ids_is_refused_at_its_first_answer() {
         .expect("refused");
     let text = err.to_string();
     assert!(text.contains("request 1 (case `c0`)"), "{text}");
-    assert!(text.contains("must carry the `id` of its request"), "{text}");
+    assert!(
+        text.contains("must carry the `id` of its request"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -228,13 +241,19 @@ fn on_a_timeout_the_program_and_its_grandchildren_are_killed() {
         .err()
         .expect("a timeout");
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
-    assert!(err.to_string().contains("no answer line within 0.5 s"), "{err}");
+    assert!(
+        err.to_string().contains("no answer line within 0.5 s"),
+        "{err}"
+    );
     let pid: u32 = std::fs::read_to_string(&pidfile)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    assert!(wait_gone(pid), "grandchild {pid} still runs after the timeout");
+    assert!(
+        wait_gone(pid),
+        "grandchild {pid} still runs after the timeout"
+    );
 }
 
 #[test]
@@ -291,12 +310,18 @@ fn an_empty_or_broken_answer_line_is_an_error_naming_the_request() {
     let dir = tempfile::tempdir().unwrap();
     for (answer, want) in [
         ("echo", "request 1 (case `c0`): the answer line is empty"),
-        ("echo 'not json'", "request 1 (case `c0`): the answer line is not JSON"),
+        (
+            "echo 'not json'",
+            "request 1 (case `c0`): the answer line is not JSON",
+        ),
         (
             "echo '{\"id\": 1, \"hits\": []}'",
             "request 1 (case `c0`): the answer has no result list at `/results`",
         ),
-        ("exit 3", "request 1 (case `c0`): the program ended (exit status: 3) before answering"),
+        (
+            "exit 3",
+            "request 1 (case `c0`): the program ended (exit status: 3) before answering",
+        ),
     ] {
         let path = dir.path().join("bad.sh");
         std::fs::write(&path, format!("read -r line\n{answer}\nsleep 1\n")).unwrap();

@@ -76,9 +76,8 @@ fn an_elasticsearch_bm25_search_through_a_body_template() {
         case("c1", "vacaciones", &["vacaciones-b"], None),
         case("c2", hostile, &[&format!("{hostile}-a")], None),
     ];
-    let options = es_options(
-        r#"{"size": {{k}}, "query": {"match": {"text": {{query}}}}, "_source": false}"#,
-    );
+    let options =
+        es_options(r#"{"size": {{k}}, "query": {"match": {"text": {{query}}}}, "_source": false}"#);
     let e = run_exam(&format!("{}/chunks/_search", server.url), &options, &cases).unwrap();
     assert_eq!(e.report.cases[0].expected[0].rank, Some(2));
     assert_eq!(e.report.cases[1].expected[0].rank, Some(1));
@@ -132,7 +131,10 @@ fn a_template_with_the_vector_makes_the_retriever_need_vectors() {
     };
     let r = open("http://127.0.0.1:9/search", &options).unwrap();
     assert_eq!(r.vectors(), veredicto_retrieve::Vectors::Required);
-    assert!(!r.embedding_based(), "a hybrid service is not diagnosed as an embedding");
+    assert!(
+        !r.embedding_based(),
+        "a hybrid service is not diagnosed as an embedding"
+    );
     let options = Options {
         body_template: template(r#"{"q": {{query}}}"#),
         ..Options::default()
@@ -141,7 +143,10 @@ fn a_template_with_the_vector_makes_the_retriever_need_vectors() {
     assert_eq!(r.vectors(), veredicto_retrieve::Vectors::Never);
     // A template is for HTTP retrievers only.
     let err = open("cmd:sh x.sh", &options).err().unwrap();
-    assert!(err.to_string().contains("--body-template applies to http"), "{err}");
+    assert!(
+        err.to_string().contains("--body-template applies to http"),
+        "{err}"
+    );
 }
 
 #[test]
