@@ -14,7 +14,7 @@
 //! | `index:DIR` | veredicto's own exact index |
 //! | `run:FILE`, `run:-` | a run file (TREC or JSONL), `-` = standard input |
 //! | `http://…`, `https://…` | an HTTP search service (JSON contract in `docs/retrievers.md`) |
-//! | `cmd:PROGRAM ARGS…` | a subprocess speaking the same JSON, one line per request |
+//! | `cmd:PROGRAM ARGS…` | a subprocess speaking the same JSON, one line per request, each answer echoing its request's `id` ([`cmd`]) |
 //! | `postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL` | pgvector ([`pgvector`]) |
 //! | `opensearch+http(s)://…/INDEX?field=F`, `elasticsearch+…` | kNN `_search` ([`engines`]) |
 //! | `qdrant+http(s)://…/COLLECTION` | Qdrant points search ([`engines`]) |
@@ -30,6 +30,7 @@ use std::time::Duration;
 use veredicto_core::case::Corpus;
 use veredicto_core::run::Run;
 
+mod answer;
 pub mod cmd;
 pub mod conclude;
 pub mod engines;
@@ -39,6 +40,7 @@ mod net;
 pub mod own_index;
 pub mod pgvector;
 pub mod run_file;
+pub mod template;
 mod uri;
 
 pub use conclude::{run_exam, ExamError, ExamOutcome, ExamRequest};
@@ -203,8 +205,9 @@ pub trait Retriever: Send + Sync {
     }
 }
 
-/// Network settings of live retrievers. Defaults: 10 s per request, 5 min in total,
-/// 2 retries (waiting 250 ms, then 500 ms) on 5xx answers and timeouts only.
+/// Settings of live retrievers. Defaults: 10 s per request, 5 min in total, 2 retries
+/// (waiting 250 ms, then 500 ms) on 5xx answers, timeouts and connections closed mid-answer
+/// only; answers of at most 64 MiB; a command gets no environment variable.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Per-request timeout.
@@ -224,12 +227,26 @@ pub struct Options {
     pub id_pointer: String,
     /// JSON pointer to the score inside one result (default `/score`; absent = no score).
     pub score_pointer: String,
+    /// Read a numeric chunk ID as text (an integer, written exactly); by default an ID must
+    /// be a string.
+    pub id_as_text: bool,
+    /// Largest answer read: an HTTP body, a command's answer line (default
+    /// [`DEFAULT_MAX_ANSWER_BYTES`]). Answers are parsed as they stream in and only `depth`
+    /// results are kept, so this bounds the bytes read, not what is held.
+    pub max_answer_bytes: u64,
+    /// The environment a `cmd:` program runs with, and nothing else: the caller chooses
+    /// it ([`cmd::passed_by_default`] names the variables the command line passes).
+    pub command_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// The request body of an HTTP retriever, when not the default contract's.
+    pub body_template: Option<template::BodyTemplate>,
 }
 
 /// Default per-request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default total deadline.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
+/// Default largest answer: 64 MiB.
+pub const DEFAULT_MAX_ANSWER_BYTES: u64 = 64 << 20;
 
 impl Default for Options {
     fn default() -> Self {
@@ -242,6 +259,10 @@ impl Default for Options {
             results_pointer: "/results".to_owned(),
             id_pointer: "/id".to_owned(),
             score_pointer: "/score".to_owned(),
+            id_as_text: false,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+            command_env: Vec::new(),
+            body_template: None,
         }
     }
 }
