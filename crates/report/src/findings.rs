@@ -18,6 +18,9 @@ pub fn diagnosis(d: &DiagnosisFinding) -> String {
             "expected chunk not in the index (never ingested)".to_owned()
         }
         D::NotInCorpus { source } => format!("expected chunk not in the {source}"),
+        D::NotInCollection { collection } => format!(
+            "expected chunk not in the {collection}: asked by ID, the retriever does not hold it (deleted, never loaded, or stored under another ID), so nothing else can be blamed"
+        ),
         D::NoText => "chunk has no text".to_owned(),
         D::TableWithoutHeader { table_lines } => format!(
             "table without a header row: {table_lines} table lines and no header separator (|---|)"
@@ -79,6 +82,10 @@ pub fn diagnosis(d: &DiagnosisFinding) -> String {
             served_rank.map_or("—".to_owned(), |r| r.to_string())
         ),
         D::MissedUnderExactToo => "misses expected chunks under exact search too: not the ANN index (embedding, chunking or labels)".to_owned(),
+        D::MissingUnderExactToo { missing, collection } => format!(
+            "misses expected chunks under exact search too because {missing} of them {} not in the {collection}: neither the ANN index nor the embedding",
+            if *missing == 1 { "is" } else { "are" }
+        ),
         D::StructuralNoise {
             k,
             noise,
@@ -555,6 +562,9 @@ mod tests {
             D::NotInCorpus {
                 source: "index".into(),
             },
+            D::NotInCollection {
+                collection: "table `kb`".into(),
+            },
             D::NoText,
             D::TableWithoutHeader { table_lines: 3 },
             D::TableCutMidRow {
@@ -601,6 +611,10 @@ mod tests {
                 served_rank: None,
             },
             D::MissedUnderExactToo,
+            D::MissingUnderExactToo {
+                missing: 2,
+                collection: "table `kb`".into(),
+            },
             D::StructuralNoise {
                 k: 10,
                 noise: 9,
@@ -618,6 +632,7 @@ mod tests {
         for d in &all {
             match d {
                 D::NotInCorpus { .. }
+                | D::NotInCollection { .. }
                 | D::NoText
                 | D::TableWithoutHeader { .. }
                 | D::TableCutMidRow { .. }
@@ -638,6 +653,7 @@ mod tests {
                 | D::RetrieverFailed { .. }
                 | D::LostByAnn { .. }
                 | D::MissedUnderExactToo
+                | D::MissingUnderExactToo { .. }
                 | D::StructuralNoise { .. }
                 | D::RankingNoise { .. } => {}
             }
