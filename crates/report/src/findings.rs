@@ -603,8 +603,21 @@ pub fn compat_differences(c: &Compatibility) -> Vec<String> {
         }
         differences.push(s);
     }
-    if !c.config.is_empty() {
-        differences.push(format!("config changed: {}", setting_changes(&c.config)));
+    // A different query embedder first and in its own words: the two runs rank with
+    // different vectors, so their scores and ranks are not comparable case by case.
+    let (model, config): (Vec<SettingChange>, Vec<SettingChange>) = c
+        .config
+        .iter()
+        .cloned()
+        .partition(|s| s.key == "embedding_model" || s.key == "model_hash");
+    if !model.is_empty() {
+        differences.push(format!(
+            "query embedder changed: {}: the runs embed their queries with different models, so their scores and ranks are not comparable case by case",
+            setting_changes(&model)
+        ));
+    }
+    if !config.is_empty() {
+        differences.push(format!("config changed: {}", setting_changes(&config)));
     }
     differences
 }

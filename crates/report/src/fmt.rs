@@ -190,3 +190,12 @@ pub fn exactness(r: &ExamReport) -> Option<String> {
         x.failing_under_exact_too
     ))
 }
+
+/// A `sha256:…` fingerprint shortened to its first 12 hex digits (`sha256:1a2b3c4d5e6f`).
+pub fn short_fingerprint(fp: &str) -> String {
+    let first = |s: &str| s.chars().take(12).collect::<String>();
+    match fp.split_once(':') {
+        Some((algo, hex)) => format!("{algo}:{}", first(hex)),
+        None => first(fp),
+    }
+}

@@ -645,6 +645,10 @@ pub fn examine(
         })
     };
     let mut report = evaluate(inputs.cases, &retrieval.run);
+    report.query_embedder = embedder.map(|e| veredicto_core::exam::QueryEmbedder {
+        name: e.fingerprint().name.clone(),
+        fingerprint: e.fingerprint().digest(),
+    });
     if let (Some(cases), Some(s1)) = (boost_cases, &retrieval.stage1) {
         // Both orders at each case's K: the vector search alone, then with the boost.
         let r1 = evaluate(inputs.cases, s1);

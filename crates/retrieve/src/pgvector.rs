@@ -58,6 +58,9 @@ impl Metric {
     }
 }
 
+/// Equality conditions of a request's filters: (column SQL, whether it is the labels array).
+type Equalities<'s> = Vec<(&'s str, bool)>;
+
 /// A pgvector table.
 pub struct PgVector {
     shown: String,
@@ -362,7 +365,7 @@ impl PgVector {
     fn bind_filters<'s>(
         &'s self,
         request: &Request<'_>,
-    ) -> Result<(Vec<(&'s str, bool)>, Vec<String>), RetrieveError> {
+    ) -> Result<(Equalities<'s>, Vec<String>), RetrieveError> {
         let filters = match request.filters {
             Some(f) => crate::filter_equalities(f)
                 .map_err(|reason| self.setup(format!("case `{}`: {reason}", request.case_id)))?,

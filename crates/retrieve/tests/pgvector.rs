@@ -819,3 +819,71 @@ fn the_exact_query_stays_exact_when_the_database_turns_sequential_scans_off() {
         .batch_execute("DROP DATABASE noseq_db WITH (FORCE)")
         .unwrap();
 }
+
+/// The example of docs/retrievers.md: 20,000 rows with an HNSW index (pgvector's defaults,
+/// m = 16, ef_construction = 64), 50 cases expecting their exact top 3, K = 10, depth 100,
+/// examined at ef_search 10, 40 (the default) and 100. Prints what the exam says.
+#[test]
+fn ef_search_10_40_100_on_20k_rows() {
+    let data = items(20_000, 61);
+    let mut client = load_table("ef20k_t", &data);
+    client
+        .batch_execute(
+            "CREATE INDEX ef20k_t_hnsw ON ef20k_t USING hnsw (embedding vector_cosine_ops); ANALYZE ef20k_t",
+        )
+        .unwrap();
+    let cases: Vec<Case> = cases(&data, 50, 62, &[1, 2, 3])
+        .into_iter()
+        .map(|c| Case {
+            top_k: Some(10),
+            ..c
+        })
+        .collect();
+    let settings = Settings {
+        depth: 100,
+        exactness_check: true,
+        ..Settings::default()
+    };
+    let mut seen = Vec::new();
+    for ef in [10, 40, 100] {
+        let e = exam(
+            &table_uri("ef20k_t", &format!("&ef_search={ef}")),
+            &cases,
+            &settings,
+        )
+        .unwrap();
+        let r = &e.report;
+        let returned: Vec<usize> = r.cases.iter().map(|c| c.retrieved).collect();
+        let x = r.exactness.as_ref().unwrap();
+        let recall_failing = r
+            .cases
+            .iter()
+            .filter(|c| {
+                c.reasons
+                    .contains(&veredicto_core::exam::CaseReason::Recall)
+            })
+            .count();
+        println!(
+            "ef_search={ef}: results per case {}..{} (asked 100) · mean recall@10 {:.3} · {recall_failing} of 50 cases fail recall · ANN recall@10 vs exact {:.3}",
+            returned.iter().min().unwrap(),
+            returned.iter().max().unwrap(),
+            r.summary.mean_recall,
+            x.ann_recall_at_k
+        );
+        for w in veredicto_report::explain::warning_lines(r) {
+            if w.contains("fewer results") {
+                println!("  {w}");
+            }
+        }
+        seen.push((
+            ef,
+            *returned.iter().max().unwrap(),
+            r.warnings
+                .iter()
+                .any(|w| matches!(w, veredicto_core::exam::ExamWarning::ShortResults { .. })),
+        ));
+    }
+    assert!(seen[0].1 <= 10 && seen[0].2, "{seen:?}");
+    assert!(seen[1].1 <= 40 && seen[1].2, "{seen:?}");
+    assert_eq!(seen[2].1, 100, "{seen:?}");
+}

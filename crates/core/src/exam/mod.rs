@@ -61,6 +61,11 @@ pub struct ExamReport {
     /// The exam date used for validity windows, when one was given.
     pub as_of: Option<String>,
     pub run: RunInfo,
+    /// The model that embedded the queries, when the exam loaded one (`--model`,
+    /// `--embedder`); absent when the queries came with their vectors or the retriever reads
+    /// text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_embedder: Option<QueryEmbedder>,
     /// Per-stage summaries when the retriever has several stages (retrieve wide, then
     /// rerank): stage 1's recall at N is the reranker's ceiling. Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -88,6 +93,16 @@ pub struct ExamReport {
 
 fn yes() -> bool {
     true
+}
+
+/// The query embedder of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryEmbedder {
+    /// The model's name (its folder, or the model a server was asked for).
+    pub name: String,
+    /// The fingerprint of everything that determines its vectors (`sha256:…`): the same
+    /// hash an index built with it records.
+    pub fingerprint: String,
 }
 
 /// A warning about the exam's inputs or about what the retriever returned. Renderers word
@@ -419,6 +434,7 @@ pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
             ignored_queries: ignored.len(),
             ignored_query_ids: ignored.into_iter().take(20).collect(),
         },
+        query_embedder: None,
         stages: Vec::new(),
         latency: BTreeMap::new(),
         exactness: None,
