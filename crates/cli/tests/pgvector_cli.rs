@@ -203,6 +203,7 @@ fn a_live_pgvector_history_records_the_query_embedder_and_names_deleted_rows() {
     let o = exam("toy-a", &["--label", "v2"]);
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     let text = stdout(&o);
+    println!("{text}");
     assert!(
         text.contains(&format!(
             "diagnosis [corpus] faq0: expected chunk not in the table `{TABLE}`: asked by ID"
@@ -215,6 +216,7 @@ fn a_live_pgvector_history_records_the_query_embedder_and_names_deleted_rows() {
     let o = veredicto_in(d, &["compare", "--baseline", "last-accepted"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
+    println!("{text}");
     assert!(!text.contains("entered since"), "{text}");
     assert!(
         !text.contains("regression by the latest ingestion"),
@@ -239,6 +241,7 @@ fn a_live_pgvector_history_records_the_query_embedder_and_names_deleted_rows() {
     let c: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(c["comparison"]["compatibility"]["comparable"], false);
     let differences = c["comparison"]["compatibility"]["differences"].to_string();
+    println!("{differences}");
     assert!(
         differences.contains(r#"query embedder changed: embedding_model \"toy-a\" → \"toy-b\""#),
         "{differences}"
