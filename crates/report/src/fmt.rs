@@ -174,11 +174,45 @@ pub fn boost_lines(r: &ExamReport) -> Vec<String> {
 /// The exactness check in one line, when the report has one.
 pub fn exactness(r: &ExamReport) -> Option<String> {
     let x = r.exactness.as_ref()?;
+    let missing = if x.failing_missing_chunks > 0 {
+        format!(
+            " · {} fail because expected chunks are not in the collection",
+            x.failing_missing_chunks
+        )
+    } else {
+        String::new()
+    };
+    if x.served_plan.as_ref().is_some_and(|p| p.exact()) {
+        return Some(format!(
+            "exactness check: the served query is already exact (its plan scans no ANN index: a sequential scan and a sort), so there is no ANN loss to measure over {} cases · {} fail under exact search too{missing}",
+            x.cases, x.failing_under_exact_too
+        ));
+    }
+    let index = match x.served_plan.as_ref().and_then(|p| p.ann_index.as_deref()) {
+        Some(name) => format!(
+            " (the served query scans the {} index `{}`)",
+            x.served_plan
+                .as_ref()
+                .and_then(|p| p.method.as_deref())
+                .unwrap_or("ANN"),
+            veredicto_core::redact::escape_control(name)
+        ),
+        None => String::new(),
+    };
     Some(format!(
-        "exactness check: ANN recall@K against exact search {} over {} cases · {} failing cases lost expected chunks to the ANN index · {} fail under exact search too",
+        "exactness check: ANN recall@K against exact search {} over {} cases{index} · {} failing cases lost expected chunks to the ANN index · {} fail under exact search too{missing}",
         f3(x.ann_recall_at_k),
         x.cases,
         x.failing_lost_by_ann,
         x.failing_under_exact_too
     ))
+}
+
+/// A `sha256:…` fingerprint shortened to its first 12 hex digits (`sha256:1a2b3c4d5e6f`).
+pub fn short_fingerprint(fp: &str) -> String {
+    let first = |s: &str| s.chars().take(12).collect::<String>();
+    match fp.split_once(':') {
+        Some((algo, hex)) => format!("{algo}:{}", first(hex)),
+        None => first(fp),
+    }
 }

@@ -36,6 +36,7 @@ pub mod conclude;
 pub mod engines;
 pub mod exam;
 pub mod http;
+mod live;
 mod net;
 pub mod own_index;
 pub mod pgvector;
@@ -203,6 +204,51 @@ pub trait Retriever: Send + Sync {
         let _ = model_hash;
         Ok(())
     }
+    /// Which of `ids` the collection holds, asked by ID (at most [`HOLDS_MAX`] IDs, sent in
+    /// requests of at most [`HOLDS_BATCH`]): pgvector `WHERE id = ANY($1)`, an `ids` query
+    /// for OpenSearch / Elasticsearch, Qdrant's points API, the own index's chunk table.
+    /// `None`: the retriever cannot tell (an HTTP service, a command, a run file): "unknown".
+    /// The exam asks once, for the expected chunks that no case retrieved.
+    fn holds(&self, ids: &[&str]) -> Result<Option<Holding>, RetrieveError> {
+        let _ = ids;
+        Ok(None)
+    }
+    /// How the engine answers `request`'s served (approximate) query, as its planner says
+    /// (pgvector: `EXPLAIN`); `None` when it cannot say. Asked once, by the exactness check.
+    /// `request.vector` may be `None`: the engine then plans with a vector of its own.
+    fn served_plan(
+        &self,
+        request: &Request<'_>,
+    ) -> Result<Option<veredicto_core::exam::ServedPlan>, RetrieveError> {
+        let _ = request;
+        Ok(None)
+    }
+    /// Why `request` may get fewer than `request.depth` results, when the engine can tell
+    /// (pgvector: fewer rows, or an HNSW scan capped by `hnsw.ef_search`). Asked once, when
+    /// some case came back short.
+    fn short_cause(
+        &self,
+        request: &Request<'_>,
+    ) -> Result<Option<veredicto_core::exam::ShortCause>, RetrieveError> {
+        let _ = request;
+        Ok(None)
+    }
+}
+
+/// Most expected chunk IDs one exam asks a retriever about ([`Retriever::holds`]); the rest
+/// (in ID order) stay unknown.
+pub const HOLDS_MAX: usize = 10_000;
+/// Most IDs in one request of [`Retriever::holds`].
+pub const HOLDS_BATCH: usize = 500;
+
+/// What a retriever says about which chunk IDs its collection holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holding {
+    /// The collection as messages name it: ``table `kb` ``, ``index `chunks` ``,
+    /// ``collection `kb` ``.
+    pub collection: String,
+    /// The asked IDs it holds.
+    pub present: std::collections::BTreeSet<String>,
 }
 
 /// Settings of live retrievers. Defaults: 10 s per request, 5 min in total, 2 retries

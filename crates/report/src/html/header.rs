@@ -276,7 +276,11 @@ pub fn provenance(run: &RecordedRun) -> String {
     };
     s.push_str(&format!(
         "<dt>Field</dt><dd>{}</dd>",
-        dd(Some(cfg.field.as_deref().unwrap_or(policy_field)))
+        // A live retriever's table was not embedded by veredicto: no field to state.
+        dd(cfg
+            .field
+            .as_deref()
+            .or(matches!(cfg.retriever.as_str(), "index" | "run-file").then_some(policy_field)))
     ));
     s.push_str(&format!("<dt>K</dt><dd>{}</dd>", cfg.top_k));
     s.push_str(&format!(
