@@ -193,3 +193,45 @@ fn unknown_gold_label_is_a_warning_in_text_and_json() {
     assert_eq!(json["warnings"][0]["kind"], "gold_unknown");
     assert_eq!(json["policy_calibrated"], false);
 }
+
+#[test]
+fn exam_reports_say_the_uncalibrated_ceiling_decides_a_perfect_one_chunk_suite() {
+    let r = report(&[1; 30], &Policy::default());
+    let human = veredicto_report::human::render(&r, false);
+    let verdict = human.split("verdict: STOP\n").nth(1).unwrap();
+    let first = verdict.lines().next().unwrap();
+    assert!(
+        first.starts_with("  - structural_noise: the noise ceiling is not calibrated for this suite: 30 cases (1 gold) fail on noise alone that a perfect ranking would also have (K = 10, 1 expected chunk: a perfect ranking leaves 9 results below it, ceiling 3): q0, q1,"),
+        "{human}"
+    );
+    assert!(!human.contains("gold_case_failed"), "{human}");
+    assert!(human.contains("FAIL structural_noise"), "{human}");
+    let md = veredicto_report::markdown::render(&r);
+    assert!(
+        md.contains("the noise ceiling is not calibrated for this suite"),
+        "{md}"
+    );
+    let junit = veredicto_report::junit::render(&r);
+    assert!(
+        junit.contains("structural_noise: the noise ceiling is not calibrated"),
+        "{junit}"
+    );
+    // A calibrated policy that still leaves one case structurally over: the K is named.
+    let calibrated = Policy {
+        noise_ceiling: 0.8,
+        ..Policy::default()
+    };
+    let r = report(&[1, 3, 3, 3], &calibrated);
+    let human = veredicto_report::human::render(&r, false);
+    let lines: Vec<&str> = human
+        .split("verdict: STOP\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("  - structural_noise: 1 gold case fails on noise alone that a perfect ranking would also have (K = 10, 1 expected chunk: a perfect ranking leaves 9 results below it, ceiling 8): q0; their K exceeds"),
+        "{lines:?}"
+    );
+}
