@@ -333,3 +333,58 @@ fn a_perfect_one_chunk_suite_stops_on_the_uncalibrated_ceiling_not_on_gold_failu
         serde_json::json!(["structural_noise"])
     );
 }
+
+#[test]
+fn calibrating_a_one_chunk_suite_says_the_noise_rule_can_fail_no_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let (golden, run) = perfect_one_chunk_suite(dir.path());
+    let o = veredicto_in(
+        dir.path(),
+        &["calibrate", "--golden", &golden, "--run", &run],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let says = "with one expected chunk per case the noise rule cannot tell healthy from noisy cases: list the other relevant chunks of each case to make it informative";
+    assert!(
+        text.contains(&format!("noise rule not informative: {says}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("none of the 30 cases can fail the noise rule"),
+        "{text}"
+    );
+    let written = std::fs::read_to_string(dir.path().join("policy.toml")).unwrap();
+    assert!(
+        written.contains(&format!("# noise rule not informative: {says}\n")),
+        "{written}"
+    );
+    assert!(
+        written.contains(
+            "noise_ceiling = 1.0           # calibrated, but it can fail no case of this suite"
+        ),
+        "{written}"
+    );
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "calibrate",
+            "--golden",
+            &golden,
+            "--run",
+            &run,
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["noise_ceiling"], 1.0);
+    assert_eq!(v["noise_rule_informative"], false);
+    assert_eq!(
+        v["noise_rule"]["uninformative"],
+        "one_expected_chunk_per_case"
+    );
+    assert_eq!(v["noise_rule"]["reason"], says);
+    assert_eq!(v["noise_rule"]["cases_it_can_fail"], 0);
+    assert_eq!(v["noise_rule"]["nearest"]["most_noise"], 9);
+    assert_eq!(v["noise_rule"]["nearest"]["max_noise"], 10);
+}
