@@ -79,7 +79,7 @@ pub fn uncalibrated_note(r: &ExamReport) -> Option<String> {
     (!r.policy_calibrated).then(|| {
         format!(
             "policy: veredicto's defaults, not calibrated on this suite (noise ceiling {}% of K); `veredicto calibrate` writes one from the suite's healthy cases",
-            fmt_pct0(r.policy.noise_ceiling)
+            crate::fmt::pct0(r.policy.noise_ceiling)
         )
     })
 }
@@ -272,25 +272,19 @@ pub fn short_cause(c: &ShortCause) -> String {
     }
 }
 
-/// How many failing cases fail on structural noise alone (no other reason).
+/// How many failing cases fail on structural noise alone (no other reason). Records
+/// written before structural noise was a reason of its own say `noise` with a structural
+/// finding.
 pub fn structural_only(r: &ExamReport) -> usize {
     r.cases
         .iter()
         .filter(|c| {
-            !c.passed
-                && c.reasons == [veredicto_core::exam::CaseReason::Noise]
-                && matches!(c.noise_finding, Some(NoiseFinding::Structural { .. }))
+            c.fails_on_structural_noise_only()
+                || (!c.passed
+                    && c.reasons == [veredicto_core::exam::CaseReason::Noise]
+                    && matches!(c.noise_finding, Some(NoiseFinding::Structural { .. })))
         })
         .count()
-}
-
-fn fmt_pct0(v: f64) -> String {
-    let p = v * 100.0;
-    if (p - p.round()).abs() < 1e-9 {
-        format!("{}", p.round() as i64)
-    } else {
-        format!("{p:.1}")
-    }
 }
 
 #[cfg(test)]

@@ -291,6 +291,13 @@ pub struct Summary {
     pub over_noise: usize,
     /// Cases whose noise is undefined (no expected chunk in the top-K, or no scores).
     pub noise_undefined: usize,
+    /// Failing cases whose only reason is structural noise (noise that a perfect ranking
+    /// of the case would also have). Records written before this field read 0.
+    #[serde(default)]
+    pub structural_only: usize,
+    /// Of those, gold cases.
+    #[serde(default)]
+    pub structural_only_gold: usize,
     /// Failing cases per reason.
     pub by_reason: BTreeMap<String, usize>,
     /// Number of cases per noise value (cases with undefined noise are not counted).
@@ -352,6 +359,15 @@ pub struct CaseResult {
     pub diagnosis: Vec<Finding>,
 }
 
+impl CaseResult {
+    /// The case fails, and only because of noise that a perfect ranking of it would also
+    /// have ([`CaseReason::StructuralNoise`]): its recall passes, its K exceeds what its
+    /// expected list can fill under the ceiling.
+    pub fn fails_on_structural_noise_only(&self) -> bool {
+        !self.passed && self.reasons == [CaseReason::StructuralNoise]
+    }
+}
+
 /// Where one expected chunk came out.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExpectedChunk {
@@ -409,25 +425,9 @@ pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
         .collect();
 
     let summary = summarise(&cases, policy, &extra);
-    let mut reasons = Vec::new();
-    if summary.mean_quality < policy.min_mean_quality {
-        reasons.push(StopReason::MeanQuality);
-    }
-    if summary.failing_gold > 0 {
-        reasons.push(StopReason::GoldCaseFailed);
-    }
-    let failing_non_gold = summary.failing - summary.failing_gold;
-    if policy.require_notes && summary.failing_documented < failing_non_gold {
-        reasons.push(StopReason::UndocumentedFailures);
-    }
-    if failing_non_gold > summary.max_failing {
-        reasons.push(StopReason::TooManyFailures);
-    }
-    let verdict = if reasons.is_empty() {
-        Verdict::Accept
-    } else {
-        Verdict::Stop
-    };
+    let verdict = verdict::decide(&summary, policy);
+    let reasons = stop_reasons(&cases, &summary, policy);
+    debug_assert_eq!(verdict == Verdict::Stop, !reasons.is_empty());
 
     let golden: HashSet<&str> = input.cases.iter().map(|c| c.id.as_str()).collect();
     let ignored: Vec<String> = input
@@ -522,10 +522,8 @@ fn evaluate_case(
     if recall < th.recall_floor {
         reasons.push(CaseReason::Recall);
     }
-    if noise.is_some_and(|(n, _)| n > max_noise) {
-        reasons.push(CaseReason::Noise);
-    }
-    let passed = reasons.is_empty();
+    let over_noise = noise.is_some_and(|(n, _)| n > max_noise);
+    let passed = reasons.is_empty() && !over_noise;
     let note = input
         .notes
         .get(&case.id)
@@ -549,6 +547,13 @@ fn evaluate_case(
     };
     let diagnosis = diagnosis::diagnose_case(&view);
     let noise_finding = diagnosis::classify_noise(&view);
+    // Noise that a perfect ranking of the case would also have is its own reason.
+    if over_noise {
+        reasons.push(match noise_finding {
+            Some(NoiseFinding::Structural { .. }) => CaseReason::StructuralNoise,
+            _ => CaseReason::Noise,
+        });
+    }
     CaseResult {
         id: case.id.clone(),
         query: case.query.clone(),
@@ -577,6 +582,44 @@ fn evaluate_case(
         noise_finding,
         diagnosis,
     }
+}
+
+/// Why the suite stops, in [`StopReason`]'s order; empty exactly when
+/// [`verdict::decide`] accepts.
+///
+/// The cases that fail on structural noise alone ([`CaseResult::fails_on_structural_noise_only`])
+/// are set apart: `gold_case_failed`, `undocumented_failures` and `too_many_failures` count
+/// only the other failing cases, and `structural_noise` applies when the set-apart cases
+/// stop the suite by the same rules (a gold one, an undocumented one while notes are
+/// required, or non-gold failures over the tolerance counting them). Every failing case is
+/// still counted by the rule that decides the verdict: this only says which cases stop it.
+fn stop_reasons(cases: &[CaseResult], summary: &Summary, policy: &Policy) -> Vec<StopReason> {
+    let mut reasons = Vec::new();
+    if summary.mean_quality < policy.min_mean_quality {
+        reasons.push(StopReason::MeanQuality);
+    }
+    let failing = cases.iter().filter(|c| !c.passed);
+    let (structural, other): (Vec<&CaseResult>, Vec<&CaseResult>) =
+        failing.partition(|c| c.fails_on_structural_noise_only());
+    let other_non_gold = other.iter().filter(|c| !c.gold).count();
+    if other.iter().any(|c| c.gold) {
+        reasons.push(StopReason::GoldCaseFailed);
+    }
+    if policy.require_notes && other.iter().any(|c| !c.gold && !c.documented) {
+        reasons.push(StopReason::UndocumentedFailures);
+    }
+    if other_non_gold > summary.max_failing {
+        reasons.push(StopReason::TooManyFailures);
+    }
+    let structural_non_gold = structural.iter().filter(|c| !c.gold).count();
+    let failing_non_gold = summary.failing - summary.failing_gold;
+    if structural.iter().any(|c| c.gold)
+        || (policy.require_notes && structural.iter().any(|c| !c.gold && !c.documented))
+        || (structural_non_gold > 0 && failing_non_gold > summary.max_failing)
+    {
+        reasons.push(StopReason::StructuralNoise);
+    }
+    reasons
 }
 
 /// The input warnings, in [`ExamWarning`]'s order.
@@ -645,6 +688,14 @@ fn summarise(cases: &[CaseResult], policy: &Policy, extra: &[Measure]) -> Summar
             .filter(|c| c.noise.is_some_and(|nz| nz > c.max_noise))
             .count(),
         noise_undefined: cases.iter().filter(|c| c.noise.is_none()).count(),
+        structural_only: failing
+            .iter()
+            .filter(|c| c.fails_on_structural_noise_only())
+            .count(),
+        structural_only_gold: failing
+            .iter()
+            .filter(|c| c.gold && c.fails_on_structural_noise_only())
+            .count(),
         by_reason,
         noise_distribution,
         measures,
