@@ -105,7 +105,9 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         (None, None) => anyhow::bail!("give --corpus FILE or --index DIR"),
     }
     if let Some(index) = &index {
-        // The index's vectors (they win over a line's own) and its batch times.
+        // The index's vectors (they win over a line's own) and its batch times; checked
+        // against the manifest first, as before a search.
+        index.check_vectors()?;
         let rows: HashMap<&str, usize> = index.chunks().map(|c| (c.id(), c.row())).collect();
         for (i, c) in input.chunks.iter().enumerate() {
             if let Some(&row) = rows.get(c.id.as_str()) {

@@ -281,7 +281,8 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
     }
     .with_rejections(rejected.clone());
     // A corpus identical to the one last ingested, with the same model and field, changes
-    // nothing: no batch is written and no index file is touched.
+    // nothing: no batch is written and no index file is touched (unless the index is in an
+    // older format: then it is rewritten in the current one, re-embedding nothing).
     let corpus_hash = crate::exam_cmd::file_fingerprint(&corpus_path)?;
     if let Some(o) = old.as_ref().filter(|o| {
         let m = o.manifest();
@@ -292,6 +293,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
             && m.corpus_hash == corpus_hash
             && m.field == field
             && m.model_hash == model.hash
+            && m.format_version == veredicto_index::FORMAT_VERSION
     }) {
         // What a rewrite would have checked while copying the vectors: a damaged index is
         // an error here too, not "unchanged".
