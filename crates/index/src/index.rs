@@ -494,11 +494,15 @@ impl Index {
     fn not_a_unit_vector(&self, row: usize) -> (&'static str, String) {
         let v = self.vector(row);
         let n = crate::kernel::dot(v, v);
+        let block = match &self.vector_sums {
+            Some((rows, _)) => format!(", block {}", row / rows),
+            None => String::new(),
+        };
         (
             files::VECTORS,
             format!(
-                "row {row} (chunk \"{}\") is not a finite unit vector (squared norm {n}): \
-                 the file is damaged; rebuild the index",
+                "row {row} (chunk \"{}\"{block}) is not a finite unit vector (squared norm \
+                 {n}): the file is damaged; rebuild the index",
                 veredicto_core::redact::short(self.table.id(row))
             ),
         )
