@@ -31,6 +31,9 @@ fn run_exam(uri: &str, options: &Options, cases: &[Case]) -> Result<Examined, Re
         },
         &Settings {
             depth: 5,
+            // One case at a time: request N is then the N-th case, whatever the machine's
+            // scheduling (with several in flight, which case gets which number varies).
+            concurrency: 1,
             ..Settings::default()
         },
     )
