@@ -6,6 +6,9 @@ use anyhow::Context;
 use std::path::PathBuf;
 use veredicto_formats::config::{self, InitOptions};
 
+/// The corpus `init` names when `--corpus` is not given.
+const DEFAULT_CORPUS: &str = "corpus.jsonl";
+
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("source").multiple(false))]
 pub struct InitArgs {
@@ -15,9 +18,10 @@ pub struct InitArgs {
     /// The golden set (JSONL cases or a BEIR folder), relative to DIR.
     #[arg(long, value_name = "GOLDEN", default_value = "golden.jsonl")]
     pub golden: String,
-    /// The chunk corpus (JSONL), relative to DIR.
-    #[arg(long, value_name = "CORPUS", default_value = "corpus.jsonl")]
-    pub corpus: String,
+    /// The chunk corpus (JSONL), relative to DIR. Default: corpus.jsonl for an index (what
+    /// `ingest` embeds); for a retriever or a run file, corpus.jsonl only when it exists.
+    #[arg(long, value_name = "CORPUS")]
+    pub corpus: Option<String>,
     /// Examine veredicto's own index in this folder (the default source: .veredicto/index).
     #[arg(long, value_name = "DIR", group = "source")]
     pub index: Option<String>,
@@ -48,18 +52,20 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitStatus> {
     if path.exists() && !args.force {
         anyhow::bail!("{} already exists (--force overwrites it)", path.display());
     }
+    // A user name is not a credential (`postgres://ci@db/veredicto` is fine); a password, a
+    // token or a secret parameter is, and the message shows it masked where it was.
     if veredicto_core::redact::url_has_credentials(&args.history) {
         anyhow::bail!(
-            "--history: the URL carries credentials ({}); give the password through PGPASSWORD or ~/.pgpass, never in the project file",
-            veredicto_core::redact::url(&args.history)
+            "--history: the URL carries a credential ({}); give the password through PGPASSWORD or ~/.pgpass, never in the project file",
+            veredicto_core::redact::url_masked(&args.history)
         );
     }
     let source = match (&args.index, &args.retriever, &args.run) {
         (_, Some(uri), _) => {
             if veredicto_core::redact::url_has_credentials(uri) {
                 anyhow::bail!(
-                    "--retriever: the URI carries credentials ({}); keep them out of the project file",
-                    veredicto_core::redact::url(uri)
+                    "--retriever: the URI carries a credential ({}); keep it out of the project file (PGPASSWORD or ~/.pgpass for PostgreSQL; a header or the server's own configuration for HTTP)",
+                    veredicto_core::redact::url_masked(uri)
                 );
             }
             ("retriever", uri.clone())
@@ -68,9 +74,16 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitStatus> {
         (Some(dir), _, _) => ("index", dir.clone()),
         _ => ("index", ".veredicto/index".to_owned()),
     };
+    // The index needs a corpus to ingest; a live retriever or a run file only uses one for
+    // the diagnosis, so a default that does not exist is left out (commented).
+    let corpus = match (&args.corpus, source.0) {
+        (Some(c), _) => Some(c.clone()),
+        (None, "index") => Some(DEFAULT_CORPUS.to_owned()),
+        (None, _) => Some(DEFAULT_CORPUS.to_owned()).filter(|c| args.dir.join(c).is_file()),
+    };
     let options = InitOptions {
         golden: args.golden.clone(),
-        corpus: Some(args.corpus.clone()),
+        corpus: corpus.clone(),
         source: (source.0.to_owned(), source.1.clone()),
         history: args.history.clone(),
         model: args.model.clone(),
@@ -83,15 +96,16 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitStatus> {
     crate::output::write_atomic(&path, text.as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
 
-    let missing: Vec<&str> = [args.golden.as_str(), args.corpus.as_str()]
-        .into_iter()
+    let missing: Vec<&str> = std::iter::once(args.golden.as_str())
+        .chain(corpus.as_deref())
         .filter(|p| !args.dir.join(p).exists())
         .collect();
     let mut next = Vec::new();
     if source.0 == "index" {
         next.push(format!(
             "veredicto ingest    # embeds {} into {}",
-            args.corpus, source.1
+            corpus.as_deref().unwrap_or(DEFAULT_CORPUS),
+            source.1
         ));
     }
     next.push(format!(

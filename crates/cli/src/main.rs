@@ -52,8 +52,8 @@ struct Cli {
     quiet: bool,
     #[arg(short = 'q', hide = true)]
     quiet_short: bool,
-    /// Print more about what is done (the project file used, the sources). `-v` goes
-    /// before the command.
+    /// Print more about what is done (where the search for a project file stopped, the
+    /// sources). `-v` goes before the command.
     #[arg(long, global = true)]
     verbose: bool,
     #[arg(short = 'v', hide = true)]
@@ -129,12 +129,10 @@ fn main() -> ExitCode {
     // A broken project file stops every command but those that do not read it (`init
     // --force` rewrites it).
     if !matches!(cli.command, Command::Init(_) | Command::Completions { .. }) {
-        match project::settings() {
-            Ok(s) => {
-                if let Some(p) = &s.project {
-                    printer::detail(&format!("project file {}", p.display()));
-                }
-            }
+        // One line names the project file in use (silenced by `-q`); a project file found
+        // but not trusted is a warning.
+        match project::announce() {
+            Ok(()) => {}
             Err(e) => {
                 printer::error(&veredicto_core::redact::message(&e.to_string()));
                 return ExitStatus::Error.into();

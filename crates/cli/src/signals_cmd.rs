@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use veredicto_core::signals::{self, LocatedEvent, Settings};
+use veredicto_core::signals::{self, Settings};
 use veredicto_formats::signals::FieldMap;
 
 /// The default signals file, beside the default history.
@@ -106,12 +106,22 @@ fn field_map(pairs: &[String], events: &[String]) -> anyhow::Result<FieldMap> {
 
 fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let map = field_map(&args.map, &args.map_event)?;
-    let events = veredicto_formats::signals::read_events(&args.log, &map)?;
-    let lines: Vec<String> = events
-        .iter()
-        .map(|e| serde_json::to_string(&e.event))
-        .collect::<Result<_, _>>()?;
-    let (added, present) = append_new(&args.signals, &lines)
+    // The whole log is validated before anything is appended (all or nothing), one line at
+    // a time: the canonical lines wait in an anonymous temporary file, not in memory.
+    let mut spool = std::io::BufWriter::new(
+        tempfile::tempfile().context("creating a temporary file for the validated events")?,
+    );
+    let events =
+        veredicto_formats::signals::for_each_event(&args.log, &map, |e| -> anyhow::Result<()> {
+            serde_json::to_writer(&mut spool, &e.event)?;
+            spool.write_all(b"\n")?;
+            Ok(())
+        })?;
+    let spool = spool
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .context("writing the validated events to a temporary file")?;
+    let (added, present) = append_new(&args.signals, spool)
         .with_context(|| format!("appending to {}", args.signals.display()))?;
     let out = match args.format {
         OutFormat::Json => format!(
@@ -119,14 +129,13 @@ fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&serde_json::json!({
                 "log": args.log.display().to_string(),
                 "signals": args.signals.display().to_string(),
-                "events": events.len(),
+                "events": events,
                 "added": added,
                 "already_present": present,
             }))?
         ),
         OutFormat::Human => format!(
-            "{} events read from {}: {added} added to {}, {present} already there\n",
-            events.len(),
+            "{events} events read from {}: {added} added to {}, {present} already there\n",
             args.log.display(),
             args.signals.display()
         ),
@@ -135,37 +144,83 @@ fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Appends the lines not yet in `path` under an exclusive lock, then fsyncs (the file, and
-/// the folder when the file is new). Returns (added, already present).
-fn append_new(path: &Path, lines: &[String]) -> std::io::Result<(usize, usize)> {
+/// A line's identity for the duplicate check: the first 128 bits of the SHA-256 of its
+/// bytes (without a trailing `\r`). Holding these instead of the lines keeps the check at
+/// 16 bytes per distinct line, whatever the lines' length.
+type LineKey = [u8; 16];
+
+/// The key of the next line of `reader` (read piece by piece: a line of any length costs
+/// no memory), or `None` at the end.
+fn next_line_key(reader: &mut impl BufRead) -> std::io::Result<Option<LineKey>> {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    let mut read_any = false;
+    // A `\r` is held back until we know whether it ends the line.
+    let mut held_cr = false;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        read_any = true;
+        let (piece, consumed, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], i + 1, true),
+            None => (buf, buf.len(), false),
+        };
+        if !piece.is_empty() {
+            if held_cr {
+                hasher.update(b"\r");
+            }
+            let (body, cr) = match piece.strip_suffix(b"\r") {
+                Some(body) => (body, true),
+                None => (piece, false),
+            };
+            hasher.update(body);
+            held_cr = cr;
+        }
+        reader.consume(consumed);
+        if done {
+            break;
+        }
+    }
+    if !read_any {
+        return Ok(None);
+    }
+    let digest = hasher.finalize();
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&digest[..16]);
+    Ok(Some(key))
+}
+
+/// Appends the lines of `spool` not yet in `path` under an exclusive lock, then fsyncs (the
+/// file, and the folder when the file is new). Returns (added, already present). Memory:
+/// one key per distinct line ([`LineKey`]), one line at a time.
+fn append_new(path: &Path, mut spool: std::fs::File) -> std::io::Result<(usize, usize)> {
+    use std::io::{Read, Seek, SeekFrom};
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&dir)?;
     let existed = path.exists();
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .create(true)
         .read(true)
         .append(true)
         .open(path)?;
     file.lock()?;
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut last_newline = true;
-    for line in std::io::BufReader::new(&file).split(b'\n') {
-        let line = line?;
-        let text = String::from_utf8_lossy(&line)
-            .trim_end_matches('\r')
-            .to_owned();
-        if !text.trim().is_empty() {
-            seen.insert(text);
+    let mut seen: HashSet<LineKey> = HashSet::new();
+    {
+        let mut existing = std::io::BufReader::with_capacity(1 << 16, &file);
+        while let Some(key) = next_line_key(&mut existing)? {
+            seen.insert(key);
         }
     }
     // A file cut by a crash mid-line: start on a fresh line.
+    let mut last_newline = true;
     if existed {
         let len = file.metadata()?.len();
         if len > 0 {
-            use std::io::{Read, Seek, SeekFrom};
             let mut last = [0u8; 1];
             let mut f = &file;
             f.seek(SeekFrom::Start(len - 1))?;
@@ -173,22 +228,30 @@ fn append_new(path: &Path, lines: &[String]) -> std::io::Result<(usize, usize)> 
             last_newline = last[0] == b'\n';
         }
     }
-    let mut buf = String::new();
-    if !last_newline {
-        buf.push('\n');
-    }
+    spool.seek(SeekFrom::Start(0))?;
+    let mut lines = std::io::BufReader::with_capacity(1 << 16, spool);
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, &file);
     let (mut added, mut present) = (0, 0);
-    for l in lines {
-        if seen.insert(l.clone()) {
-            buf.push_str(l);
-            buf.push('\n');
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if lines.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        let key = next_line_key(&mut line.as_slice())?.unwrap_or_default();
+        if seen.insert(key) {
+            if added == 0 && !last_newline {
+                out.write_all(b"\n")?;
+            }
+            out.write_all(&line)?;
             added += 1;
         } else {
             present += 1;
         }
     }
+    out.flush()?;
+    drop(out);
     if added > 0 {
-        file.write_all(buf.as_bytes())?;
         file.sync_all()?;
         if !existed {
             if let Ok(d) = std::fs::File::open(&dir) {
@@ -207,10 +270,8 @@ fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitCode> {
             args.merge_cosine
         );
     }
-    let events: Vec<LocatedEvent> = match &args.log {
-        Some(log) => {
-            veredicto_formats::signals::read_events(log, &field_map(&args.map, &args.map_event)?)?
-        }
+    let (log, map) = match &args.log {
+        Some(log) => (log, field_map(&args.map, &args.map_event)?),
         None => {
             if !args.signals.is_file() {
                 anyhow::bail!(
@@ -218,20 +279,28 @@ fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitCode> {
                     args.signals.display()
                 );
             }
-            veredicto_formats::signals::read_events(&args.signals, &FieldMap::default())?
+            (&args.signals, FieldMap::default())
         }
     };
-    let golden = match &args.golden {
-        Some(g) => veredicto_formats::golden::read_golden(g)?,
-        None => Vec::new(),
-    };
+    // The corpus resolves copied texts as the events are read.
     let corpus = match &args.corpus {
         Some(c) => Some(veredicto_formats::corpus::read_corpus(c)?),
         None => None,
     };
+    // One pass over the log, keeping per interaction only what the rules need (not the
+    // events): memory follows the interactions and distinct strings, not the log's size.
+    let mut acc = signals::Accumulator::new(corpus.as_deref());
+    veredicto_formats::signals::for_each_event(log, &map, |e| -> anyhow::Result<()> {
+        acc.push(&e.event, e.line as u64, e.time_ms);
+        Ok(())
+    })?;
+    let golden = match &args.golden {
+        Some(g) => veredicto_formats::golden::read_golden(g)?,
+        None => Vec::new(),
+    };
     let vectors = if args.embedder.model.is_some() || args.embedder.embedder.is_some() {
         let embedder = args.embedder.load_for_index(None, None)?;
-        let queries = signals::distinct_queries(&events);
+        let queries = acc.distinct_queries();
         let texts: Vec<&str> = queries.iter().map(String::as_str).collect();
         Some(embedder.embed(&texts, veredicto_embed::TextKind::Query)?)
     } else {
@@ -241,13 +310,10 @@ fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitCode> {
         merge_cosine: args.merge_cosine,
         rescue_depth: args.rescue_depth,
     };
-    let report = signals::candidates(
-        &events,
-        &golden,
-        corpus.as_deref(),
-        vectors.as_deref(),
-        &settings,
-    );
+    let shown = log.display().to_string();
+    let report = acc.finish(&golden, vectors.as_deref(), &settings, &|line| {
+        format!("{shown}:{line}")
+    });
     crate::output::write_atomic(
         &args.out,
         veredicto_report::signals::candidates_jsonl(&report).as_bytes(),

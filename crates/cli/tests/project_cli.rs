@@ -67,6 +67,115 @@ fn init_keeps_credentials_out_of_the_project_file() {
     assert!(!dir.path().join("veredicto.toml").exists());
 }
 
+/// Regression: `init --retriever postgres://user@host/db` was refused as "carries
+/// credentials" (a user name is not one), and the message removed the offending part instead
+/// of showing it masked.
+#[test]
+fn init_takes_a_user_name_and_shows_a_password_masked_where_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "init",
+            "--retriever",
+            "postgres://reader@127.0.0.1/rag?table=chunks",
+            "--history",
+            "postgres://ci@127.0.0.1/veredicto",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let toml = std::fs::read_to_string(dir.path().join("veredicto.toml")).unwrap();
+    assert!(
+        toml.contains("retriever = \"postgres://reader@127.0.0.1/rag?table=chunks\""),
+        "{toml}"
+    );
+    assert!(
+        toml.contains("history = \"postgres://ci@127.0.0.1/veredicto\""),
+        "{toml}"
+    );
+    let bad = tempfile::tempdir().unwrap();
+    for (flag, uri, shown) in [
+        (
+            "--retriever",
+            "postgres://reader:hunter2@h/rag?table=t",
+            "postgres://reader:***@h/rag?table=t",
+        ),
+        (
+            "--retriever",
+            "https://h/search?api_key=hunter2",
+            "https://h/search?api_key=***",
+        ),
+        ("--retriever", "https://hunter2@h/s", "https://***@h/s"),
+        (
+            "--history",
+            "postgres://ci:hunter2@h/veredicto",
+            "postgres://ci:***@h/veredicto",
+        ),
+    ] {
+        let o = veredicto_in(bad.path(), &["init", flag, uri]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{uri}: {err}");
+        assert!(!err.contains("hunter2"), "{err}");
+        assert!(err.contains(&format!("({shown})")), "{uri}: {err}");
+        assert!(!bad.path().join("veredicto.toml").exists());
+    }
+}
+
+/// Regression: `init` for a live retriever wrote `corpus = "corpus.jsonl"` although no
+/// such file existed (every later command then looked for it).
+#[test]
+fn init_for_a_live_retriever_names_a_corpus_only_when_there_is_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = veredicto_in(
+        dir.path(),
+        &["init", "--retriever", "http://127.0.0.1:9/search"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let toml = std::fs::read_to_string(dir.path().join("veredicto.toml")).unwrap();
+    assert!(
+        !toml.lines().any(|l| l.starts_with("corpus")),
+        "no corpus key: {toml}"
+    );
+    assert!(toml.contains("# corpus = \"corpus.jsonl\""), "{toml}");
+    assert!(!stdout(&o).contains("corpus.jsonl"), "{}", stdout(&o));
+    // With the file there, or named, it is written.
+    std::fs::write(dir.path().join("corpus.jsonl"), "").unwrap();
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "init",
+            "--force",
+            "--retriever",
+            "http://127.0.0.1:9/search",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let toml = std::fs::read_to_string(dir.path().join("veredicto.toml")).unwrap();
+    assert!(toml.contains("\ncorpus = \"corpus.jsonl\"\n"), "{toml}");
+    let o = veredicto_in(
+        dir.path(),
+        &["init", "--force", "--run", "r.trec", "--corpus", "kb.jsonl"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let toml = std::fs::read_to_string(dir.path().join("veredicto.toml")).unwrap();
+    assert!(toml.contains("\ncorpus = \"kb.jsonl\"\n"), "{toml}");
+    assert!(
+        stdout(&o).contains("kb.jsonl does not exist yet"),
+        "{}",
+        stdout(&o)
+    );
+    // An index needs one to ingest: named even before it exists.
+    let fresh = tempfile::tempdir().unwrap();
+    let o = veredicto_in(fresh.path(), &["init"]);
+    let toml = std::fs::read_to_string(fresh.path().join("veredicto.toml")).unwrap();
+    assert!(toml.contains("\ncorpus = \"corpus.jsonl\"\n"), "{toml}");
+    assert!(
+        stdout(&o).contains("corpus.jsonl does not exist yet"),
+        "{}",
+        stdout(&o)
+    );
+}
+
 /// Regression: `exam --compare` run from a subfolder started a new history there and
 /// reported "no baseline"; the history now resolves against veredicto.toml's folder.
 #[test]

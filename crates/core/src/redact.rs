@@ -97,25 +97,82 @@ pub fn url(raw: &str) -> String {
     out
 }
 
-/// True when [`url`] would change `raw`'s credentials (userinfo or a secret parameter).
+/// What replaces a credential in [`url_masked`].
+pub const MASK: &str = "***";
+
+/// True when `raw` carries a credential: a password in its userinfo (`user:pass@`), any
+/// userinfo of a scheme other than PostgreSQL's (an HTTP server takes a token there:
+/// `https://TOKEN@host/`), or a query parameter whose name looks like a secret. A PostgreSQL
+/// user name alone (`postgres://ci@db/veredicto`) is not a credential.
 pub fn url_has_credentials(raw: &str) -> bool {
+    masked(raw).1
+}
+
+/// `raw` with each credential (as [`url_has_credentials`] finds them) replaced by `***` in
+/// place, everything else kept: `postgres://ana:***@db/rag`, `https://***@host/v1`,
+/// `http://host/q?api_key=***&model=m`. For messages that must show which part of what the
+/// user typed is the secret; the history stores [`url`] instead.
+pub fn url_masked(raw: &str) -> String {
+    masked(raw).0
+}
+
+fn masked(raw: &str) -> (String, bool) {
     let Some(scheme_end) = raw.find("://") else {
-        return false;
+        return (raw.to_owned(), false);
     };
-    let rest = &raw[scheme_end + 3..];
+    let (scheme, rest) = (&raw[..scheme_end], &raw[scheme_end + 3..]);
+    let postgres = ["postgres", "postgresql"]
+        .iter()
+        .any(|s| scheme.eq_ignore_ascii_case(s));
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    if rest[..authority_end].contains('@') {
-        return true;
+    let (authority, tail) = rest.split_at(authority_end);
+    let mut found = false;
+    let mut out = format!("{scheme}://");
+    // The last `@` ends the userinfo (a password may itself contain `@`).
+    match authority.rfind('@') {
+        Some(at) => {
+            let userinfo = &authority[..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => {
+                    out.push_str(&format!("{user}:{MASK}"));
+                    found = true;
+                }
+                None if postgres => out.push_str(userinfo),
+                None => {
+                    out.push_str(MASK);
+                    found = true;
+                }
+            }
+            out.push_str(&authority[at..]);
+        }
+        None => out.push_str(authority),
     }
-    match rest.find('?') {
-        Some(q) => rest[q + 1..]
-            .split('#')
-            .next()
-            .unwrap_or("")
-            .split('&')
-            .any(|p| is_secret_param(p.split('=').next().unwrap_or(p))),
-        None => false,
+    let (before_fragment, fragment) = match tail.find('#') {
+        Some(h) => tail.split_at(h),
+        None => (tail, ""),
+    };
+    match before_fragment.split_once('?') {
+        Some((path, query)) => {
+            out.push_str(path);
+            out.push('?');
+            let params: Vec<String> = query
+                .split('&')
+                .map(|p| {
+                    let name = p.split('=').next().unwrap_or(p);
+                    if is_secret_param(name) {
+                        found = true;
+                        format!("{name}={MASK}")
+                    } else {
+                        p.to_owned()
+                    }
+                })
+                .collect();
+            out.push_str(&params.join("&"));
+        }
+        None => out.push_str(before_fragment),
     }
+    out.push_str(fragment);
+    (out, found)
 }
 
 /// Replaces secrets that a server may echo in an error body: `Bearer <token>`,
@@ -376,6 +433,33 @@ mod tests {
         assert!(url_has_credentials("http://a:b@h/"));
         assert!(url_has_credentials("http://h/?token=1"));
         assert!(!url_has_credentials("http://h/?table=t"));
+    }
+
+    /// Regression: `init --retriever postgres://user@host/db` was refused as carrying
+    /// credentials, and the message removed the user instead of showing what was wrong.
+    #[test]
+    fn a_user_name_is_not_a_credential_and_secrets_are_masked_in_place() {
+        assert!(!url_has_credentials("postgres://ci@db.example/veredicto"));
+        assert!(!url_has_credentials(
+            "postgresql://reader@127.0.0.1:5432/rag?table=chunks&id=id"
+        ));
+        assert_eq!(
+            url_masked("postgres://ci@db.example/veredicto"),
+            "postgres://ci@db.example/veredicto"
+        );
+        assert!(url_has_credentials("postgres://user:pw@host/db"));
+        assert_eq!(
+            url_masked("postgres://user:s3cr%40t@host:5432/db?table=t"),
+            "postgres://user:***@host:5432/db?table=t"
+        );
+        // An HTTP server takes a token as the user name.
+        assert!(url_has_credentials("https://ghp_abc@host/v1"));
+        assert_eq!(
+            url_masked("https://ghp_abc@host/v1?api_key=k&model=m#f"),
+            "https://***@host/v1?api_key=***&model=m#f"
+        );
+        assert_eq!(url_masked("cmd:python3 s.py"), "cmd:python3 s.py");
+        assert_eq!(url_masked("http://h:9/s"), "http://h:9/s");
     }
 
     #[test]

@@ -35,6 +35,7 @@ use crate::aggregation::{self, Aggregation};
 use crate::case::{Case, Chunk};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
 /// What the user did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -243,24 +244,6 @@ pub struct SignalsReport {
     pub triage: Vec<Triage>,
 }
 
-#[derive(Debug, Default)]
-struct Interaction {
-    conversation: String,
-    answer_id: Option<String>,
-    query: String,
-    norm: String,
-    time_ms: i64,
-    first_line: usize,
-    retrieved: Vec<String>,
-    positive: Vec<(String, EventKind)>,
-    thumbs_up: usize,
-    thumbs_down: usize,
-    reformulates: bool,
-    events: Vec<usize>,
-    /// Set when the next interaction reformulates this one.
-    reformulated: bool,
-}
-
 /// Normalised text of a chunk for matching copied text.
 fn chunk_text_norm(c: &Chunk) -> String {
     aggregation::normalize(
@@ -319,18 +302,554 @@ fn candidate_id(norm: &str) -> String {
     format!("cand-{}", &fp[7..19])
 }
 
-/// The distinct normalised queries of `events`, sorted: the caller embeds them (in this
-/// order) for the similarity merge.
-pub fn distinct_queries(events: &[LocatedEvent]) -> Vec<String> {
-    let set: BTreeSet<String> = events
-        .iter()
-        .map(|e| aggregation::normalize(&e.event.query))
-        .collect();
-    set.into_iter().collect()
+/// Strings kept once: a log repeats its conversation IDs, query texts and chunk IDs on
+/// every event, and the accumulated state refers to them by index.
+#[derive(Debug, Default)]
+struct Interner {
+    ids: HashMap<Rc<str>, usize>,
+    strings: Vec<Rc<str>>,
 }
 
-/// Builds candidates and triage. `vectors`, when given, holds one vector per entry of
-/// [`distinct_queries`] (same order). `corpus` resolves copied texts to chunks.
+impl Interner {
+    fn intern(&mut self, s: &str) -> usize {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let rc: Rc<str> = Rc::from(s);
+        let i = self.strings.len();
+        self.strings.push(Rc::clone(&rc));
+        self.ids.insert(rc, i);
+        i
+    }
+
+    fn get(&self, s: &str) -> Option<usize> {
+        self.ids.get(s).copied()
+    }
+
+    fn str(&self, i: usize) -> &str {
+        &self.strings[i]
+    }
+}
+
+/// What makes events one interaction besides their conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Key {
+    Answer(usize),
+    Query(usize),
+}
+
+/// One interaction's aggregated state: what the rules need of its events, not the events.
+#[derive(Debug)]
+struct Interaction {
+    conversation: usize,
+    answer_id: Option<usize>,
+    query: usize,
+    norm: usize,
+    time_ms: i64,
+    /// The evidence key (line) of its first event.
+    first_line: u64,
+    retrieved: Box<[usize]>,
+    positive: Vec<(usize, EventKind)>,
+    thumbs_up: usize,
+    thumbs_down: usize,
+    reformulates: bool,
+    /// The evidence keys of its events, in reading order.
+    events: Vec<u64>,
+    /// Set when the next interaction reformulates this one.
+    reformulated: bool,
+}
+
+/// The corpus prepared for resolving copied texts: each chunk's normalised text computed
+/// once, the chunks by ID and in ID order.
+struct CopyIndex<'a> {
+    norms: Vec<String>,
+    by_id: HashMap<&'a str, usize>,
+    sorted: Vec<usize>,
+}
+
+impl<'a> CopyIndex<'a> {
+    fn new(corpus: &'a [Chunk]) -> Self {
+        // As a map collected from the corpus: the last chunk of a repeated ID wins.
+        let by_id = corpus
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.as_str(), i))
+            .collect();
+        let mut sorted: Vec<usize> = (0..corpus.len()).collect();
+        sorted.sort_by(|&a, &b| corpus[a].id.cmp(&corpus[b].id));
+        CopyIndex {
+            norms: corpus.iter().map(chunk_text_norm).collect(),
+            by_id,
+            sorted,
+        }
+    }
+}
+
+/// The state of [`candidates`] built one event at a time, so that a log of any length is
+/// read in one pass without keeping its events: per interaction, its key, first time and
+/// line, first retrieved list, positive chunks, thumbs and the lines of its events; every
+/// string once. [`Accumulator::finish`] applies the rules of this module to it.
+pub struct Accumulator<'a> {
+    corpus: Option<&'a [Chunk]>,
+    copy_index: Option<CopyIndex<'a>>,
+    strings: Interner,
+    /// Query text → its normalised text.
+    norms: HashMap<usize, usize>,
+    by_key: HashMap<(usize, Key), usize>,
+    inter: Vec<Interaction>,
+    events: BTreeMap<&'static str, usize>,
+    unresolved_copies: usize,
+}
+
+impl<'a> Accumulator<'a> {
+    /// An empty state; `corpus` resolves copied texts to chunks.
+    pub fn new(corpus: Option<&'a [Chunk]>) -> Self {
+        Accumulator {
+            corpus,
+            copy_index: None,
+            strings: Interner::default(),
+            norms: HashMap::new(),
+            by_key: HashMap::new(),
+            inter: Vec::new(),
+            events: BTreeMap::new(),
+            unresolved_copies: 0,
+        }
+    }
+
+    /// Adds one event. `line` locates it for the evidence lists (rendered by
+    /// [`Accumulator::finish`]); lines must increase in reading order.
+    pub fn push(&mut self, e: &Event, line: u64, time_ms: i64) {
+        let name = match (e.event, e.value) {
+            (EventKind::Thumbs, Some(Thumb::Up)) => "thumbs_up",
+            (EventKind::Thumbs, Some(Thumb::Down)) => "thumbs_down",
+            (kind, _) => kind.as_str(),
+        };
+        *self.events.entry(name).or_default() += 1;
+
+        let conversation = self.strings.intern(&e.conversation_id);
+        let query = self.strings.intern(&e.query);
+        let key = match &e.answer_id {
+            Some(a) => Key::Answer(self.strings.intern(a)),
+            None => Key::Query(query),
+        };
+        let idx = match self.by_key.get(&(conversation, key)) {
+            Some(&i) => i,
+            None => {
+                let norm = match self.norms.get(&query) {
+                    Some(&n) => n,
+                    None => {
+                        let n = self.strings.intern(&aggregation::normalize(&e.query));
+                        self.norms.insert(query, n);
+                        n
+                    }
+                };
+                self.inter.push(Interaction {
+                    conversation,
+                    answer_id: match key {
+                        Key::Answer(a) => Some(a),
+                        Key::Query(_) => None,
+                    },
+                    query,
+                    norm,
+                    time_ms,
+                    first_line: line,
+                    retrieved: Box::default(),
+                    positive: Vec::new(),
+                    thumbs_up: 0,
+                    thumbs_down: 0,
+                    reformulates: false,
+                    events: Vec::new(),
+                    reformulated: false,
+                });
+                self.by_key
+                    .insert((conversation, key), self.inter.len() - 1);
+                self.inter.len() - 1
+            }
+        };
+        let resolved = match (e.event, &e.chunk, &e.text) {
+            (EventKind::Copy, None, Some(t)) => self.resolve_copy(t, &e.retrieved),
+            _ => None,
+        };
+        if self.inter[idx].retrieved.is_empty() && !e.retrieved.is_empty() {
+            let ids: Box<[usize]> = e.retrieved.iter().map(|r| self.strings.intern(r)).collect();
+            self.inter[idx].retrieved = ids;
+        }
+        let positive = match e.event {
+            EventKind::ClickCitation => e.chunk.as_deref().map(|c| (c, EventKind::ClickCitation)),
+            EventKind::Copy => match (&e.chunk, resolved.as_deref()) {
+                (Some(c), _) => Some((c.as_str(), EventKind::Copy)),
+                (None, Some(c)) => Some((c, EventKind::Copy)),
+                (None, None) => {
+                    self.unresolved_copies += 1;
+                    None
+                }
+            },
+            _ => None,
+        };
+        let positive = positive.map(|(c, kind)| (self.strings.intern(c), kind));
+        let it = &mut self.inter[idx];
+        it.time_ms = it.time_ms.min(time_ms);
+        it.events.push(line);
+        if let Some(p) = positive {
+            it.positive.push(p);
+        }
+        match e.event {
+            EventKind::Reformulate => it.reformulates = true,
+            EventKind::Thumbs => match e.value {
+                Some(Thumb::Up) => it.thumbs_up += 1,
+                Some(Thumb::Down) => it.thumbs_down += 1,
+                None => {}
+            },
+            _ => {}
+        }
+    }
+
+    /// The chunk whose normalised text contains the normalised copied `text`: among the
+    /// retrieved chunks first (in order), then the whole corpus (by ID). `None` when none
+    /// does.
+    fn resolve_copy(&mut self, text: &str, retrieved: &[String]) -> Option<String> {
+        let corpus = self.corpus?;
+        let needle = aggregation::normalize(text);
+        if needle.is_empty() {
+            return None;
+        }
+        let index = self
+            .copy_index
+            .get_or_insert_with(|| CopyIndex::new(corpus));
+        for id in retrieved {
+            if let Some(&c) = index.by_id.get(id.as_str()) {
+                if index.norms[c].contains(&needle) {
+                    return Some(id.clone());
+                }
+            }
+        }
+        index
+            .sorted
+            .iter()
+            .find(|&&c| index.norms[c].contains(&needle))
+            .map(|&c| corpus[c].id.clone())
+    }
+
+    /// The distinct normalised queries of the interactions, sorted: the caller embeds them
+    /// (in this order) for the similarity merge.
+    pub fn distinct_queries(&self) -> Vec<String> {
+        let set: BTreeSet<&str> = self
+            .inter
+            .iter()
+            .map(|i| self.strings.str(i.norm))
+            .collect();
+        set.into_iter().map(str::to_owned).collect()
+    }
+
+    /// Builds candidates and triage. `vectors`, when given, holds one vector per entry of
+    /// [`Accumulator::distinct_queries`] (same order). `at` renders an event's line as the
+    /// evidence shows it (`file:line`).
+    pub fn finish(
+        self,
+        golden: &[Case],
+        vectors: Option<&[Vec<f32>]>,
+        settings: &Settings,
+        at: &dyn Fn(u64) -> String,
+    ) -> SignalsReport {
+        let Accumulator {
+            strings,
+            mut inter,
+            events,
+            unresolved_copies,
+            ..
+        } = self;
+        let s = |i: usize| strings.str(i);
+        let mut counts = Counts {
+            events: events.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+            unresolved_copies,
+            interactions: inter.len(),
+            ..Counts::default()
+        };
+
+        // Conversations: interactions by time, then first line.
+        let mut conv: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, it) in inter.iter().enumerate() {
+            conv.entry(s(it.conversation)).or_default().push(i);
+        }
+        counts.conversations = conv.len();
+        let mut chains: Vec<Vec<usize>> = Vec::new();
+        let conv_lists: Vec<Vec<usize>> = conv
+            .into_values()
+            .map(|mut list| {
+                list.sort_by_key(|&i| (inter[i].time_ms, inter[i].first_line));
+                list
+            })
+            .collect();
+        for list in &conv_lists {
+            let mut chain: Vec<usize> = Vec::new();
+            for &i in list {
+                if inter[i].reformulates && !chain.is_empty() {
+                    chain.push(i);
+                } else {
+                    if chain.len() > 1 {
+                        chains.push(std::mem::take(&mut chain));
+                    }
+                    chain = vec![i];
+                }
+            }
+            if chain.len() > 1 {
+                chains.push(chain);
+            }
+        }
+        for chain in &chains {
+            for &i in &chain[..chain.len() - 1] {
+                inter[i].reformulated = true;
+            }
+        }
+
+        // Query groups: equal normalised text, then embedding similarity.
+        let distinct: Vec<&str> = {
+            let set: BTreeSet<&str> = inter.iter().map(|i| s(i.norm)).collect();
+            set.into_iter().collect()
+        };
+        counts.distinct_queries = distinct.len();
+        let pos: HashMap<&str, usize> = distinct.iter().enumerate().map(|(i, q)| (*q, i)).collect();
+        let mut groups = Groups::new(distinct.len());
+        if let Some(vectors) = vectors.filter(|v| v.len() == distinct.len()) {
+            for a in 0..distinct.len() {
+                for b in a + 1..distinct.len() {
+                    if cosine(&vectors[a], &vectors[b]) >= settings.merge_cosine
+                        && groups.union(a, b)
+                    {
+                        counts.merged_by_embedding += 1;
+                    }
+                }
+            }
+        }
+        let group_of: Vec<usize> = inter
+            .iter()
+            .map(|it| groups.find(pos[s(it.norm)]))
+            .collect();
+        let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (i, g) in group_of.iter().enumerate() {
+            members.entry(*g).or_default().push(i);
+        }
+        counts.query_groups = members.len();
+
+        // Golden coverage by normalised question (any text of the group).
+        let golden_by_norm: HashMap<String, &Case> = golden
+            .iter()
+            .map(|c| (aggregation::normalize(&c.query), c))
+            .collect();
+
+        // Rescues: the first interaction of each chain's group gets the final's evidence.
+        // group → chunk → (rescued, rescue_retrieved)
+        let mut rescue: BTreeMap<usize, BTreeMap<String, (usize, usize)>> = BTreeMap::new();
+        let mut rescue_events: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+        for chain in &chains {
+            let last = &inter[*chain.last().unwrap_or(&0)];
+            if last.thumbs_down > 0 {
+                continue;
+            }
+            for &failed in &chain[..chain.len() - 1] {
+                let g = group_of[failed];
+                if g == group_of[*chain.last().unwrap_or(&0)] {
+                    continue;
+                }
+                let entry = rescue.entry(g).or_default();
+                if last.positive.is_empty() {
+                    for &c in last.retrieved.iter().take(settings.rescue_depth) {
+                        entry.entry(s(c).to_owned()).or_default().1 += 1;
+                    }
+                } else {
+                    for &(c, _) in &last.positive {
+                        entry.entry(s(c).to_owned()).or_default().0 += 1;
+                    }
+                }
+                rescue_events
+                    .entry(g)
+                    .or_default()
+                    .extend(last.events.iter().copied());
+            }
+        }
+
+        let mut out = Vec::new();
+        let mut group_expected: HashMap<usize, (String, Vec<String>)> = HashMap::new();
+        for (g, list) in &members {
+            let mut texts: BTreeMap<&str, (usize, i64, u64)> = BTreeMap::new();
+            for &i in list {
+                let t = texts
+                    .entry(s(inter[i].query))
+                    .or_insert((0, i64::MAX, u64::MAX));
+                t.0 += 1;
+                t.1 = t.1.min(inter[i].time_ms);
+                t.2 = t.2.min(inter[i].first_line);
+            }
+            let query = texts
+                .iter()
+                .min_by_key(|(_, (n, t, l))| (std::cmp::Reverse(*n), *t, *l))
+                .map(|(q, _)| (*q).to_owned())
+                .unwrap_or_default();
+            let covered = list
+                .iter()
+                .find_map(|&i| golden_by_norm.get(s(inter[i].norm)).copied());
+            if let Some(case) = covered {
+                counts.covered_by_golden += 1;
+                group_expected.insert(*g, (format!("golden:{}", case.id), case.expected.clone()));
+                continue;
+            }
+            let mut chunks: BTreeMap<&str, ChunkSupport> = BTreeMap::new();
+            let mut support = Support::default();
+            let mut evidence: BTreeSet<u64> = BTreeSet::new();
+            let mut convs: BTreeSet<usize> = BTreeSet::new();
+            for &i in list {
+                let it = &inter[i];
+                convs.insert(it.conversation);
+                evidence.extend(it.events.iter().copied());
+                support.thumbs_up += it.thumbs_up;
+                support.thumbs_down += it.thumbs_down;
+                support.reformulated += usize::from(it.reformulated);
+                for &(c, kind) in &it.positive {
+                    let cs = chunks.entry(s(c)).or_insert_with(|| ChunkSupport {
+                        chunk: s(c).to_owned(),
+                        ..ChunkSupport::default()
+                    });
+                    if kind == EventKind::Copy {
+                        cs.copies += 1;
+                        support.copies += 1;
+                    } else {
+                        cs.clicks += 1;
+                        support.clicks += 1;
+                    }
+                }
+            }
+            if let Some(r) = rescue.get(g) {
+                for (c, (rescued, retrieved)) in r {
+                    let cs = chunks.entry(c.as_str()).or_insert_with(|| ChunkSupport {
+                        chunk: c.clone(),
+                        ..ChunkSupport::default()
+                    });
+                    cs.rescued += rescued;
+                    cs.rescue_retrieved += retrieved;
+                }
+                evidence.extend(rescue_events[g].iter().copied());
+            }
+            support.interactions = list.len();
+            support.conversations = convs.len();
+            support.events = evidence.len();
+            if chunks.is_empty() {
+                counts.without_evidence += 1;
+                continue;
+            }
+            let mut chunk_list: Vec<ChunkSupport> = chunks.into_values().collect();
+            chunk_list.sort_by(|a, b| b.total().cmp(&a.total()).then(a.chunk.cmp(&b.chunk)));
+            let expected: Vec<String> = chunk_list.iter().map(|c| c.chunk.clone()).collect();
+            let agg = aggregation::classify(&query);
+            let mut tags = vec!["candidate".to_owned()];
+            if support.reformulated > 0 {
+                tags.push("failed-query".to_owned());
+                counts.failed_query_candidates += 1;
+            }
+            if agg.is_some() {
+                tags.push("aggregation".to_owned());
+                counts.aggregation_candidates += 1;
+            }
+            let variants: Vec<String> = texts.keys().map(|s| (*s).to_owned()).collect();
+            let id = candidate_id(s(inter[list[0]].norm));
+            group_expected.insert(*g, (format!("candidate:{id}"), expected.clone()));
+            out.push(Candidate {
+                id,
+                query,
+                expected,
+                tags,
+                candidate: true,
+                gold: false,
+                variants,
+                support,
+                chunks: chunk_list,
+                aggregation: agg,
+                evidence: evidence.iter().map(|&e| at(e)).collect(),
+            });
+        }
+        // Most supported first, then by ID.
+        out.sort_by(|a, b| {
+            b.support
+                .events
+                .cmp(&a.support.events)
+                .then(a.id.cmp(&b.id))
+        });
+        counts.candidates = out.len();
+
+        // Triage of failed interactions, in conversation then time order.
+        let mut triage = Vec::new();
+        for list in &conv_lists {
+            for &i in list {
+                let it = &inter[i];
+                if !it.reformulated && it.thumbs_down == 0 {
+                    continue;
+                }
+                let mut why = Vec::new();
+                if it.reformulated {
+                    why.push("reformulated".to_owned());
+                }
+                if it.thumbs_down > 0 {
+                    why.push("thumbs_down".to_owned());
+                }
+                let reference = group_expected.get(&group_of[i]);
+                let expected = reference.map(|r| r.1.clone()).unwrap_or_default();
+                let retrieved_expected: Vec<(String, usize)> = expected
+                    .iter()
+                    .filter_map(|c| {
+                        let c_id = strings.get(c)?;
+                        it.retrieved
+                            .iter()
+                            .position(|&r| r == c_id)
+                            .map(|p| (c.clone(), p + 1))
+                    })
+                    .collect();
+                let query = s(it.query);
+                let verdict = if aggregation::classify(query).is_some() {
+                    "aggregation"
+                } else if expected.is_empty() {
+                    "no_reference"
+                } else if it.retrieved.is_empty() {
+                    "no_retrieved_list"
+                } else if retrieved_expected.is_empty() {
+                    "upstream"
+                } else {
+                    "downstream"
+                };
+                *counts.triage.entry(verdict.to_owned()).or_default() += 1;
+                triage.push(Triage {
+                    conversation_id: s(it.conversation).to_owned(),
+                    answer_id: it.answer_id.map(|a| s(a).to_owned()),
+                    query: query.to_owned(),
+                    why_failed: why,
+                    verdict: verdict.to_owned(),
+                    reference: reference.map(|r| r.0.clone()),
+                    expected,
+                    retrieved_expected,
+                    at: at(it.first_line),
+                });
+            }
+        }
+        counts.failed_interactions = triage.len();
+        SignalsReport {
+            counts,
+            candidates: out,
+            triage,
+        }
+    }
+}
+
+/// The distinct normalised queries of the interactions of `events`, sorted: the caller
+/// embeds them (in this order) for the similarity merge.
+pub fn distinct_queries(events: &[LocatedEvent]) -> Vec<String> {
+    let mut acc = Accumulator::new(None);
+    for (i, e) in events.iter().enumerate() {
+        acc.push(&e.event, i as u64, e.time_ms);
+    }
+    acc.distinct_queries()
+}
+
+/// Builds candidates and triage from events already read (an [`Accumulator`] over them).
+/// `vectors`, when given, holds one vector per entry of [`distinct_queries`] (same order).
+/// `corpus` resolves copied texts to chunks.
 pub fn candidates(
     events: &[LocatedEvent],
     golden: &[Case],
@@ -338,371 +857,16 @@ pub fn candidates(
     vectors: Option<&[Vec<f32>]>,
     settings: &Settings,
 ) -> SignalsReport {
-    let mut counts = Counts::default();
-    for e in events {
-        let name = serde_json::to_value(e.event.event)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        let name = match (e.event.event, e.event.value) {
-            (EventKind::Thumbs, Some(Thumb::Up)) => "thumbs_up".to_owned(),
-            (EventKind::Thumbs, Some(Thumb::Down)) => "thumbs_down".to_owned(),
-            _ => name,
-        };
-        *counts.events.entry(name).or_default() += 1;
+    let mut acc = Accumulator::new(corpus);
+    for (i, e) in events.iter().enumerate() {
+        acc.push(&e.event, i as u64, e.time_ms);
     }
-
-    // Interactions, in reading order of their first event.
-    let mut by_key: HashMap<(String, String), usize> = HashMap::new();
-    let mut inter: Vec<Interaction> = Vec::new();
-    for (i, le) in events.iter().enumerate() {
-        let e = &le.event;
-        let key = (
-            e.conversation_id.clone(),
-            e.answer_id
-                .clone()
-                .map(|a| format!("a:{a}"))
-                .unwrap_or_else(|| format!("q:{}", e.query)),
-        );
-        let idx = *by_key.entry(key).or_insert_with(|| {
-            inter.push(Interaction {
-                conversation: e.conversation_id.clone(),
-                answer_id: e.answer_id.clone(),
-                query: e.query.clone(),
-                norm: aggregation::normalize(&e.query),
-                time_ms: le.time_ms,
-                first_line: i,
-                ..Interaction::default()
-            });
-            inter.len() - 1
-        });
-        let it = &mut inter[idx];
-        it.time_ms = it.time_ms.min(le.time_ms);
-        it.events.push(i);
-        if it.retrieved.is_empty() {
-            it.retrieved = e.retrieved.clone();
-        }
-        match e.event {
-            EventKind::Answer => {}
-            EventKind::ClickCitation => {
-                if let Some(c) = &e.chunk {
-                    it.positive.push((c.clone(), EventKind::ClickCitation));
-                }
-            }
-            EventKind::Copy => {
-                let resolved = match (&e.chunk, &e.text) {
-                    (Some(c), _) => Some(c.clone()),
-                    (None, Some(t)) => resolve_copy(t, &e.retrieved, corpus),
-                    (None, None) => None,
-                };
-                match resolved {
-                    Some(c) => it.positive.push((c, EventKind::Copy)),
-                    None => counts.unresolved_copies += 1,
-                }
-            }
-            EventKind::Reformulate => it.reformulates = true,
-            EventKind::Thumbs => match e.value {
-                Some(Thumb::Up) => it.thumbs_up += 1,
-                Some(Thumb::Down) => it.thumbs_down += 1,
-                None => {}
-            },
-        }
-    }
-    counts.interactions = inter.len();
-
-    // Conversations: interactions by time, then first line.
-    let mut conv: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (i, it) in inter.iter().enumerate() {
-        conv.entry(it.conversation.as_str()).or_default().push(i);
-    }
-    counts.conversations = conv.len();
-    let mut chains: Vec<Vec<usize>> = Vec::new();
-    let conv_lists: Vec<Vec<usize>> = conv
-        .into_values()
-        .map(|mut list| {
-            list.sort_by_key(|&i| (inter[i].time_ms, inter[i].first_line));
-            list
-        })
-        .collect();
-    for list in &conv_lists {
-        let mut chain: Vec<usize> = Vec::new();
-        for &i in list {
-            if inter[i].reformulates && !chain.is_empty() {
-                chain.push(i);
-            } else {
-                if chain.len() > 1 {
-                    chains.push(std::mem::take(&mut chain));
-                }
-                chain = vec![i];
-            }
-        }
-        if chain.len() > 1 {
-            chains.push(chain);
-        }
-    }
-    for chain in &chains {
-        for &i in &chain[..chain.len() - 1] {
-            inter[i].reformulated = true;
-        }
-    }
-
-    // Query groups: equal normalised text, then embedding similarity.
-    let distinct: Vec<String> = {
-        let set: BTreeSet<&str> = inter.iter().map(|i| i.norm.as_str()).collect();
-        set.into_iter().map(str::to_owned).collect()
-    };
-    counts.distinct_queries = distinct.len();
-    let pos: HashMap<&str, usize> = distinct
-        .iter()
-        .enumerate()
-        .map(|(i, q)| (q.as_str(), i))
-        .collect();
-    let mut groups = Groups::new(distinct.len());
-    if let Some(vectors) = vectors.filter(|v| v.len() == distinct.len()) {
-        for a in 0..distinct.len() {
-            for b in a + 1..distinct.len() {
-                if cosine(&vectors[a], &vectors[b]) >= settings.merge_cosine && groups.union(a, b) {
-                    counts.merged_by_embedding += 1;
-                }
-            }
-        }
-    }
-    let group_of: Vec<usize> = inter
-        .iter()
-        .map(|it| groups.find(pos[it.norm.as_str()]))
-        .collect();
-    let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for (i, g) in group_of.iter().enumerate() {
-        members.entry(*g).or_default().push(i);
-    }
-    counts.query_groups = members.len();
-
-    // Golden coverage by normalised question (any text of the group).
-    let golden_by_norm: HashMap<String, &Case> = golden
-        .iter()
-        .map(|c| (aggregation::normalize(&c.query), c))
-        .collect();
-
-    // Rescues: the first interaction of each chain's group gets the final's evidence.
-    // group → chunk → (rescued, rescue_retrieved)
-    let mut rescue: BTreeMap<usize, BTreeMap<String, (usize, usize)>> = BTreeMap::new();
-    let mut rescue_events: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for chain in &chains {
-        let last = &inter[*chain.last().unwrap_or(&0)];
-        if last.thumbs_down > 0 {
-            continue;
-        }
-        for &failed in &chain[..chain.len() - 1] {
-            let g = group_of[failed];
-            if g == group_of[*chain.last().unwrap_or(&0)] {
-                continue;
-            }
-            let entry = rescue.entry(g).or_default();
-            if last.positive.is_empty() {
-                for c in last.retrieved.iter().take(settings.rescue_depth) {
-                    entry.entry(c.clone()).or_default().1 += 1;
-                }
-            } else {
-                for (c, _) in &last.positive {
-                    entry.entry(c.clone()).or_default().0 += 1;
-                }
-            }
-            rescue_events
-                .entry(g)
-                .or_default()
-                .extend(last.events.iter().copied());
-        }
-    }
-
-    let mut out = Vec::new();
-    let mut group_expected: HashMap<usize, (String, Vec<String>)> = HashMap::new();
-    for (g, list) in &members {
-        let mut texts: BTreeMap<&str, (usize, i64, usize)> = BTreeMap::new();
-        for &i in list {
-            let t = texts
-                .entry(inter[i].query.as_str())
-                .or_insert((0, i64::MAX, usize::MAX));
-            t.0 += 1;
-            t.1 = t.1.min(inter[i].time_ms);
-            t.2 = t.2.min(inter[i].first_line);
-        }
-        let query = texts
-            .iter()
-            .min_by_key(|(_, (n, t, l))| (std::cmp::Reverse(*n), *t, *l))
-            .map(|(q, _)| (*q).to_owned())
-            .unwrap_or_default();
-        let covered = list
-            .iter()
-            .find_map(|&i| golden_by_norm.get(&inter[i].norm).copied());
-        if let Some(case) = covered {
-            counts.covered_by_golden += 1;
-            group_expected.insert(*g, (format!("golden:{}", case.id), case.expected.clone()));
-            continue;
-        }
-        let mut chunks: BTreeMap<String, ChunkSupport> = BTreeMap::new();
-        let mut support = Support::default();
-        let mut evidence: BTreeSet<usize> = BTreeSet::new();
-        let mut convs: BTreeSet<&str> = BTreeSet::new();
-        for &i in list {
-            let it = &inter[i];
-            convs.insert(&it.conversation);
-            evidence.extend(it.events.iter().copied());
-            support.thumbs_up += it.thumbs_up;
-            support.thumbs_down += it.thumbs_down;
-            support.reformulated += usize::from(it.reformulated);
-            for (c, kind) in &it.positive {
-                let s = chunks.entry(c.clone()).or_insert_with(|| ChunkSupport {
-                    chunk: c.clone(),
-                    ..ChunkSupport::default()
-                });
-                if *kind == EventKind::Copy {
-                    s.copies += 1;
-                    support.copies += 1;
-                } else {
-                    s.clicks += 1;
-                    support.clicks += 1;
-                }
-            }
-        }
-        if let Some(r) = rescue.get(g) {
-            for (c, (rescued, retrieved)) in r {
-                let s = chunks.entry(c.clone()).or_insert_with(|| ChunkSupport {
-                    chunk: c.clone(),
-                    ..ChunkSupport::default()
-                });
-                s.rescued += rescued;
-                s.rescue_retrieved += retrieved;
-            }
-            evidence.extend(rescue_events[g].iter().copied());
-        }
-        support.interactions = list.len();
-        support.conversations = convs.len();
-        support.events = evidence.len();
-        if chunks.is_empty() {
-            counts.without_evidence += 1;
-            continue;
-        }
-        let mut chunk_list: Vec<ChunkSupport> = chunks.into_values().collect();
-        chunk_list.sort_by(|a, b| b.total().cmp(&a.total()).then(a.chunk.cmp(&b.chunk)));
-        let expected: Vec<String> = chunk_list.iter().map(|c| c.chunk.clone()).collect();
-        let agg = aggregation::classify(&query);
-        let mut tags = vec!["candidate".to_owned()];
-        if support.reformulated > 0 {
-            tags.push("failed-query".to_owned());
-            counts.failed_query_candidates += 1;
-        }
-        if agg.is_some() {
-            tags.push("aggregation".to_owned());
-            counts.aggregation_candidates += 1;
-        }
-        let mut variants: Vec<String> = texts.keys().map(|s| (*s).to_owned()).collect();
-        variants.sort();
-        let id = candidate_id(&inter[list[0]].norm);
-        group_expected.insert(*g, (format!("candidate:{id}"), expected.clone()));
-        out.push(Candidate {
-            id,
-            query,
-            expected,
-            tags,
-            candidate: true,
-            gold: false,
-            variants,
-            support,
-            chunks: chunk_list,
-            aggregation: agg,
-            evidence: evidence.iter().map(|&e| events[e].at.clone()).collect(),
-        });
-    }
-    // Most supported first, then by ID.
-    out.sort_by(|a, b| {
-        b.support
-            .events
-            .cmp(&a.support.events)
-            .then(a.id.cmp(&b.id))
-    });
-    counts.candidates = out.len();
-
-    // Triage of failed interactions, in conversation then time order.
-    let mut triage = Vec::new();
-    for list in &conv_lists {
-        for &i in list {
-            let it = &inter[i];
-            if !it.reformulated && it.thumbs_down == 0 {
-                continue;
-            }
-            let mut why = Vec::new();
-            if it.reformulated {
-                why.push("reformulated".to_owned());
-            }
-            if it.thumbs_down > 0 {
-                why.push("thumbs_down".to_owned());
-            }
-            let reference = group_expected.get(&group_of[i]);
-            let expected = reference.map(|r| r.1.clone()).unwrap_or_default();
-            let retrieved_expected: Vec<(String, usize)> = expected
-                .iter()
-                .filter_map(|c| {
-                    it.retrieved
-                        .iter()
-                        .position(|r| r == c)
-                        .map(|p| (c.clone(), p + 1))
-                })
-                .collect();
-            let verdict = if aggregation::classify(&it.query).is_some() {
-                "aggregation"
-            } else if expected.is_empty() {
-                "no_reference"
-            } else if it.retrieved.is_empty() {
-                "no_retrieved_list"
-            } else if retrieved_expected.is_empty() {
-                "upstream"
-            } else {
-                "downstream"
-            };
-            *counts.triage.entry(verdict.to_owned()).or_default() += 1;
-            triage.push(Triage {
-                conversation_id: it.conversation.clone(),
-                answer_id: it.answer_id.clone(),
-                query: it.query.clone(),
-                why_failed: why,
-                verdict: verdict.to_owned(),
-                reference: reference.map(|r| r.0.clone()),
-                expected,
-                retrieved_expected,
-                at: events[it.events[0]].at.clone(),
-            });
-        }
-    }
-    counts.failed_interactions = triage.len();
-    SignalsReport {
-        counts,
-        candidates: out,
-        triage,
-    }
-}
-
-/// The chunk whose normalised text contains the normalised copied `text`: among the
-/// retrieved chunks first (in order), then the whole corpus (by ID). `None` when none does.
-fn resolve_copy(text: &str, retrieved: &[String], corpus: Option<&[Chunk]>) -> Option<String> {
-    let corpus = corpus?;
-    let needle = aggregation::normalize(text);
-    if needle.is_empty() {
-        return None;
-    }
-    let by_id: HashMap<&str, &Chunk> = corpus.iter().map(|c| (c.id.as_str(), c)).collect();
-    for id in retrieved {
-        if let Some(c) = by_id.get(id.as_str()) {
-            if chunk_text_norm(c).contains(&needle) {
-                return Some(id.clone());
-            }
-        }
-    }
-    let mut sorted: Vec<&Chunk> = corpus.iter().collect();
-    sorted.sort_by(|a, b| a.id.cmp(&b.id));
-    sorted
-        .into_iter()
-        .find(|c| chunk_text_norm(c).contains(&needle))
-        .map(|c| c.id.clone())
+    acc.finish(golden, vectors, settings, &|i| {
+        events
+            .get(usize::try_from(i).unwrap_or(usize::MAX))
+            .map(|e| e.at.clone())
+            .unwrap_or_default()
+    })
 }
 
 #[cfg(test)]

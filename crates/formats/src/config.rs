@@ -2,8 +2,9 @@
 //! policy, the history and the model of a project are, so that every command can run
 //! without repeating them.
 //!
-//! A command finds the file by walking up from its working folder ([`discover`]), the way
-//! ruff finds `ruff.toml`. Paths in the file resolve relative to the file's folder, never to
+//! A command finds the file by walking up from its working folder ([`discover_trusted`]),
+//! the way ruff finds `ruff.toml`, using only files of the current user's or root's in
+//! folders of theirs (as git's `safe.directory`). Paths in the file resolve relative to the file's folder, never to
 //! the working folder: `exam --compare` run from a subfolder records into, and compares
 //! with, the same history as from the project root.
 //!
@@ -44,6 +45,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     (
         "VEREDICTO_NO_CONFIG",
         "when set to 1: no project file is read",
+    ),
+    (
+        "VEREDICTO_TRUSTED_PATHS",
+        "folders whose project file is used whoever owns it (`DIR`, `DIR/*`, `*`)",
     ),
     ("VEREDICTO_GOLDEN", "the golden set (`golden`)"),
     ("VEREDICTO_CORPUS", "the chunk corpus (`corpus`)"),
@@ -153,12 +158,193 @@ struct RawSource {
     max_retriever_failures: Option<toml::Value>,
 }
 
-/// The nearest `veredicto.toml` in `start` or one of its ancestors.
+/// The nearest `veredicto.toml` in `start` or one of its ancestors, whoever owns it (see
+/// [`discover_trusted`] for the walk that commands use).
 pub fn discover(start: &Path) -> Option<PathBuf> {
     start
         .ancestors()
         .map(|dir| dir.join(FILE_NAME))
         .find(|p| p.is_file())
+}
+
+/// Whose project files discovery may use, the way git's `safe.directory` decides whose
+/// repositories it opens: a project file can name a `cmd:` retriever (a program veredicto
+/// runs as the invoking user) and the history runs are recorded into, so one planted in a
+/// shared folder must not be picked up by walking into that folder.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Trust {
+    /// The current (effective) user. `None`: no ownership check (not a Unix system).
+    pub uid: Option<u32>,
+    /// Folders whose project file is used whoever owns it or its folder
+    /// (`VEREDICTO_TRUSTED_PATHS`).
+    pub paths: Vec<TrustedPath>,
+}
+
+/// One entry of the trusted paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrustedPath {
+    /// `DIR`: that folder only.
+    Folder(PathBuf),
+    /// `DIR/*`: that folder and every folder below it.
+    Below(PathBuf),
+    /// `*`: every folder.
+    Any,
+}
+
+impl TrustedPath {
+    /// An entry as written: `*`, `DIR/*` or `DIR` (relative folders resolve against `cwd`;
+    /// a trailing separator is ignored). `None` for an empty entry.
+    pub fn parse(entry: &str, cwd: &Path) -> Option<TrustedPath> {
+        let entry = entry.trim();
+        if entry.is_empty() {
+            return None;
+        }
+        if entry == "*" {
+            return Some(TrustedPath::Any);
+        }
+        let (dir, below) = match entry.strip_suffix("/*") {
+            Some(d) => (if d.is_empty() { "/" } else { d }, true),
+            None => (entry, false),
+        };
+        let dir = cwd.join(dir);
+        // The walk sees physical folders (the working folder has no symbolic links).
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        Some(if below {
+            TrustedPath::Below(dir)
+        } else {
+            TrustedPath::Folder(dir)
+        })
+    }
+
+    fn covers(&self, dir: &Path) -> bool {
+        match self {
+            TrustedPath::Any => true,
+            TrustedPath::Folder(d) => d == dir,
+            TrustedPath::Below(d) => dir.starts_with(d),
+        }
+    }
+}
+
+impl Trust {
+    fn by_setting(&self, dir: &Path) -> bool {
+        self.paths.iter().any(|p| p.covers(dir))
+    }
+
+    /// Whether `uid` is the current user or root.
+    fn owner_ok(&self, uid: u32) -> bool {
+        self.uid.is_none_or(|me| uid == me || uid == 0)
+    }
+}
+
+/// What is foreign about an untrusted project file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Foreign {
+    /// The file itself belongs to another user.
+    File,
+    /// The folder it is in belongs to another user.
+    Folder,
+}
+
+/// The result of [`discover_trusted`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Discovery {
+    /// No project file in the folder or its ancestors up to where the walk stopped:
+    /// `stopped_at` is the first folder owned by another user (not searched), if any.
+    None { stopped_at: Option<(PathBuf, u32)> },
+    /// The project file to use. `by_setting`: its folder is a trusted path (its owner was not
+    /// checked).
+    Found { file: PathBuf, by_setting: bool },
+    /// The nearest project file belongs to another user, or is in another user's folder:
+    /// not used, and the walk stops there.
+    Untrusted {
+        file: PathBuf,
+        owner: u32,
+        foreign: Foreign,
+    },
+}
+
+/// The owner of a file (following symbolic links: a link in your folder to someone else's
+/// file is their file). `None` where the system has no owners or the file cannot be read.
+pub fn owner(path: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| m.uid())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// True when every user of the machine may write `path` (mode `o+w`).
+pub fn world_writable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o002 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
+/// The nearest `veredicto.toml` in `start` or an ancestor that `trust` allows. The walk
+/// goes up from `start` and stops at the first folder owned by neither the current user nor
+/// root (unless a trusted path covers it): that folder is not searched, nor any above it. A
+/// project file found in a trusted folder is used only when it too belongs to the current
+/// user or root (or a trusted path covers its folder); otherwise it is reported as
+/// [`Discovery::Untrusted`] and the walk stops.
+pub fn discover_trusted(start: &Path, trust: &Trust) -> Discovery {
+    walk(start, trust, &owner)
+}
+
+/// [`discover_trusted`] with the owner lookup given (tests give owners without `chown`).
+fn walk(start: &Path, trust: &Trust, owner: &dyn Fn(&Path) -> Option<u32>) -> Discovery {
+    for dir in start.ancestors() {
+        let file = dir.join(FILE_NAME);
+        let present = file.is_file();
+        if trust.by_setting(dir) {
+            if present {
+                return Discovery::Found {
+                    file,
+                    by_setting: true,
+                };
+            }
+            continue;
+        }
+        if let Some(uid) = owner(dir).filter(|&u| !trust.owner_ok(u)) {
+            return if present {
+                let owner = owner(&file).filter(|&u| !trust.owner_ok(u)).unwrap_or(uid);
+                Discovery::Untrusted {
+                    file,
+                    owner,
+                    foreign: Foreign::Folder,
+                }
+            } else {
+                Discovery::None {
+                    stopped_at: Some((dir.to_path_buf(), uid)),
+                }
+            };
+        }
+        if present {
+            return match owner(&file).filter(|&u| !trust.owner_ok(u)) {
+                Some(uid) => Discovery::Untrusted {
+                    file,
+                    owner: uid,
+                    foreign: Foreign::File,
+                },
+                None => Discovery::Found {
+                    file,
+                    by_setting: false,
+                },
+            };
+        }
+    }
+    Discovery::None { stopped_at: None }
 }
 
 /// Reads and validates a project file.
@@ -737,6 +923,110 @@ mod tests {
         assert_eq!(discover(&sub), None);
         std::fs::write(dir.path().join(FILE_NAME), "").unwrap();
         assert_eq!(discover(&sub), Some(dir.path().join(FILE_NAME)));
+    }
+
+    /// Regression: discovery walked into folders of other users and used the project file
+    /// it found there (its `cmd:` retriever runs as the invoking user).
+    #[test]
+    fn discovery_stops_at_files_and_folders_of_other_users_unless_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let shared = root.join("shared");
+        let mine = shared.join("mine");
+        let sub = mine.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(shared.join(FILE_NAME), "").unwrap();
+        let me = 1000;
+        let trust = |paths: Vec<TrustedPath>| Trust {
+            uid: Some(me),
+            paths,
+        };
+        // Everything is mine (or root's) but what is named here.
+        let owners = |foreign: Vec<PathBuf>| {
+            move |p: &Path| {
+                Some(if foreign.iter().any(|f| f == p) {
+                    7
+                } else {
+                    me
+                })
+            }
+        };
+        let shared_file = shared.join(FILE_NAME);
+        // Their folder: the file in it is not used, whoever owns the file.
+        assert_eq!(
+            walk(&sub, &trust(vec![]), &owners(vec![shared.clone()])),
+            Discovery::Untrusted {
+                file: shared_file.clone(),
+                owner: 7,
+                foreign: Foreign::Folder
+            }
+        );
+        // Their file in my folder.
+        assert_eq!(
+            walk(&sub, &trust(vec![]), &owners(vec![shared_file.clone()])),
+            Discovery::Untrusted {
+                file: shared_file.clone(),
+                owner: 7,
+                foreign: Foreign::File
+            }
+        );
+        // Root's folders and files are trusted.
+        let root_owned = |p: &Path| Some(if p.starts_with(&mine) { me } else { 0 });
+        assert_eq!(
+            walk(&sub, &trust(vec![]), &root_owned),
+            Discovery::Found {
+                file: shared_file.clone(),
+                by_setting: false
+            }
+        );
+        // A file of mine above their folder is not reached.
+        std::fs::remove_file(&shared_file).unwrap();
+        std::fs::write(root.join(FILE_NAME), "").unwrap();
+        assert_eq!(
+            walk(&sub, &trust(vec![]), &owners(vec![shared.clone()])),
+            Discovery::None {
+                stopped_at: Some((shared.clone(), 7))
+            }
+        );
+        // Trusted paths: the folder itself, `DIR/*` below it, `*` everywhere.
+        std::fs::write(&shared_file, "").unwrap();
+        for entry in [
+            shared.display().to_string(),
+            format!("{}/", shared.display()),
+            format!("{}/*", root.display()),
+            "*".to_owned(),
+        ] {
+            let t = trust(vec![TrustedPath::parse(&entry, &root).unwrap()]);
+            assert_eq!(
+                walk(&sub, &t, &owners(vec![shared.clone(), shared_file.clone()])),
+                Discovery::Found {
+                    file: shared_file.clone(),
+                    by_setting: true
+                },
+                "{entry}"
+            );
+        }
+        // `DIR` does not trust the folders below it; a relative entry is the working folder's.
+        let t = trust(vec![TrustedPath::parse("shared", &root).unwrap()]);
+        assert_eq!(
+            walk(&sub, &t, &owners(vec![mine.clone(), shared.clone()])),
+            Discovery::None {
+                stopped_at: Some((mine.clone(), 7))
+            }
+        );
+        assert_eq!(TrustedPath::parse("  ", &root), None);
+        // No ownership check where the system has none.
+        let t = Trust {
+            uid: None,
+            paths: vec![],
+        };
+        assert_eq!(
+            walk(&sub, &t, &owners(vec![shared.clone()])),
+            Discovery::Found {
+                file: shared_file,
+                by_setting: false
+            }
+        );
     }
 
     #[test]

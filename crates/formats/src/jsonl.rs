@@ -17,24 +17,30 @@ pub fn read_objects(path: &Path) -> Result<Vec<ObjectLine<'_>>> {
     let text = text::read_to_string(path)?;
     let mut out = Vec::new();
     for (line, raw) in text::lines(&text) {
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let value: Value = crate::json::value_from_str(raw)
-            .map_err(|e| FormatError::invalid(path, line, "-", format!("malformed JSON: {e}")))?;
-        match value {
-            Value::Object(object) => out.push(ObjectLine { path, line, object }),
-            other => {
-                return Err(FormatError::invalid(
-                    path,
-                    line,
-                    "-",
-                    format!("expected a JSON object, found {}", kind(&other)),
-                ))
-            }
+        if let Some(object) = object_line(path, line, raw)? {
+            out.push(object);
         }
     }
     Ok(out)
+}
+
+/// One line of a JSONL file as a JSON object; `None` for a blank line. For readers that
+/// stream a file line by line instead of [`read_objects`].
+pub fn object_line<'p>(path: &'p Path, line: usize, raw: &str) -> Result<Option<ObjectLine<'p>>> {
+    if raw.trim().is_empty() {
+        return Ok(None);
+    }
+    let value: Value = crate::json::value_from_str(raw)
+        .map_err(|e| FormatError::invalid(path, line, "-", format!("malformed JSON: {e}")))?;
+    match value {
+        Value::Object(object) => Ok(Some(ObjectLine { path, line, object })),
+        other => Err(FormatError::invalid(
+            path,
+            line,
+            "-",
+            format!("expected a JSON object, found {}", kind(&other)),
+        )),
+    }
 }
 
 /// A short name for a JSON value's type, for messages.

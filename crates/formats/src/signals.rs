@@ -11,10 +11,11 @@
 //! other names (`click=click_citation`: the log's name, then the event it means). Errors
 //! name the file, the line and the field as the file spells it.
 
-use crate::error::Result;
+use crate::error::{FormatError, Result};
 use crate::jsonl;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::io::BufRead;
 use std::path::Path;
 use veredicto_core::signals::{Event, EventKind, LocatedEvent, Thumb};
 
@@ -156,16 +157,94 @@ fn lookup<'v>(object: &'v Map<String, Value>, name: &str) -> Option<&'v Value> {
     Some(cur)
 }
 
-/// Reads and validates every line of a log; the first bad line is the error.
+/// The longest line a log may have: 1 MiB. An interaction event is a few hundred bytes; a
+/// longer line is refused at its line number without being read whole, so that one endless
+/// line cannot take the machine's memory.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// One event as [`for_each_event`] reads it: validated, with its 1-based line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadEvent {
+    pub event: Event,
+    pub line: usize,
+    /// Unix milliseconds of `event.time`.
+    pub time_ms: i64,
+}
+
+/// Reads a log line by line and hands each validated event to `f`, in order; the first bad
+/// line (or the first error of `f`) is the error. Memory: one line at a time (at most
+/// [`MAX_LINE_BYTES`]), whatever the log's length. Returns the number of events.
+pub fn for_each_event<E: From<FormatError>>(
+    path: &Path,
+    map: &FieldMap,
+    mut f: impl FnMut(ReadEvent) -> std::result::Result<(), E>,
+) -> std::result::Result<usize, E> {
+    let file = std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let mut buf = Vec::new();
+    let (mut line, mut count) = (0usize, 0usize);
+    loop {
+        buf.clear();
+        // Room for the longest line allowed, its `\r\n` (and a byte-order mark on the first
+        // line), and one byte more: a line cut by the limit is then always too long.
+        let room = MAX_LINE_BYTES + 3 + if line == 0 { 3 } else { 0 };
+        let n = std::io::Read::take(&mut reader, room as u64)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| FormatError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        line += 1;
+        let mut content: &[u8] = &buf;
+        if line == 1 {
+            content = crate::text::strip_bom(content);
+        }
+        content = content.strip_suffix(b"\n").unwrap_or(content);
+        content = content.strip_suffix(b"\r").unwrap_or(content);
+        if content.len() > MAX_LINE_BYTES {
+            return Err(FormatError::invalid(
+                path,
+                line,
+                "-",
+                format!(
+                    "line longer than {} MiB ({MAX_LINE_BYTES} bytes): not an interaction event",
+                    MAX_LINE_BYTES >> 20
+                ),
+            )
+            .into());
+        }
+        let raw = std::str::from_utf8(content)
+            .map_err(|_| FormatError::invalid(path, line, "-", "file is not valid UTF-8"))?;
+        let Some(object) = jsonl::object_line(path, line, raw)? else {
+            continue;
+        };
+        let (event, time_ms) = parse_event(&object, map)?;
+        count += 1;
+        f(ReadEvent {
+            event,
+            line,
+            time_ms,
+        })?;
+    }
+    Ok(count)
+}
+
+/// Reads and validates every line of a log; the first bad line is the error. Holds every
+/// event: for long logs, [`for_each_event`].
 pub fn read_events(path: &Path, map: &FieldMap) -> Result<Vec<LocatedEvent>> {
     let mut out = Vec::new();
-    for line in jsonl::read_objects(path)? {
-        out.push(parse_event(&line, map)?);
-    }
+    for_each_event(path, map, |e: ReadEvent| -> Result<()> {
+        out.push(LocatedEvent {
+            event: e.event,
+            at: format!("{}:{}", path.display(), e.line),
+            time_ms: e.time_ms,
+        });
+        Ok(())
+    })?;
     Ok(out)
 }
 
-fn parse_event(line: &jsonl::ObjectLine<'_>, map: &FieldMap) -> Result<LocatedEvent> {
+fn parse_event(line: &jsonl::ObjectLine<'_>, map: &FieldMap) -> Result<(Event, i64)> {
     // Resolve the mapped names into a flat object so that ObjectLine's typed readers (and
     // their messages) apply; the messages name the field as the log spells it.
     let mut flat = Map::new();
@@ -235,8 +314,8 @@ fn parse_event(line: &jsonl::ObjectLine<'_>, map: &FieldMap) -> Result<LocatedEv
         }
         _ => {}
     }
-    Ok(LocatedEvent {
-        event: Event {
+    Ok((
+        Event {
             conversation_id,
             time,
             query,
@@ -247,9 +326,8 @@ fn parse_event(line: &jsonl::ObjectLine<'_>, map: &FieldMap) -> Result<LocatedEv
             text,
             value,
         },
-        at: format!("{}:{}", line.path.display(), line.line),
         time_ms,
-    })
+    ))
 }
 
 #[cfg(test)]
@@ -350,6 +428,62 @@ mod tests {
             .with_events(["a=copy", "a=thumbs"])
             .unwrap_err()
             .contains("mapped twice"));
+    }
+
+    /// Regression: a log was read whole (and every line parsed) before the first event was
+    /// looked at, and a line had no size limit. Now it is read line by line: an over-long
+    /// line is refused at its number, a byte-order mark, CRLF endings and blank lines are
+    /// taken as before.
+    #[test]
+    fn a_log_is_read_line_by_line_with_a_bounded_line() {
+        let event = |q: &str| {
+            format!(
+                r#"{{"conversation_id":"c","time":"2025-11-20T10:00:00Z","query":"{q}","event":"answer"}}"#
+            )
+        };
+        let short = event("q");
+        let padding = MAX_LINE_BYTES - short.len() + 1;
+        let longest = event(&format!("q{}", "x".repeat(padding - 1)));
+        assert_eq!(longest.len(), MAX_LINE_BYTES);
+        let text = format!("\u{feff}{short}\r\n\n  \n{longest}\r\n{short}");
+        let ev = read(&text, &FieldMap::default()).unwrap();
+        assert_eq!(ev.len(), 3);
+        assert_eq!(
+            ev.iter()
+                .map(|e| e.at.rsplit(':').next().unwrap().to_owned())
+                .collect::<Vec<_>>(),
+            ["1", "4", "5"]
+        );
+        assert_eq!(ev[1].event.query.len(), padding);
+        let too_long = event(&format!("q{}", "x".repeat(padding)));
+        let err = read(
+            &format!("{short}\n{too_long}\n{short}\n"),
+            &FieldMap::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "log.jsonl:2: field `-`: line longer than 1 MiB (1048576 bytes): not an interaction event"
+        );
+        // An endless line without a newline is refused the same way.
+        let err = read(&"x".repeat(3 * MAX_LINE_BYTES), &FieldMap::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("log.jsonl:1: field `-`: line longer"),
+            "{err}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.jsonl");
+        std::fs::write(&p, [short.as_bytes(), b"\n\xff\xfe\n"].concat()).unwrap();
+        let err = read_events(&p, &FieldMap::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("bad.jsonl:2: field `-`: file is not valid UTF-8"),
+            "{err}"
+        );
     }
 
     #[test]
