@@ -148,10 +148,12 @@ impl std::str::FromStr for SslMode {
             "require" => SslMode::Require,
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "sslmode `{}`: expected disable, allow, prefer, require, verify-ca or verify-full",
                 redact::short(other)
-            )),
+            ))
+            }
         })
     }
 }
@@ -305,6 +307,12 @@ impl PgTarget {
         &self.password_source
     }
 
+    /// Why a password file that is there was not read (group or world may read it, or
+    /// it is not a plain file).
+    pub fn passfile_ignored(&self) -> Option<&str> {
+        self.passfile_ignored.as_deref()
+    }
+
     /// The `sslmode`.
     pub fn sslmode(&self) -> SslMode {
         self.sslmode
@@ -422,7 +430,7 @@ impl PgTarget {
         .map_err(|e| PgConnectError::Setup(format!("sslrootcert: {e}")))?;
         Ok(PgConnector {
             plan,
-            tls: tls.map(|c| tokio_postgres_rustls::MakeRustlsConnect::new(c)),
+            tls: tls.map(tokio_postgres_rustls::MakeRustlsConnect::new),
             target: self.describe(),
             sslmode: self.sslmode,
             passfile_ignored: self.passfile_ignored.clone(),
@@ -545,8 +553,8 @@ impl PgConnector {
     fn error(&self, e: postgres::Error) -> PgConnectError {
         let tls_problem =
             tls::certificate_problem(&e).map(|p| format!("{p} (sslmode={})", self.sslmode));
-        let no_tls =
-            e.as_db_error().is_none() && e.to_string().contains("server does not support TLS");
+        let message = connect_message(&e);
+        let no_tls = e.as_db_error().is_none() && message.contains("server does not support TLS");
         let hint = if no_tls {
             Some(format!(
                 "the server does not accept TLS connections, and sslmode={} requires TLS",
@@ -561,7 +569,7 @@ impl PgConnector {
             None
         };
         PgConnectError::Connect {
-            message: connect_message(&e),
+            message,
             tls_problem: tls_problem.or(hint),
             error: e,
         }
