@@ -79,8 +79,8 @@ pub struct Recording {
     /// Notes file recorded with the run (packaged as notes.md).
     #[arg(long)]
     pub notes: Option<PathBuf>,
-    /// Recording time (default: now, UTC).
-    #[arg(long)]
+    /// Recording time (RFC 3339; default: now, UTC).
+    #[arg(long, value_name = "TIME", value_parser = crate::date_args::timestamp)]
     pub time: Option<String>,
 }
 
@@ -140,8 +140,8 @@ pub struct SuggestArgs {
     /// Retries of a judge request after a 429, a 5xx, a timeout or a connection error.
     #[arg(long, default_value_t = 4)]
     pub retries: u32,
-    /// Time recorded with the suggestions (default: now, UTC).
-    #[arg(long)]
+    /// Time recorded with the suggestions (RFC 3339; default: now, UTC).
+    #[arg(long, value_name = "TIME", value_parser = crate::date_args::timestamp)]
     pub time: Option<String>,
     /// Output format.
     #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
@@ -261,8 +261,8 @@ pub struct ReviewArgs {
     pub reviewer: String,
     #[arg(long)]
     pub diagnosis: Option<String>,
-    /// Time of the review (default: now, UTC).
-    #[arg(long)]
+    /// Time of the review (RFC 3339; default: now, UTC).
+    #[arg(long, value_name = "TIME", value_parser = crate::date_args::timestamp)]
     pub time: Option<String>,
 }
 
@@ -278,8 +278,8 @@ pub struct PackageArgs {
     #[arg(long)]
     pub notes: Option<PathBuf>,
     /// A creation time to record (a run's recording time by default; none for a case
-    /// file, so that packages are byte-identical).
-    #[arg(long)]
+    /// file, so that packages are byte-identical). RFC 3339.
+    #[arg(long, value_name = "TIME", value_parser = crate::date_args::timestamp)]
     pub created: Option<String>,
     /// The previous recording to compare with (run or case file) for `comparison.json`.
     /// Default for a run: the run it replays, else the previous run of the same case file.

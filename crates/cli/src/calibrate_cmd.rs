@@ -55,7 +55,7 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "NOTES")]
     pub notes: Option<PathBuf>,
     /// Exam date (YYYY-MM-DD) for validity windows; default: today (UTC).
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = crate::date_args::date)]
     pub as_of: Option<String>,
     /// Where the calibrated policy is written.
     #[arg(long, value_name = "FILE", default_value = "policy.toml")]

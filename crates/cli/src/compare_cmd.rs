@@ -75,6 +75,18 @@ pub fn recent_runs(
     Ok(runs)
 }
 
+/// The chunk list the history kept for the run the cross-run diagnosis compares the newest
+/// of `runs` with (the last accepted one before it), when it kept one.
+pub fn baseline_chunks(
+    history: &History,
+    runs: &[RecordedRun],
+) -> anyhow::Result<Option<veredicto_core::snapshot::ChunkSnapshot>> {
+    match compare::regression_baseline(runs) {
+        Some(i) => Ok(history.run_chunks(&runs[i].meta.id)?),
+        None => Ok(None),
+    }
+}
+
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
     if args.baseline == Baseline::None && args.base.is_none() {
         anyhow::bail!(
@@ -120,9 +132,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
     let mut comparison = compare::compare(&base, &new, &opts);
     veredicto_report::findings::fill_comparison(&mut comparison);
     let runs = recent_runs(&history, &new, args.window)?;
-    let mut diagnosis = compare::diagnose_runs(
+    let accepted_chunks = baseline_chunks(&history, &runs)?;
+    let mut diagnosis = compare::diagnose_runs_with_chunks(
         &runs,
         corpus.as_ref(),
+        accepted_chunks.as_ref(),
         &DiagnoseOptions {
             seed: args.seed,
             ..DiagnoseOptions::default()

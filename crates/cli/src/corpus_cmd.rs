@@ -45,7 +45,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "CORPUS")]
     pub since: Option<PathBuf>,
     /// The date for validity (`valid_to`); default today (UTC).
-    #[arg(long, value_name = "YYYY-MM-DD")]
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = crate::date_args::date)]
     pub as_of: Option<String>,
     #[command(flatten)]
     pub history: HistoryArgs,
@@ -60,14 +60,7 @@ pub fn run(args: CorpusArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let as_of = match &args.as_of {
-        Some(d) if veredicto_core::time::parse_date_days(d).is_some() => d.clone(),
-        Some(d) => anyhow::bail!(
-            "--as-of: expected a date YYYY-MM-DD, got `{}`",
-            veredicto_core::redact::short(d)
-        ),
-        None => crate::clock::today_utc(),
-    };
+    let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
     let (policy, gold_label) = match &args.policy {
         Some(p) => (
             veredicto_formats::policy::read_corpus_policy(p)?,
@@ -112,7 +105,9 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         (None, None) => anyhow::bail!("give --corpus FILE or --index DIR"),
     }
     if let Some(index) = &index {
-        // The index's vectors (they win over a line's own) and its batch times.
+        // The index's vectors (they win over a line's own) and its batch times; checked
+        // against the manifest first, as before a search.
+        index.check_vectors()?;
         let rows: HashMap<&str, usize> = index.chunks().map(|c| (c.id(), c.row())).collect();
         for (i, c) in input.chunks.iter().enumerate() {
             if let Some(&row) = rows.get(c.id.as_str()) {

@@ -89,7 +89,7 @@ pub struct ExamArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Exam date (YYYY-MM-DD) for validity windows in the diagnosis; default: today (UTC).
-    #[arg(long, value_name = "DATE", value_parser = parse_date)]
+    #[arg(long, value_name = "DATE", value_parser = crate::date_args::date)]
     pub as_of: Option<String>,
     #[command(flatten)]
     pub record: RecordArgs,
@@ -126,21 +126,6 @@ pub struct RecordArgs {
     /// Declared chunk overlap (recorded with the run's configuration).
     #[arg(long, value_name = "TOKENS")]
     pub chunk_overlap: Option<u32>,
-}
-
-fn parse_date(s: &str) -> Result<String, String> {
-    let b = s.as_bytes();
-    let ok = b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
-    if ok {
-        Ok(s.to_owned())
-    } else {
-        Err(format!("expected a date as YYYY-MM-DD, got `{s}`"))
-    }
 }
 
 pub fn run(args: ExamArgs) -> anyhow::Result<crate::printer::ExitStatus> {

@@ -15,11 +15,13 @@ pub struct HistoryCmdArgs {
 #[derive(Debug, clap::Subcommand)]
 enum HistoryCommand {
     /// Copy every run of one history into another (a file or postgres:// URL each). Runs
-    /// keep their IDs; runs already in the target are skipped, so an interrupted copy is
-    /// resumed by running it again. Verifies every copied run at the end.
+    /// keep their IDs and their seals; runs already in the target are skipped, so an
+    /// interrupted copy is resumed by running it again. Verifies every copied run and seal at
+    /// the end; refuses a run changed after it was sealed.
     Migrate(MigrateArgs),
     /// Check a history: database integrity, append-only guards, incomplete runs, altered
-    /// audit case files (exit 0 sound, 1 problems found).
+    /// audit case files, and every seal: a run, audit run, review, acceptance or chunk list
+    /// changed after it was recorded is named (exit 0 sound, 1 problems found).
     Check(CheckArgs),
     /// List the written acceptances of ingestion batches' rejected lines (`veredicto gate
     /// accept`), oldest first: when, who, which index and batch, how many lines, why.
@@ -134,6 +136,12 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
                 report.run_chunks, report.run_chunks_copied
             )?;
         }
+        writeln!(
+            out,
+            "seals: {} carried and verified; head of the copy {}",
+            report.seals,
+            report.head.as_deref().unwrap_or("(none)")
+        )?;
     }
     Ok(ExitStatus::Success)
 }
@@ -141,9 +149,14 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
 fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
     let history = a.history.open_existing()?;
     let report = history.check()?;
+    let head = history.seals()?.last().map(|s| s.digest.clone());
     let mut out = std::io::stdout().lock();
     if a.json || a.format == crate::printer::Format::Json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+        let mut value = serde_json::to_value(&report)?;
+        if let Some(seals) = value.get_mut("seals").and_then(|s| s.as_object_mut()) {
+            seals.insert("head".to_owned(), serde_json::json!(head));
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
     } else {
         writeln!(
             out,
@@ -180,6 +193,7 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
         for id in &report.unreadable_run_chunks {
             writeln!(out, "run whose chunk list does not read back: {id}")?;
         }
+        write_seals(&mut out, &report.seals, head.as_deref())?;
         writeln!(
             out,
             "{}",
@@ -195,4 +209,53 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
     } else {
         ExitStatus::Stop
     })
+}
+
+/// What `history check` says about the seals.
+fn write_seals(
+    out: &mut impl Write,
+    seals: &veredicto_store::SealCheck,
+    head: Option<&str>,
+) -> std::io::Result<()> {
+    use veredicto_store::SealProblem;
+    if !seals.sealed {
+        return writeln!(
+            out,
+            "seals: none yet (written by an earlier veredicto; sealed when next opened for writing)"
+        );
+    }
+    writeln!(
+        out,
+        "seals: {}, head {}",
+        seals.seals,
+        head.unwrap_or("(none)")
+    )?;
+    if seals.sealed_at_upgrade > 0 {
+        writeln!(
+            out,
+            "sealed when the history was upgraded, not when written: {} items ({} runs); a \
+             change made to them before the upgrade cannot be detected",
+            seals.sealed_at_upgrade, seals.runs_sealed_at_upgrade
+        )?;
+    }
+    if let Some(b) = &seals.first_break {
+        let what = match b.problem {
+            SealProblem::Content => format!("{} was changed after it was sealed", b.item),
+            SealProblem::Missing => format!("{} was removed after it was sealed", b.item),
+            SealProblem::Link => format!(
+                "the seal of {} does not follow from the seal before it (a seal was changed, \
+                 removed or inserted)",
+                b.item
+            ),
+        };
+        writeln!(
+            out,
+            "broken seal: {what} (seal {} of {}; {} broken in all)",
+            b.position, seals.seals, seals.broken
+        )?;
+    }
+    for item in &seals.unsealed {
+        writeln!(out, "unsealed: {item}")?;
+    }
+    Ok(())
 }

@@ -47,7 +47,7 @@ pub struct IngestArgs {
     pub rebuild: bool,
     /// Record this time (RFC 3339) for the batch instead of now: same inputs and time give
     /// a byte-identical index (reproducible builds).
-    #[arg(long, value_name = "TIME", value_parser = rfc3339)]
+    #[arg(long, value_name = "TIME", value_parser = crate::date_args::timestamp)]
     pub time: Option<String>,
     #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
     pub format: crate::printer::Format,
@@ -118,18 +118,6 @@ pub fn precomputed_fingerprint(dim: usize) -> ModelFingerprint {
         serde_json::json!({"name": "precomputed", "architecture": "precomputed", "dim": dim});
     let hash = veredicto_core::fingerprint::sha256_json(&value);
     ModelFingerprint { value, hash }
-}
-
-/// `--time`: an RFC 3339 date-time (`2025-11-14T09:30:00Z`), kept as given.
-fn rfc3339(text: &str) -> Result<String, String> {
-    if veredicto_core::time::is_rfc3339(text) {
-        Ok(text.to_owned())
-    } else {
-        Err(format!(
-            "`{}` is not an RFC 3339 time (e.g. 2025-11-14T09:30:00Z)",
-            veredicto_core::redact::short(text)
-        ))
-    }
 }
 
 pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
@@ -293,7 +281,8 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
     }
     .with_rejections(rejected.clone());
     // A corpus identical to the one last ingested, with the same model and field, changes
-    // nothing: no batch is written and no index file is touched.
+    // nothing: no batch is written and no index file is touched (unless the index is in an
+    // older format: then it is rewritten in the current one, re-embedding nothing).
     let corpus_hash = crate::exam_cmd::file_fingerprint(&corpus_path)?;
     if let Some(o) = old.as_ref().filter(|o| {
         let m = o.manifest();
@@ -304,6 +293,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
             && m.corpus_hash == corpus_hash
             && m.field == field
             && m.model_hash == model.hash
+            && m.format_version == veredicto_index::FORMAT_VERSION
     }) {
         // What a rewrite would have checked while copying the vectors: a damaged index is
         // an error here too, not "unchanged".

@@ -11,6 +11,7 @@ mod calibrate_cmd;
 mod clock;
 mod compare_cmd;
 mod corpus_cmd;
+mod date_args;
 mod exam_cmd;
 mod gate_cmd;
 mod history_args;

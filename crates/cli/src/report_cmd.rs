@@ -68,9 +68,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
         None => None,
     };
     let runs = recent_runs(&history, &current, args.window)?;
-    let mut diagnosis = compare::diagnose_runs(
+    let accepted_chunks = crate::compare_cmd::baseline_chunks(&history, &runs)?;
+    let mut diagnosis = compare::diagnose_runs_with_chunks(
         &runs,
         corpus.as_ref(),
+        accepted_chunks.as_ref(),
         &DiagnoseOptions {
             seed: args.seed,
             ..DiagnoseOptions::default()

@@ -31,6 +31,23 @@ pub struct NetArgs {
     /// JSON pointer to the score inside one result (absent = no score).
     #[arg(long, value_name = "POINTER", default_value = "/score")]
     pub score_pointer: String,
+    /// Read numeric chunk IDs as text (integers, written exactly); by default an ID must be
+    /// a JSON string.
+    #[arg(long)]
+    pub id_as_text: bool,
+    /// Largest answer read from a live retriever: an HTTP body, a command's answer line
+    /// (bytes, or with KiB / MiB / GiB). Only `--depth` results of an answer are kept.
+    #[arg(long, value_name = "BYTES", default_value = "64MiB", value_parser = byte_size)]
+    pub max_answer_bytes: u64,
+    /// An HTTP retriever's request body: a JSON file with `{{query}}`, `{{k}}`,
+    /// `{{query_vector}}`, `{{filters}}` or `{{filter_terms}}` where the values go (see
+    /// docs/retrievers.md).
+    #[arg(long, value_name = "FILE")]
+    pub body_template: Option<std::path::PathBuf>,
+    /// An environment variable to pass to a `cmd:` retriever besides PATH, HOME, LANG,
+    /// LANGUAGE, LC_*, TMPDIR and TZ (repeatable); no other is passed.
+    #[arg(long = "cmd-env", value_name = "NAME")]
+    pub cmd_env: Vec<String>,
 }
 
 /// What the exam does with a retriever's answers, the same for every retriever (see
@@ -71,6 +88,33 @@ pub fn duplicate_rule(s: &str) -> Result<DuplicateRule, String> {
 pub fn failure_limit(s: &str) -> Result<FailureLimit, String> {
     s.parse()
 }
+
+/// `--max-answer-bytes`: a whole number of bytes, optionally with `KiB`, `MiB` or `GiB`,
+/// from 1 KiB to 4 GiB.
+pub fn byte_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (number, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => (&t[..i], t[i..].trim()),
+        None => (t, ""),
+    };
+    let scale: u64 = match unit {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => 0,
+    };
+    match number.parse::<u64>().ok().and_then(|n| n.checked_mul(scale)) {
+        Some(n) if scale > 0 && ((1 << 10)..=(4 << 30)).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a size between 1KiB and 4GiB (bytes, or a whole number with KiB, MiB or GiB), got `{}`",
+            veredicto_core::redact::short(s)
+        )),
+    }
+}
+
+/// Largest `--body-template` file read.
+const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
 
 /// The retriever URI that `--run FILE`, `--index DIR` or `--retriever URI` name (the first
 /// given), or `None` when none is.
@@ -138,6 +182,10 @@ impl NetArgs {
             })?;
             headers.push((name.trim().to_owned(), value));
         }
+        let body_template = match &self.body_template {
+            Some(path) => Some(read_template(path)?),
+            None => None,
+        };
         Ok(Options {
             timeout: Duration::from_secs_f64(self.timeout),
             deadline: Duration::from_secs_f64(self.deadline),
@@ -146,9 +194,58 @@ impl NetArgs {
             results_pointer: self.results_pointer.clone(),
             id_pointer: self.id_pointer.clone(),
             score_pointer: self.score_pointer.clone(),
+            id_as_text: self.id_as_text,
+            max_answer_bytes: self.max_answer_bytes,
+            command_env: self.command_env()?,
+            body_template,
             ..Options::default()
         })
     }
+
+    /// The environment of a `cmd:` retriever: the variables passed by default that are
+    /// set, and each `--cmd-env NAME` (an error when it is not set). Values are never
+    /// printed.
+    fn command_env(&self) -> anyhow::Result<Vec<(std::ffi::OsString, std::ffi::OsString)>> {
+        let mut env: Vec<_> = std::env::vars_os()
+            .filter(|(name, _)| {
+                name.to_str()
+                    .is_some_and(veredicto_retrieve::cmd::passed_by_default)
+            })
+            .collect();
+        for name in &self.cmd_env {
+            let valid =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            anyhow::ensure!(
+                valid,
+                "--cmd-env expects the name of an environment variable (letters, digits, `_`), got `{}`",
+                veredicto_core::redact::short(name)
+            );
+            let value = std::env::var_os(name).with_context(|| {
+                format!("--cmd-env {name}: environment variable `{name}` is not set")
+            })?;
+            env.retain(|(n, _)| n.to_str() != Some(name.as_str()));
+            env.push((name.into(), value));
+        }
+        Ok(env)
+    }
+}
+
+/// Reads and checks `--body-template FILE`.
+fn read_template(
+    path: &std::path::Path,
+) -> anyhow::Result<veredicto_retrieve::template::BodyTemplate> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_TEMPLATE_BYTES + 1).read_to_string(&mut text))
+        .with_context(|| format!("--body-template {shown}: cannot read the file"))?;
+    anyhow::ensure!(
+        text.len() as u64 <= MAX_TEMPLATE_BYTES,
+        "--body-template {shown}: larger than 1 MiB"
+    );
+    veredicto_retrieve::template::BodyTemplate::parse(&text, &shown)
+        .map_err(|e| anyhow::anyhow!("--body-template {e}"))
 }
 
 /// The embedder the retriever needs: for one that requires vectors, the model when a case

@@ -37,10 +37,10 @@ pub struct FilterArgs {
     #[arg(long)]
     pub label: Option<String>,
     /// Runs on or after this date (YYYY-MM-DD) or RFC 3339 time.
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = crate::date_args::bound)]
     pub since: Option<String>,
     /// Runs on or before this date or time.
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = crate::date_args::bound)]
     pub until: Option<String>,
     /// Only accepted or only stopped runs.
     #[arg(long, value_enum)]

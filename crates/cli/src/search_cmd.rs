@@ -70,6 +70,7 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitStatus> {
         .embedder
         .load_for_index(Some(&dir), Some(args.net.embedder_net()))?;
     crate::models::check_index_model(&index, embedder.as_ref())?;
+    show_embedder(embedder.as_ref());
     let vector = embedder
         .embed(&[args.query.as_str()], TextKind::Query)?
         .pop()
@@ -128,6 +129,15 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// With `-v`: the model that embeds the query, and its fingerprint.
+fn show_embedder(e: &dyn veredicto_embed::Embedder) {
+    crate::printer::detail(&format!(
+        "query embedder {} ({})",
+        veredicto_core::redact::escape_control(&e.fingerprint().name),
+        e.fingerprint().digest()
+    ));
+}
+
 /// `search --retriever URI`: one query against a live retriever.
 fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
     // `--filter` conditions travel as the request's `filters`, exactly as a golden case's
@@ -156,6 +166,9 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
         args.net.total_deadline(),
         std::slice::from_ref(&case),
     )?;
+    if let Some(e) = &embedder {
+        show_embedder(e.as_ref());
+    }
     let vector = match &embedder {
         Some(e) => Some(
             e.embed(&[args.query.as_str()], TextKind::Query)?

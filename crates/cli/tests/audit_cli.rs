@@ -293,7 +293,7 @@ fn review_appends_and_a_disagreeing_reviewer_is_an_annex() {
         "--reviewer",
         "bo",
         "--time",
-        "t2",
+        "2026-11-30T11:00:00Z",
     ]);
     assert_eq!(o.status.code(), Some(0));
     let second = std::fs::read_to_string(&log).expect("log");

@@ -266,3 +266,125 @@ fn calibrate_format_takes_the_shared_values_and_json_is_its_alias() {
         "{err}"
     );
 }
+
+/// 30 cases with one expected chunk each, ranked first among ten results with falling
+/// scores (a perfect retriever); the first five declared gold.
+fn perfect_one_chunk_suite(dir: &std::path::Path) -> (String, String) {
+    let mut golden = String::new();
+    let mut run = String::new();
+    for i in 1..=30 {
+        let gold = if i <= 5 { ", \"gold\": true" } else { "" };
+        golden.push_str(&format!(
+            "{{\"id\": \"q{i:02}\", \"query\": \"question {i}\", \"expected\": [\"c{i:02}\"]{gold}}}\n"
+        ));
+        for r in 1..=10 {
+            let id = if r == 1 {
+                format!("c{i:02}")
+            } else {
+                format!("c{i:02}_x{r}")
+            };
+            run.push_str(&format!(
+                "q{i:02} Q0 {id} {r} {:.2} perfect\n",
+                1.0 - f64::from(r) / 100.0
+            ));
+        }
+    }
+    (
+        write(dir, "golden.jsonl", &golden),
+        write(dir, "run.trec", &run),
+    )
+}
+
+#[test]
+fn a_perfect_one_chunk_suite_stops_on_the_uncalibrated_ceiling_not_on_gold_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (golden, run) = perfect_one_chunk_suite(dir.path());
+    let exam = |extra: &[&str]| {
+        let mut args = vec!["exam", "--golden", &golden, "--run", &run, "--no-record"];
+        args.extend_from_slice(extra);
+        veredicto_in(dir.path(), &args)
+    };
+    let o = exam(&[]);
+    // The method's verdict is unchanged: every case is over the default ceiling.
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = stdout(&o);
+    let reasons: Vec<&str> = text
+        .split("verdict: STOP\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("  - "))
+        .collect();
+    assert_eq!(reasons.len(), 1, "{text}");
+    assert!(
+        reasons[0].starts_with("  - structural_noise: the noise ceiling is not calibrated for this suite: 30 cases (5 gold) fail on noise alone that a perfect ranking would also have"),
+        "{text}"
+    );
+    assert!(!text.contains("gold_case_failed"), "{text}");
+    assert!(!text.contains("FAIL noise"), "{text}");
+    let o = exam(&["--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["reasons"], serde_json::json!(["structural_noise"]));
+    assert_eq!(v["summary"]["failing_gold"], 5);
+    assert_eq!(v["summary"]["structural_only"], 30);
+    assert_eq!(v["summary"]["structural_only_gold"], 5);
+    assert_eq!(
+        v["cases"][0]["reasons"],
+        serde_json::json!(["structural_noise"])
+    );
+}
+
+#[test]
+fn calibrating_a_one_chunk_suite_says_the_noise_rule_can_fail_no_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let (golden, run) = perfect_one_chunk_suite(dir.path());
+    let o = veredicto_in(
+        dir.path(),
+        &["calibrate", "--golden", &golden, "--run", &run],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let says = "with one expected chunk per case the noise rule cannot tell healthy from noisy cases: list the other relevant chunks of each case to make it informative";
+    assert!(
+        text.contains(&format!("noise rule not informative: {says}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("none of the 30 cases can fail the noise rule"),
+        "{text}"
+    );
+    let written = std::fs::read_to_string(dir.path().join("policy.toml")).unwrap();
+    assert!(
+        written.contains(&format!("# noise rule not informative: {says}\n")),
+        "{written}"
+    );
+    assert!(
+        written.contains(
+            "noise_ceiling = 1.0           # calibrated, but it can fail no case of this suite"
+        ),
+        "{written}"
+    );
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "calibrate",
+            "--golden",
+            &golden,
+            "--run",
+            &run,
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["noise_ceiling"], 1.0);
+    assert_eq!(v["noise_rule_informative"], false);
+    assert_eq!(
+        v["noise_rule"]["uninformative"],
+        "one_expected_chunk_per_case"
+    );
+    assert_eq!(v["noise_rule"]["reason"], says);
+    assert_eq!(v["noise_rule"]["cases_it_can_fail"], 0);
+    assert_eq!(v["noise_rule"]["nearest"]["most_noise"], 9);
+    assert_eq!(v["noise_rule"]["nearest"]["max_noise"], 10);
+}

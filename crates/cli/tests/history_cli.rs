@@ -193,3 +193,59 @@ fn sigkill_during_exam_never_leaves_a_partial_run() {
         assert_eq!(r.report.cases.len(), 12, "run {} is whole", s.id);
     }
 }
+
+/// The issue's attack on a history file: a stopped run's verdict and cases rewritten with the
+/// guards dropped and the very same guards put back. `history check` said `ok`; it now exits
+/// 1 and names the run, whose seal no longer matches.
+#[test]
+fn history_check_names_a_run_rewritten_with_the_guards_dropped_and_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    assert_eq!(
+        run(&exam_args("run-accept.trec", &db)).status.code(),
+        Some(0)
+    );
+    assert_eq!(run(&exam_args("run-stop.trec", &db)).status.code(), Some(1));
+    let db_s = db.display().to_string();
+    let check = veredicto(&["history", "check", "--history", &db_s]);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
+    let list = veredicto(&["runs", "list", "--json", "--history", &db_s]);
+    let runs: Value = serde_json::from_str(&stdout(&list)).unwrap();
+    assert_eq!(runs[0]["verdict"], "stop");
+    let stopped = runs[0]["id"].as_str().unwrap().to_owned();
+
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let guards: Vec<String> = c
+        .prepare(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger'
+             AND name IN ('runs_no_update', 'cases_no_update')",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(guards.len(), 2);
+    c.execute_batch(&format!(
+        "DROP TRIGGER runs_no_update; DROP TRIGGER cases_no_update;
+         UPDATE runs SET verdict = 'accept', reasons = '[]', failing = 0, failing_gold = 0
+             WHERE id = '{stopped}';
+         UPDATE cases SET passed = 1, reasons = '[]'
+             WHERE run = (SELECT seq FROM runs WHERE id = '{stopped}');
+         {};",
+        guards.join(";\n")
+    ))
+    .unwrap();
+    drop(c);
+
+    let check = veredicto(&["history", "check", "--history", &db_s]);
+    let out = stdout(&check);
+    assert_eq!(check.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "broken seal: run {stopped} was changed after it was sealed (seal 3 of 4"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("integrity: ok"), "{out}");
+}

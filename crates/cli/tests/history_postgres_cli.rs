@@ -310,3 +310,62 @@ fn a_pgvector_table_whose_statements_are_all_cancelled_records_nothing() {
         .get(0);
     assert_eq!(recorded, 0, "the history was not even created");
 }
+
+/// The issue's attack on a team's history: a stopped run's verdict and cases rewritten with
+/// the triggers disabled and enabled again. `history check` said `ok`; it now exits 1 and
+/// names the run, whose seal no longer matches.
+#[test]
+fn history_check_names_a_run_rewritten_with_the_triggers_disabled() {
+    let db = Db::new("seal");
+    for (run, label) in [("run-accept.trec", "v1"), ("run-stop.trec", "v2")] {
+        let o = veredicto(
+            &exam_args(run, &db.url, label)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        assert!(
+            matches!(o.status.code(), Some(0) | Some(1)),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let check = veredicto(&["history", "check", "--history", &db.url]);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
+    let runs = list(&db.url);
+    assert_eq!(runs[0]["verdict"], "stop");
+    let stopped = runs[0]["id"].as_str().expect("an ID").to_owned();
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).expect("connects");
+    c.batch_execute(&format!(
+        "ALTER TABLE runs DISABLE TRIGGER ALL; ALTER TABLE cases DISABLE TRIGGER ALL;
+         UPDATE runs SET verdict = 'accept', reasons = '[]', failing = 0, failing_gold = 0
+             WHERE id = '{stopped}';
+         UPDATE cases SET passed = 1, reasons = '[]'
+             WHERE run = (SELECT seq FROM runs WHERE id = '{stopped}');
+         ALTER TABLE runs ENABLE TRIGGER ALL; ALTER TABLE cases ENABLE TRIGGER ALL;"
+    ))
+    .expect("tampers");
+    assert_eq!(list(&db.url)[0]["verdict"], "accept", "the rewrite took");
+
+    let check = veredicto(&["history", "check", "--history", &db.url]);
+    let out = stdout(&check);
+    assert_eq!(check.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "broken seal: run {stopped} was changed after it was sealed (seal 3 of 4"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("integrity: ok"),
+        "the triggers are back: {out}"
+    );
+    let json = veredicto(&["history", "check", "--history", &db.url, "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&json)).expect("JSON");
+    assert_eq!(v["seals"]["first_break"]["id"], stopped.as_str());
+    assert_eq!(v["seals"]["first_break"]["problem"], "content");
+    assert!(v["seals"]["head"]
+        .as_str()
+        .expect("a head")
+        .starts_with("sha256:"));
+}

@@ -94,6 +94,10 @@ pub enum DiagnosisFinding {
     /// `corpus`: the expected chunk is not in the corpus; `source` is what the corpus was
     /// read from (`index`, `corpus`, …).
     NotInCorpus { source: String },
+    /// `corpus`: the live retriever's collection does not hold the expected chunk, asked by
+    /// ID after the search (pgvector `WHERE id = ANY(…)`, an `ids` query, Qdrant's points
+    /// API). `collection` names it: ``table `kb` ``, ``index `chunks` ``, ``collection `kb` ``.
+    NotInCollection { collection: String },
     /// `chunking`: the chunk has no text.
     NoText,
     /// `chunking`: pipe-table lines and no header separator (`|---|`).
@@ -149,6 +153,10 @@ pub enum DiagnosisFinding {
     },
     /// `ann_index`: the exact search misses expected chunks too.
     MissedUnderExactToo,
+    /// `ann_index`: the exact search misses expected chunks too, and every one it misses
+    /// (`missing` of them) is not in the retriever's `collection`: neither the ANN index nor
+    /// the embedding is to blame.
+    MissingUnderExactToo { missing: usize, collection: String },
     /// `noise`: structural (see [`NoiseFinding::Structural`]).
     StructuralNoise {
         k: u32,

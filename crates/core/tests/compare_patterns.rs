@@ -707,3 +707,177 @@ fn noise_calibration_from_the_healthy_cases() {
     assert_eq!((viajes.p90, viajes.max), (Some(5), Some(5)));
     assert_eq!(viajes.suggested_ceiling, Some(0.6));
 }
+
+/// The FAQ of the issue: 30 cases, each expecting one chunk `faq{i}`, examined live (no
+/// corpus, no batches). Case i retrieves its chunk first, then the next FAQ chunks, which
+/// other cases expect.
+fn faq_scenario() -> Scenario {
+    let cases = (0..30)
+        .map(|i| {
+            let e = format!("faq{i}");
+            case(&format!("q{i}"), &[&e], None, &[], false, 3)
+        })
+        .collect();
+    let mut sc = Scenario::new(cases);
+    sc.policy.noise_ceiling = 1.0;
+    sc
+}
+
+/// Case i's list: its own chunk first unless `deleted`, then the next FAQ chunks.
+fn faq_run(deleted: &[usize]) -> Run {
+    run_of(
+        (0..30)
+            .map(|i| {
+                let ids: Vec<String> = (0..6)
+                    .map(|j| format!("faq{}", (i + j) % 30))
+                    .filter(|id| !deleted.iter().any(|d| *id == format!("faq{d}")))
+                    .collect();
+                let list = ids
+                    .into_iter()
+                    .enumerate()
+                    .map(|(r, id)| Retrieved {
+                        id,
+                        score: Some(0.9 - r as f64 / 100.0),
+                    })
+                    .collect();
+                (format!("q{i}"), list)
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn deleted_rows_are_not_read_as_an_ingestion_that_entered() {
+    let sc = faq_scenario();
+    let deleted: Vec<usize> = (0..10).map(|i| i * 3).collect();
+    let accepted = record("r1", "2025-11-01T10:00:00Z", &sc, &faq_run(&[]));
+    assert_eq!(accepted.report.verdict, Verdict::Accept);
+    let newest = record("r2", "2025-11-14T10:00:00Z", &sc, &faq_run(&deleted));
+
+    // 1. A retriever that cannot say which chunks it holds (HTTP): every chunk above the
+    //    lost ones was retrieved by the accepted run, so none "entered".
+    let runs = vec![accepted.clone(), newest.clone()];
+    let d = diagnose_runs(&runs, None, &DiagnoseOptions::default());
+    let text = veredicto_report::comparison::diagnosis_human(&d);
+    let f = find(&d, Pattern::IngestionRegression).expect("the regressed cases are listed");
+    assert_eq!(f.cases.len(), 10);
+    assert_eq!(f.entered.len(), 30, "three chunks above each lost one");
+    assert!(f
+        .entered
+        .iter()
+        .all(|e| e.entered_since == Some(false) && e.in_accepted_run.is_some()));
+    assert!(
+        !text.contains("entered since the last accepted run and outranks"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("regression by the latest ingestion"),
+        "{text}"
+    );
+    assert!(
+        text.contains("faq1 (batch unknown) outranks faq0 of q0 at rank 1 now; it was already there: the accepted run retrieved it at rank 1 for q1"),
+        "{text}"
+    );
+    assert!(
+        f.cause.starts_with("no chunk is known to have entered since the last accepted run r1 (2025-11-01T10:00:00Z) (30 of the chunks above the expected ones were already retrieved by that run): before blaming an ingestion"),
+        "{}",
+        f.cause
+    );
+
+    // 2. A retriever that says which chunks it holds (pgvector): the lost chunks are not in
+    //    the table; nothing entered, nothing buried them.
+    let mut gone = newest.clone();
+    for c in &mut gone.report.cases {
+        let e = c.expected[0].id.clone();
+        if c.expected[0].rank.is_none() {
+            c.diagnosis = vec![veredicto_core::diagnosis::Finding::new(
+                veredicto_core::diagnosis::Check::Corpus,
+                Some(e),
+                veredicto_core::diagnosis::DiagnosisFinding::NotInCollection {
+                    collection: "table `faq`".into(),
+                },
+            )];
+        }
+    }
+    let runs = vec![accepted.clone(), gone.clone()];
+    let d = diagnose_runs(&runs, None, &DiagnoseOptions::default());
+    assert!(
+        find(&d, Pattern::IngestionRegression).is_none(),
+        "{:?}",
+        d.findings
+    );
+    let f = find(&d, Pattern::ChunksMissing).expect("missing chunks");
+    assert_eq!(f.cases.len(), 10);
+    let text = veredicto_report::comparison::diagnosis_human(&d);
+    assert!(!text.contains("entered since"), "{text}");
+    assert!(
+        text.contains("[chunks_missing] 10 case(s) passed in the last accepted run r1 (2025-11-01T10:00:00Z) and fail now because the table `faq` no longer holds 10 of their expected chunks: q0, q3, q6"),
+        "{text}"
+    );
+    assert!(
+        text.contains("likely cause: expected chunks left the table `faq` since"),
+        "{text}"
+    );
+    // The comparison says the same chunk by chunk.
+    let c = veredicto_core::compare::compare(
+        &accepted,
+        &gone,
+        &veredicto_core::compare::CompareOptions::default(),
+    );
+    let lines = veredicto_report::comparison::human(&c);
+    assert!(
+        lines.contains(
+            "q0: faq0 fell from 1 to beyond the list: it is no longer in the table `faq`"
+        ),
+        "{lines}"
+    );
+
+    // 3. With the accepted run's chunk list: a chunk absent from it entered since.
+    let mut newcomer = newest.clone();
+    for c in &mut newcomer.report.cases {
+        for o in c
+            .diagnosis
+            .iter_mut()
+            .flat_map(|f| f.outranked_by.iter_mut())
+        {
+            if o.id == "faq1" {
+                o.id = "faq_new".into();
+            }
+        }
+    }
+    let chunks: Vec<veredicto_core::case::Chunk> = (0..30)
+        .map(|i| veredicto_core::case::Chunk {
+            id: format!("faq{i}"),
+            ..Default::default()
+        })
+        .collect();
+    let snapshot = veredicto_core::snapshot::ChunkSnapshot::of(chunks.iter());
+    let runs = vec![accepted, newcomer];
+    let mut d = veredicto_core::compare::diagnose_runs_with_chunks(
+        &runs,
+        None,
+        Some(&snapshot),
+        &DiagnoseOptions::default(),
+    );
+    veredicto_report::findings::fill_runs(&mut d);
+    let f = find(&d, Pattern::IngestionRegression).expect("regression");
+    // A case with a known newcomer lists only that; the others what the accepted run saw.
+    assert_eq!(
+        f.entered
+            .iter()
+            .filter(|e| e.case == "q0")
+            .map(|e| (e.id.as_str(), e.entered_since))
+            .collect::<Vec<_>>(),
+        vec![("faq_new", Some(true))],
+        "known newcomers only"
+    );
+    assert!(f
+        .entered
+        .iter()
+        .all(|e| (e.id == "faq_new") == (e.entered_since == Some(true))));
+    let text = veredicto_report::comparison::diagnosis_human(&d);
+    assert!(
+        text.contains("faq_new (batch unknown) entered since the last accepted run and outranks faq0 of q0 at rank 1"),
+        "{text}"
+    );
+}

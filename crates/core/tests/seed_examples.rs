@@ -105,8 +105,12 @@ fn seed_000_examples_reproduce_exactly() {
     assert_eq!(format!("{:.1}", irpf.recall * 100.0), "66.7");
     assert_eq!(irpf.quality, 0.0);
     assert!(!irpf.passed);
-    // Ranks 4..=10 score below silver_legal_045 (rank 3): noise 7 > 3 as well.
-    assert_eq!(irpf.reasons, vec![CaseReason::Recall, CaseReason::Noise]);
+    // Ranks 4..=10 score below silver_legal_045 (rank 3): noise 7 > 3 as well, and with its
+    // three chunks first the other 7 would still be: structural noise.
+    assert_eq!(
+        irpf.reasons,
+        vec![CaseReason::Recall, CaseReason::StructuralNoise]
+    );
     assert!(irpf.gold, "gold_001 carries SINTESIS_CURADA");
     let ranks: Vec<_> = irpf.expected.iter().map(|e| e.rank).collect();
     assert_eq!(
@@ -122,13 +126,27 @@ fn seed_000_examples_reproduce_exactly() {
     assert_eq!(asuntos.recall, 1.0);
     assert_eq!(asuntos.quality, 100.0);
     assert_eq!(asuntos.reciprocal_rank, 1.0);
-    // Expected at ranks 1-2, eight fillers below: noise 8 > 3.
+    // Expected at ranks 1-2, eight fillers below: noise 8 > 3, what a perfect ranking of
+    // two chunks leaves at K = 10: structural noise, its own reason.
     assert_eq!(asuntos.noise, Some(8));
-    assert_eq!(asuntos.reasons, vec![CaseReason::Noise]);
+    assert_eq!(asuntos.reasons, vec![CaseReason::StructuralNoise]);
 
+    // irpf is the gold failure (recall); asuntos, gold too, stops the suite on structural
+    // noise alone.
     assert_eq!(r.verdict, Verdict::Stop);
-    assert!(r.reasons.contains(&StopReason::GoldCaseFailed));
-    assert!(r.reasons.contains(&StopReason::MeanQuality));
+    assert_eq!(
+        r.reasons,
+        vec![
+            StopReason::MeanQuality,
+            StopReason::GoldCaseFailed,
+            StopReason::StructuralNoise
+        ]
+    );
+    assert_eq!(r.summary.failing_gold, 2, "the method's count is unchanged");
+    assert_eq!(
+        (r.summary.structural_only, r.summary.structural_only_gold),
+        (1, 1)
+    );
     assert_eq!(r.summary.mean_quality, 50.0);
 }
 
@@ -254,7 +272,11 @@ fn domain_overrides_apply() {
             as_of: None,
         })
     };
-    assert_eq!(eval(&policy).cases[0].reasons, vec![CaseReason::Noise]);
+    // Two chunks first among six results: a perfect ranking leaves 4 > 3 (structural).
+    assert_eq!(
+        eval(&policy).cases[0].reasons,
+        vec![CaseReason::StructuralNoise]
+    );
     policy.domains.insert(
         "viajes".into(),
         veredicto_core::policy::DomainPolicy {

@@ -82,8 +82,8 @@ fn parse_line(line: jsonl::ObjectLine<'_>, seen: &mut SeenIds) -> Result<CorpusL
             representation: line.opt_text("representation")?,
             domain: line.opt_id("domain")?,
             labels: line.str_list("labels")?,
-            valid_from: line.opt_text("valid_from")?,
-            valid_to: line.opt_text("valid_to")?,
+            valid_from: line.opt_date("valid_from")?,
+            valid_to: line.opt_date("valid_to")?,
             ingest_batch: line.opt_id("ingest_batch")?,
             facets,
         };
@@ -264,25 +264,7 @@ pub fn read_corpus_screened(path: &Path, screen: Screen<'_>) -> Result<Screened>
                 None => dimension = Some(v.len()),
             }
         }
-        for (field, value) in [("valid_from", &c.valid_from), ("valid_to", &c.valid_to)] {
-            if let Some(v) = value {
-                if veredicto_core::time::parse_date_days(v).is_none() {
-                    out.rejected.push(reject(
-                        n,
-                        Some(id.clone()),
-                        RejectReason::InvalidField,
-                        field,
-                        format!(
-                            "expected a date YYYY-MM-DD, got {:?}",
-                            veredicto_core::redact::short(v)
-                        ),
-                    ));
-                }
-            }
-        }
-        if out.rejected.last().is_some_and(|r| r.line == n) {
-            continue;
-        }
+        // `valid_from` and `valid_to` are calendar dates here (checked by `parse_line`).
         if let (Some(today), Some(to)) = (screen.today, c.valid_to.as_deref()) {
             if to < today {
                 out.rejected.push(reject(

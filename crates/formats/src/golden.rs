@@ -127,17 +127,15 @@ fn read_filters(
                 }
             },
             "valid_at" => {
-                let ok = value.as_str().is_some_and(|d| {
-                    d.len() == 10 && veredicto_core::time::parse_date_days(d).is_some()
-                });
-                if !ok {
-                    return Err(line.error(
-                        &field,
-                        format!(
-                            "expected a calendar date YYYY-MM-DD, found {}",
-                            veredicto_core::redact::short(&value.to_string())
-                        ),
-                    ));
+                let checked = match value.as_str() {
+                    Some(d) => veredicto_core::time::check_date(d).map_err(|e| e.to_string()),
+                    None => Err(format!(
+                        "expected a calendar date YYYY-MM-DD, found {}",
+                        veredicto_core::redact::short(&value.to_string())
+                    )),
+                };
+                if let Err(message) = checked {
+                    return Err(line.error(&field, message));
                 }
             }
             "facets" => {

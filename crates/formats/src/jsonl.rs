@@ -88,6 +88,16 @@ impl ObjectLine<'_> {
         }
     }
 
+    /// An optional calendar date `YYYY-MM-DD` (checked against the calendar: `2025-02-30`
+    /// and `2025-13-45` are errors naming the field); empty counts as absent.
+    pub fn opt_date(&self, field: &str) -> Result<Option<String>> {
+        let value = self.opt_text(field)?;
+        if let Some(v) = &value {
+            veredicto_core::time::check_date(v).map_err(|e| self.error(field, e.to_string()))?;
+        }
+        Ok(value)
+    }
+
     /// An optional list of strings.
     pub fn str_list(&self, field: &str) -> Result<Vec<String>> {
         match self.object.get(field) {

@@ -145,20 +145,12 @@ pub fn parse_matrix(path: &Path, source: &str) -> Result<Matrix> {
         }
     }
     if let Some(d) = &file.as_of {
-        if veredicto_core::time::parse_date_days(d).is_none() {
+        if let Err(e) = veredicto_core::time::check_date(d) {
             let line = source
                 .lines()
                 .position(|l| l.trim_start().starts_with("as_of"))
                 .map_or(0, |i| i + 1);
-            return Err(FormatError::invalid(
-                path,
-                line,
-                "as_of",
-                format!(
-                    "expected a date YYYY-MM-DD, got {:?}",
-                    veredicto_core::redact::short(d)
-                ),
-            ));
+            return Err(FormatError::invalid(path, line, "as_of", e.to_string()));
         }
     }
     let base = path.parent().unwrap_or(Path::new(""));

@@ -184,15 +184,8 @@ fn parse_event(line: &jsonl::ObjectLine<'_>, map: &FieldMap) -> Result<LocatedEv
     let time = l
         .opt_text(&name("time"))?
         .ok_or_else(|| l.error(&name("time"), "missing"))?;
-    let time_ms = veredicto_core::time::parse_timestamp_ms(&time).ok_or_else(|| {
-        l.error(
-            &name("time"),
-            format!(
-                "not an RFC 3339 time (2025-11-20T10:00:00Z): `{}`",
-                veredicto_core::redact::short(&time)
-            ),
-        )
-    })?;
+    let time_ms = veredicto_core::time::check_timestamp(&time)
+        .map_err(|e| l.error(&name("time"), e.to_string()))?;
     let query = l
         .opt_text(&name("query"))?
         .ok_or_else(|| l.error(&name("query"), "missing or empty"))?;

@@ -2,14 +2,17 @@
 //!
 //! An append is whole or absent: the new lines are written in one write under an exclusive
 //! lock, fsynced, and read back; if any step fails the file is cut back to its previous length.
-//! A torn tail left by a crash (an unparseable last line, e.g. half a record without its
-//! newline, or zeros) is reported by readers and ignored; the next append moves it aside to
-//! `<log>.torn-<n>` (first free n from 1) and keeps every complete record before it. A bad
-//! line followed by other records is an error naming the file and the line.
+//! A torn tail left by a crash (an unparseable last line *without its newline*: half a record,
+//! or zeros) is reported by readers and ignored; the next append moves it aside to
+//! `<log>.torn-<n>` (first free n from 1) and keeps every complete record before it. A line
+//! that ends with its newline was written whole: if it is not a valid record (wherever it is,
+//! the last line included) that is an error naming the file, the line and the field, and
+//! nothing is appended. Values quoted in messages are cut to [`QUOTE_CHARS`] characters.
 
 use crate::error::GroundingError;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::{Map, Value};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -77,11 +80,127 @@ impl AppendReport {
     }
 }
 
-fn parse_error(path: &Path, line: usize, e: impl std::fmt::Display) -> GroundingError {
+/// How many characters of a value quoted in a message are kept (a 600 KB value would
+/// otherwise be printed whole).
+pub const QUOTE_CHARS: usize = 200;
+
+fn parse_error(path: &Path, line: usize, problem: &LineProblem) -> GroundingError {
+    let message = match &problem.field {
+        Some(field) => format!(
+            "line {line}: field `{}`: {}",
+            veredicto_core::redact::short(field),
+            problem.message
+        ),
+        None => format!("line {line}: {}", problem.message),
+    };
     GroundingError::Parse {
         path: path.to_path_buf(),
-        message: format!("line {line}: {e}"),
+        message,
     }
+}
+
+/// Why a line is not a record: the field concerned (when one is) and the reason, with
+/// quoted values cut.
+struct LineProblem {
+    field: Option<String>,
+    message: String,
+}
+
+impl LineProblem {
+    fn new(field: Option<String>, message: &str) -> LineProblem {
+        LineProblem {
+            field,
+            message: veredicto_core::redact::message(&cut_quoted(message)),
+        }
+    }
+}
+
+/// Parses one line as a record, or says which field is wrong and why.
+fn parse_record<T: DeserializeOwned>(text: &[u8]) -> Result<T, LineProblem> {
+    let text = std::str::from_utf8(text)
+        .map_err(|e| LineProblem::new(None, &format!("not UTF-8: {e}")))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| LineProblem::new(None, &format!("malformed JSON: {e}")))?;
+    let object = match value {
+        Value::Object(o) => o,
+        other => {
+            let kind = match other {
+                Value::Array(_) => "an array",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "a boolean",
+                _ => "null",
+            };
+            return Err(LineProblem::new(
+                None,
+                &format!("expected a JSON object, found {kind}"),
+            ));
+        }
+    };
+    match serde_json::from_value::<T>(Value::Object(object.clone())) {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            let message = e.to_string();
+            Err(LineProblem::new(culprit::<T>(&object, &message), &message))
+        }
+    }
+}
+
+/// The field a record's error is about: named by the message for a missing or unknown
+/// field, else the first key (in the line's order, which is the order the fields are read
+/// in) whose value the record refuses, found by reading ever longer prefixes of the object.
+fn culprit<T: DeserializeOwned>(object: &Map<String, Value>, message: &str) -> Option<String> {
+    for start in ["missing field `", "unknown field `"] {
+        if let Some(rest) = message.strip_prefix(start) {
+            return rest.split('`').next().map(str::to_owned);
+        }
+    }
+    let mut prefix = Map::new();
+    for (k, v) in object {
+        prefix.insert(k.clone(), v.clone());
+        if let Err(e) = serde_json::from_value::<T>(Value::Object(prefix.clone())) {
+            if !e.to_string().starts_with("missing field `") {
+                return Some(k.clone());
+            }
+        }
+    }
+    None
+}
+
+/// `message` with every value quoted in it (between backticks, as serde quotes variants
+/// and fields, or between double quotes, as it quotes strings) cut to [`QUOTE_CHARS`]
+/// characters, saying how long it was.
+pub fn cut_quoted(message: &str) -> String {
+    let chars: Vec<char> = message.chars().collect();
+    let mut out = String::with_capacity(message.len().min(4 * QUOTE_CHARS));
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        out.push(c);
+        i += 1;
+        if c != '`' && c != '"' {
+            continue;
+        }
+        // The quoted value runs to the matching quote (a `\"` inside a double-quoted one is
+        // escaped), or to the end of the message.
+        let start = i;
+        while i < chars.len() && chars[i] != c {
+            i += if c == '"' && chars[i] == '\\' { 2 } else { 1 };
+        }
+        let end = i.min(chars.len());
+        let inner = &chars[start..end];
+        if inner.len() > QUOTE_CHARS {
+            out.extend(&inner[..QUOTE_CHARS]);
+            out.push_str(&format!("… ({} characters)", inner.len()));
+        } else {
+            out.extend(inner);
+        }
+        if i < chars.len() {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Parses log bytes (`path` only names the file in messages). Blank lines are skipped.
@@ -89,26 +208,24 @@ pub fn parse_log<T: DeserializeOwned>(
     path: &Path,
     bytes: &[u8],
 ) -> Result<LogRead<T>, GroundingError> {
-    // (1-based line, start offset, content without the newline)
-    let mut lines: Vec<(usize, usize, &[u8])> = Vec::new();
+    // (1-based line, start offset, content without the newline, whether a newline ends it)
+    let mut lines: Vec<(usize, usize, &[u8], bool)> = Vec::new();
     let mut start = 0usize;
     for (n, chunk) in bytes.split(|&b| b == b'\n').enumerate() {
-        lines.push((n + 1, start, chunk));
+        let ended = start + chunk.len() < bytes.len();
+        lines.push((n + 1, start, chunk, ended));
         start += chunk.len() + 1;
     }
     let is_blank = |l: &[u8]| l.iter().all(|b| b.is_ascii_whitespace());
-    let last_content = lines.iter().rposition(|(_, _, l)| !is_blank(l));
     let mut records = Vec::new();
-    for (i, &(line, offset, text)) in lines.iter().enumerate() {
+    for &(line, offset, text, ended) in &lines {
         if is_blank(text) {
             continue;
         }
-        let parsed = std::str::from_utf8(text)
-            .map_err(|e| format!("not UTF-8: {e}"))
-            .and_then(|s| serde_json::from_str::<T>(s).map_err(|e| e.to_string()));
-        match parsed {
+        match parse_record::<T>(text) {
             Ok(r) => records.push(r),
-            Err(reason) if Some(i) == last_content => {
+            // Only the last line can lack its newline: a write the crash cut short.
+            Err(problem) if !ended => {
                 return Ok(LogRead {
                     records,
                     complete_len: offset as u64,
@@ -116,11 +233,19 @@ pub fn parse_log<T: DeserializeOwned>(
                         line,
                         offset: offset as u64,
                         bytes: (bytes.len() - offset) as u64,
-                        reason,
+                        reason: match problem.field {
+                            Some(f) => format!(
+                                "field `{}`: {}",
+                                veredicto_core::redact::short(&f),
+                                problem.message
+                            ),
+                            None => problem.message,
+                        },
                     }),
                 });
             }
-            Err(reason) => return Err(parse_error(path, line, reason)),
+            // A whole line that is not a record was not torn by a crash: an error.
+            Err(problem) => return Err(parse_error(path, line, &problem)),
         }
     }
     Ok(LogRead {

@@ -35,7 +35,7 @@ pub use check::{check, CheckOptions, CheckOutcome, CheckTotals};
 pub use compare::{compare, AnswerComparison, Comparison, NotCompared};
 pub use error::{GroundingError, Issue};
 pub use impact::{impact, load_sources, Impact, SourceSet};
-pub use jsonl::{parse_log, AppendReport, LogRead, TornTail};
+pub use jsonl::{cut_quoted, parse_log, AppendReport, LogRead, TornTail, QUOTE_CHARS};
 pub use judge::{
     judge_inputs, judge_method, judge_user_message, parse_judge_reply, JudgeInput, JudgeVerdict,
     JUDGE_SYSTEM_PROMPT, JUDGE_VERSION,

@@ -160,3 +160,126 @@ fn concurrent_appends_lose_nothing_and_interleave_no_bytes() {
     who.dedup();
     assert_eq!(who.len(), 200);
 }
+
+/// A complete last line (it ends with its newline) that is not a valid record was taken for
+/// a torn write: ignored with exit 0, then moved aside by the next append. It is an error
+/// naming the file, the line and the field, and the append adds nothing.
+#[test]
+fn a_whole_but_invalid_last_line_is_an_error_naming_file_line_and_field_not_a_torn_tail() {
+    let mut bad = serde_json::to_value(rec("b")).expect("json");
+    bad["support"] = serde_json::json!("maybe");
+    let b = format!("{}{}\n", line(&rec("a")), bad);
+    let e = parse_review_log(Path::new("x.reviews.jsonl"), b.as_bytes()).expect_err("invalid");
+    let text = e.to_string();
+    assert!(
+        text.starts_with("x.reviews.jsonl: line 2: field `support`: unknown variant `maybe`"),
+        "{text}"
+    );
+    // Each kind of problem names its field.
+    let cases: [(&str, serde_json::Value, &str); 4] = [
+        ("case", serde_json::json!(5), "invalid type: integer `5`"),
+        ("time", serde_json::Value::Null, "invalid type: null"),
+        ("extra", serde_json::json!("x"), "unknown field `extra`"),
+        ("reason", serde_json::json!(["a"]), "invalid type: sequence"),
+    ];
+    for (field, value, reason) in cases {
+        let mut v = serde_json::to_value(rec("b")).expect("json");
+        v[field] = value;
+        let b = format!("{}{v}\n", line(&rec("a")));
+        let e = parse_review_log(Path::new("x"), b.as_bytes()).expect_err(field);
+        let want = format!("x: line 2: field `{field}`: {reason}");
+        assert!(e.to_string().starts_with(&want), "{e}");
+    }
+    let mut v = serde_json::to_value(rec("b")).expect("json");
+    v.as_object_mut().expect("object").remove("reviewer");
+    let b = format!("{}{v}\n", line(&rec("a")));
+    let e = parse_review_log(Path::new("x"), b.as_bytes()).expect_err("missing");
+    assert!(
+        e.to_string()
+            .starts_with("x: line 2: field `reviewer`: missing field `reviewer`"),
+        "{e}"
+    );
+    // Malformed JSON on a whole line: an error too (a crash does not write the newline).
+    let b = format!("{}{{\"case\": \"Q-0\n", line(&rec("a")));
+    let e = parse_review_log(Path::new("x"), b.as_bytes()).expect_err("malformed");
+    assert!(
+        e.to_string().starts_with("x: line 2: malformed JSON"),
+        "{e}"
+    );
+
+    // On disk: the append refuses, appends nothing and moves nothing aside.
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("c.yaml.reviews.jsonl");
+    let content = format!("{}{}\n", line(&rec("a")), bad);
+    std::fs::write(&log, &content).expect("write");
+    let e = append_review(&log, &rec("c")).expect_err("refused");
+    assert!(e.to_string().contains("line 2: field `support`"), "{e}");
+    assert_eq!(std::fs::read_to_string(&log).expect("log"), content);
+    assert!(!dir.path().join("c.yaml.reviews.jsonl.torn-1").exists());
+    assert!(read_reviews(&log).is_err());
+    // The same bytes without the final newline are a torn tail, as before.
+    std::fs::write(&log, content.trim_end()).expect("write");
+    let read = read_review_log(&log).expect("torn tail");
+    assert_eq!(
+        (read.records.len(), read.torn.map(|t| t.line)),
+        (1, Some(2))
+    );
+}
+
+/// The warning for a torn tail and the error for a bad line quoted the value whole: a
+/// 600 KB `support` became 600 KB on stderr. Quoted values are cut to 200 characters.
+#[test]
+fn a_huge_value_is_quoted_cut_in_warnings_and_errors() {
+    let huge = "z".repeat(600_000);
+    let mut bad = serde_json::to_value(rec("b")).expect("json");
+    bad["support"] = serde_json::json!(huge);
+    // A whole line: the error.
+    let b = format!("{}{bad}\n", line(&rec("a")));
+    let e = parse_review_log(Path::new("x"), b.as_bytes())
+        .expect_err("invalid")
+        .to_string();
+    assert!(e.len() < 1_000, "{} bytes", e.len());
+    assert!(e.contains("(600000 characters)"), "{e}");
+    // A huge unknown key, too.
+    let mut odd = serde_json::to_value(rec("b")).expect("json");
+    odd[huge.as_str()] = serde_json::json!(1);
+    let b = format!("{}{odd}\n", line(&rec("a")));
+    let e = parse_review_log(Path::new("x"), b.as_bytes())
+        .expect_err("invalid")
+        .to_string();
+    assert!(e.len() < 1_000, "{} bytes", e.len());
+    // A torn tail: the reader's warning and the append's warning.
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("c.yaml.reviews.jsonl");
+    std::fs::write(&log, format!("{}{bad}", line(&rec("a")))).expect("write");
+    let read = read_review_log(&log).expect("torn");
+    let w = read.warning(&log).expect("warning");
+    assert!(w.len() < 1_500, "{} bytes", w.len());
+    assert!(w.contains("line 2") && w.contains("field `support`"), "{w}");
+    let rep = append_review(&log, &rec("c")).expect("append");
+    let w = rep.warning(&log).expect("warning");
+    assert!(w.len() < 1_500, "{} bytes", w.len());
+    assert_eq!(read_reviews(&log).expect("read").len(), 2);
+}
+
+#[test]
+fn quoted_values_are_cut_and_short_ones_kept() {
+    assert_eq!(
+        cut_quoted("unknown variant `maybe`, expected `a`"),
+        "unknown variant `maybe`, expected `a`"
+    );
+    let long = "y".repeat(250);
+    assert_eq!(
+        cut_quoted(&format!("invalid type: string \"{long}\", expected x")),
+        format!(
+            "invalid type: string \"{}… (250 characters)\", expected x",
+            "y".repeat(200)
+        )
+    );
+    // An escaped quote does not end the value; an unclosed quote runs to the end.
+    assert_eq!(cut_quoted("s \"a\\\"b\" t"), "s \"a\\\"b\" t");
+    assert_eq!(
+        cut_quoted(&format!("s `{long}")),
+        format!("s `{}… (250 characters)", "y".repeat(200))
+    );
+}

@@ -71,10 +71,10 @@ pub struct ChunkMeta {
     /// Free facets, kept as given.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub facets: BTreeMap<String, Value>,
-    /// Start of validity; must begin with a `YYYY-MM-DD` date.
+    /// Start of validity: a calendar date `YYYY-MM-DD`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_from: Option<String>,
-    /// End of validity (inclusive); must begin with a `YYYY-MM-DD` date.
+    /// End of validity (inclusive): a calendar date `YYYY-MM-DD`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_to: Option<String>,
 }
@@ -84,18 +84,19 @@ impl ChunkMeta {
         *self == ChunkMeta::default()
     }
 
-    /// Checks the validity dates of chunk `id`.
+    /// Checks the validity dates of chunk `id`: calendar dates, by the same rule as every
+    /// other date veredicto reads ([`veredicto_core::time::check_date`]).
     pub(crate) fn validate(&self, id: &str) -> Result<()> {
         for (field, value) in [
             ("valid_from", &self.valid_from),
             ("valid_to", &self.valid_to),
         ] {
             if let Some(v) = value {
-                if date_prefix(v).is_none() {
+                if let Err(e) = veredicto_core::time::check_date(v) {
                     return Err(IndexError::InvalidChunk {
-                        id: id.to_string(),
+                        id: veredicto_core::redact::short(id),
                         field: field.to_string(),
-                        message: format!("expected a date `YYYY-MM-DD[...]`, got {v:?}"),
+                        message: e.to_string(),
                     });
                 }
             }
@@ -104,7 +105,8 @@ impl ChunkMeta {
     }
 }
 
-/// The `YYYY-MM-DD` prefix of `s`, if it starts with one.
+/// The `YYYY-MM-DD` prefix of `s`, if it starts with one (indexes written before dates were
+/// checked against the calendar may hold `2025-11-14T00:00:00Z`: compared by their day).
 pub(crate) fn date_prefix(s: &str) -> Option<&str> {
     let b = s.as_bytes();
     let ok = b.len() >= 10

@@ -226,17 +226,12 @@ fn facet_equals(v: &Value, wanted: &str) -> bool {
 }
 
 fn valid_at(date: &str, text: &str) -> Result<Filter> {
-    match date_prefix(date) {
-        // A real calendar date: `2025-99-99` has the shape but no day.
-        Some(d) if d.len() == date.len() && veredicto_core::time::parse_date_days(d).is_some() => {
-            Ok(Filter::ValidAt(d.to_string()))
-        }
-        _ => Err(IndexError::InvalidFilter {
+    // A real calendar date: `2025-99-99` has the shape but no day.
+    match veredicto_core::time::check_date(date) {
+        Ok(_) => Ok(Filter::ValidAt(date.to_string())),
+        Err(e) => Err(IndexError::InvalidFilter {
             text: veredicto_core::redact::short(text),
-            message: format!(
-                "`valid_at` must be a calendar date YYYY-MM-DD, got \"{}\"",
-                veredicto_core::redact::short(date)
-            ),
+            message: format!("`valid_at`: {e}"),
         }),
     }
 }

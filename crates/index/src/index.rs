@@ -24,6 +24,9 @@ pub struct Index {
     table: Table,
     /// The manifest's SHA-256 of `chunks.bin` (format version 2), checked with the vectors.
     table_hash: Option<String>,
+    /// Rows per block and each block's CRC-32 of `vectors.f32` (format version 3), checked
+    /// with the norms before the first search.
+    vector_sums: Option<(usize, Vec<u32>)>,
     /// Result of [`Index::check_vectors`], computed once (before the first search).
     vectors_checked: OnceLock<std::result::Result<(), (&'static str, String)>>,
     /// The folder as opened (so that `verify` reads this version's files).
@@ -165,6 +168,10 @@ impl Index {
         };
         let dim = manifest.dimension;
         let count = manifest.count;
+        let vector_sums = match &manifest.vector_blocks {
+            Some(b) => Some((b.rows, b.sums(&dir.join(files::MANIFEST), count)?)),
+            None => None,
+        };
         if count > u32::MAX as usize {
             return Err(IndexError::corrupt(
                 &dir.join(files::MANIFEST),
@@ -255,6 +262,7 @@ impl Index {
                 records,
                 table: Table::Binary(table),
                 table_hash: Some(sha),
+                vector_sums,
             });
         }
 
@@ -379,20 +387,38 @@ impl Index {
             records,
             table: Table::Lines(entries),
             table_hash: None,
+            vector_sums,
         })
     }
 
-    /// Checks that every stored vector is finite and L2-normalised (squared norm within
-    /// 1e-3 of 1), naming the first row that is not. One pass over `vectors.f32` (about as
-    /// long as one search); done once per opened index, before its first search. It catches
-    /// damage that changes a vector's length (NaN, infinity, a changed exponent), not every
-    /// changed byte: [`Index::verify`] does that.
+    /// Checks, before anything is ranked, that the vectors are those the ingest wrote: one
+    /// pass over `vectors.f32` (about as long as one search; done once per opened index,
+    /// before its first search) that refuses, naming the file and where:
     ///
-    /// In the same pass (format version 2) the binary chunk table `chunks.bin` is hashed and
-    /// compared with the manifest, as every open of a version-1 index did with `chunks.jsonl`.
+    /// - a row that is not a finite unit vector (squared norm within 1e-3 of 1), naming the
+    ///   row and chunk (NaN, infinity, a changed exponent);
+    /// - a block of rows whose CRC-32 differs from the manifest's (format version 3): any
+    ///   changed bit, a swapped pair of rows, a block of zeros; named by block, rows and
+    ///   chunks;
+    /// - for an index written before version 3 (no block checksums), a file whose SHA-256
+    ///   differs from the manifest's: the whole file is hashed instead, which costs more.
+    ///
+    /// In the same pass (format version 2 and later) the binary chunk table `chunks.bin` is
+    /// hashed and compared with the manifest, as every open of a version-1 index did with
+    /// `chunks.jsonl`. [`Index::verify`] also hashes `records.jsonl` and every file whole.
     pub fn check_vectors(&self) -> Result<()> {
         let outcome = self.vectors_checked.get_or_init(|| {
-            let (vectors, table) = rayon::join(|| self.vector_norms(), || self.table_digest());
+            let (vectors, table) = rayon::join(
+                || match &self.vector_sums {
+                    Some((rows, sums)) => self.vector_blocks(*rows, sums),
+                    None => {
+                        let (norms, digest) =
+                            rayon::join(|| self.vector_norms(), || self.vectors_digest());
+                        norms.and(digest)
+                    }
+                },
+                || self.table_digest(),
+            );
             table.and(vectors)
         });
         outcome
@@ -400,26 +426,109 @@ impl Index {
             .map_err(|(file, m)| IndexError::corrupt(&self.dir.join(file), 0, m))
     }
 
-    fn vector_norms(&self) -> std::result::Result<(), (&'static str, String)> {
-        let dim = self.dimension();
-        let bad = self.vectors().par_chunks(dim.max(1)).position_first(|row| {
-            let n = squared_norm(row);
-            !(n.is_finite() && (n - 1.0).abs() <= NORM_TOLERANCE)
-        });
-        match bad {
-            None => Ok(()),
-            Some(row) => {
-                let v = self.vector(row);
-                let n = crate::kernel::dot(v, v);
+    /// Whether the vectors are checked block by block before the first search (format
+    /// version 3); older indexes have their vector file hashed whole instead.
+    pub fn has_block_checksums(&self) -> bool {
+        self.vector_sums.is_some()
+    }
+
+    /// Format version 3: norms and block checksums in one pass, blocks in parallel, each
+    /// row's checksum taken while its bytes are in cache from the norm. The first damaged
+    /// block in row order is the error, whatever the thread count.
+    fn vector_blocks(
+        &self,
+        rows: usize,
+        sums: &[u32],
+    ) -> std::result::Result<(), (&'static str, String)> {
+        let n = self.len();
+        let bytes = self.vector_bytes();
+        let row_bytes = self.dimension() * 4;
+        let first_bad = (0..sums.len())
+            .into_par_iter()
+            .map(|block| {
+                let (start, end) = (block * rows, ((block + 1) * rows).min(n));
+                let mut crc = crc32fast::Hasher::new();
+                for row in start..end {
+                    if !is_unit(squared_norm(self.vector(row))) {
+                        return Err(self.not_a_unit_vector(row));
+                    }
+                    crc.update(&bytes[row * row_bytes..(row + 1) * row_bytes]);
+                }
+                let got = crc.finalize();
+                if got == sums[block] {
+                    return Ok(());
+                }
+                let last = end.saturating_sub(1);
                 Err((
                     files::VECTORS,
                     format!(
-                        "row {row} (chunk \"{}\") is not a finite unit vector (squared norm {n}): \
+                        "block {block} (rows {start}-{last}, chunks \"{}\" to \"{}\") does not \
+                         match its checksum in the manifest (CRC-32 {got:08x}, expected {:08x}): \
                          the file is damaged; rebuild the index",
-                        veredicto_core::redact::short(self.table.id(row))
+                        veredicto_core::redact::short(self.table.id(start)),
+                        veredicto_core::redact::short(self.table.id(last)),
+                        sums[block]
                     ),
                 ))
-            }
+            })
+            .find_first(|r| r.is_err());
+        match first_bad {
+            Some(Err(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Before format version 3: every row's norm (the whole file is hashed beside it).
+    fn vector_norms(&self) -> std::result::Result<(), (&'static str, String)> {
+        let dim = self.dimension();
+        let bad = self
+            .vectors()
+            .par_chunks(dim.max(1))
+            .position_first(|row| !is_unit(squared_norm(row)));
+        match bad {
+            None => Ok(()),
+            Some(row) => Err(self.not_a_unit_vector(row)),
+        }
+    }
+
+    fn not_a_unit_vector(&self, row: usize) -> (&'static str, String) {
+        let v = self.vector(row);
+        let n = crate::kernel::dot(v, v);
+        let block = match &self.vector_sums {
+            Some((rows, _)) => format!(", block {}", row / rows),
+            None => String::new(),
+        };
+        (
+            files::VECTORS,
+            format!(
+                "row {row} (chunk \"{}\"{block}) is not a finite unit vector (squared norm \
+                 {n}): the file is damaged; rebuild the index",
+                veredicto_core::redact::short(self.table.id(row))
+            ),
+        )
+    }
+
+    /// Before format version 3: the SHA-256 of the whole of `vectors.f32` against the
+    /// manifest (there are no block checksums to check instead).
+    fn vectors_digest(&self) -> std::result::Result<(), (&'static str, String)> {
+        let Some(record) = self.manifest.files.get(files::VECTORS) else {
+            return Err((
+                files::MANIFEST,
+                format!("`files` has no entry for {}", files::VECTORS),
+            ));
+        };
+        let got = crate::hash_hex(&Sha256::digest(self.vector_bytes()));
+        if got == record.sha256 {
+            Ok(())
+        } else {
+            Err((
+                files::VECTORS,
+                format!(
+                    "content does not match the manifest: {got}, expected {}: the file is \
+                     damaged; rebuild the index",
+                    record.sha256
+                ),
+            ))
         }
     }
 
@@ -557,6 +666,11 @@ impl Index {
         }
     }
 
+    /// The bytes of `vectors.f32` as mapped.
+    fn vector_bytes(&self) -> &[u8] {
+        self.vectors.as_deref().unwrap_or(&[])
+    }
+
     /// The chunk table.
     pub(crate) fn table(&self) -> &Table {
         &self.table
@@ -579,6 +693,7 @@ struct Parts {
     table: Table,
     /// The manifest's SHA-256 of `chunks.bin`, checked before the first search.
     table_hash: Option<String>,
+    vector_sums: Option<(usize, Vec<u32>)>,
 }
 
 impl Parts {
@@ -590,6 +705,7 @@ impl Parts {
             records: self.records,
             table: self.table,
             table_hash: self.table_hash,
+            vector_sums: self.vector_sums,
             vectors_checked: OnceLock::new(),
             folder,
         }
@@ -688,6 +804,11 @@ fn map_file(
     // rename it over the old one), so the mapping's contents do not change under us.
     let map = unsafe { Mmap::map(&file) }.map_err(|e| IndexError::io(path, e))?;
     Ok(Some(map))
+}
+
+/// Whether a squared norm is that of a finite unit vector (within [`NORM_TOLERANCE`]).
+fn is_unit(squared_norm: f32) -> bool {
+    squared_norm.is_finite() && (squared_norm - 1.0).abs() <= NORM_TOLERANCE
 }
 
 /// The squared norm for the check on open, in 16 independent lanes (the compiler turns them

@@ -6,8 +6,8 @@ use crate::error::{IndexError, Result};
 use crate::index::Index;
 use crate::kernel;
 use crate::manifest::{
-    files, BatchRecord, EmbeddedField, FileRecord, Manifest, Metric, ModelFingerprint, FORMAT_NAME,
-    FORMAT_VERSION, ROW_ORDER, VECTOR_DTYPE,
+    files, BatchRecord, BlockSums, EmbeddedField, FileRecord, Manifest, Metric, ModelFingerprint,
+    VectorBlocks, FORMAT_NAME, FORMAT_VERSION, ROW_ORDER, VECTOR_BLOCK_ROWS, VECTOR_DTYPE,
 };
 use crate::table::TableWriter;
 use crate::write::{AtomicDir, HashingWriter};
@@ -439,8 +439,8 @@ impl<'a> Plan<'a> {
         }
         let target = AtomicDir::create(dir)?;
         let result = self.write_files(&target, &order, &fresh, &ok, batch_pos);
-        let file_records = match result {
-            Ok(records) => records,
+        let (file_records, vector_blocks) = match result {
+            Ok(written) => written,
             Err(e) => {
                 target.abandon();
                 return Err(e);
@@ -462,6 +462,7 @@ impl<'a> Plan<'a> {
             updated_at: batch.time.clone(),
             batches,
             files: file_records,
+            vector_blocks: Some(vector_blocks),
         };
         if let Err(e) = target.write_file(files::MANIFEST, &manifest.to_bytes()) {
             target.abandon();
@@ -478,9 +479,11 @@ impl<'a> Plan<'a> {
         fresh: &[f32],
         ok: &[bool],
         batch_pos: u32,
-    ) -> Result<BTreeMap<String, FileRecord>> {
+    ) -> Result<(BTreeMap<String, FileRecord>, VectorBlocks)> {
         let dim = self.settings.dimension;
         let mut vectors = HashingWriter::create(target, files::VECTORS)?;
+        // The per-block checksums, computed row by row as the rows are written.
+        let mut blocks = BlockSums::new(VECTOR_BLOCK_ROWS);
         let mut records = HashingWriter::create(target, files::RECORDS)?;
         let mut chunks = TableWriter::default();
         let mut row_bytes = Vec::with_capacity(dim * 4);
@@ -506,6 +509,7 @@ impl<'a> Plan<'a> {
                 row_bytes.extend_from_slice(&x.to_le_bytes());
             }
             vectors.write(&row_bytes)?;
+            blocks.push_row(&row_bytes);
 
             let record = match &c.record {
                 Some(value) => {
@@ -546,7 +550,7 @@ impl<'a> Plan<'a> {
             let (name, rec) = w.finish()?;
             out.insert(name, rec);
         }
-        Ok(out)
+        Ok((out, blocks.finish()))
     }
 }
 

@@ -45,7 +45,8 @@ pub use kernel::{dot, normalize};
 pub use lock::{WriterLock, DEFAULT_LOCK_WAIT};
 pub use manifest::{
     accept_latest_batch, files, judge_latest_batch, BatchRecord, EmbeddedField, FileRecord,
-    Manifest, Metric, ModelFingerprint, FORMAT_NAME, FORMAT_VERSION,
+    Manifest, Metric, ModelFingerprint, VectorBlocks, FORMAT_NAME, FORMAT_VERSION,
+    VECTOR_BLOCK_ROWS,
 };
 pub use search::{Hit, Query, QueryResult, Rank};
 

@@ -9,8 +9,14 @@ use std::path::Path;
 /// Value of the manifest's `format` key.
 pub const FORMAT_NAME: &str = "veredicto-index";
 
-/// The on-disk format version this build writes and the highest it reads.
-pub const FORMAT_VERSION: u64 = 2;
+/// The on-disk format version this build writes and the highest it reads. Version 3 added
+/// the per-block checksums of `vectors.f32` ([`VectorBlocks`]); version 2 the binary chunk
+/// table.
+pub const FORMAT_VERSION: u64 = 3;
+
+/// Rows per checksummed block of `vectors.f32` in the indexes this build writes (the last
+/// block holds the rest). Readers take the manifest's [`VectorBlocks::rows`].
+pub const VECTOR_BLOCK_ROWS: usize = 4096;
 
 /// File names inside an index folder.
 pub mod files {
@@ -195,6 +201,95 @@ pub struct FileRecord {
     pub sha256: String,
 }
 
+/// Checksums of `vectors.f32` block by block (format version 3): CRC-32 of the bytes of each
+/// run of [`VectorBlocks::rows`] rows. Checked in the pass made before the first search
+/// ([`crate::Index::check_vectors`]), so that a changed bit or a swapped pair of rows is an
+/// error naming the block before any result is given, at a fraction of one search's cost;
+/// the manifest's SHA-256 of the whole file stays for [`crate::Index::verify`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VectorBlocks {
+    /// Rows per block; the last block holds the rest.
+    pub rows: usize,
+    /// CRC-32 (IEEE 802.3, the checksum of gzip and zlib) of each block's bytes, as 8
+    /// lower-case hex digits, in row order: `ceil(count / rows)` of them.
+    pub crc32: Vec<String>,
+}
+
+impl VectorBlocks {
+    /// The checksums as numbers, after checking their count for `count` rows (`path` names
+    /// the manifest in errors).
+    pub(crate) fn sums(&self, path: &Path, count: usize) -> Result<Vec<u32>> {
+        let bad = |m: String| IndexError::corrupt(path, 0, format!("`vector_blocks`: {m}"));
+        if self.rows == 0 {
+            return Err(bad("`rows` is 0".into()));
+        }
+        if self.crc32.len() != count.div_ceil(self.rows) {
+            return Err(bad(format!(
+                "{} checksums for {count} rows in blocks of {}, expected {}",
+                self.crc32.len(),
+                self.rows,
+                count.div_ceil(self.rows)
+            )));
+        }
+        self.crc32
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let ok = h.len() == 8 && h.bytes().all(|b| b.is_ascii_hexdigit());
+                ok.then(|| u32::from_str_radix(h, 16).ok())
+                    .flatten()
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "checksum {i} is not 8 hex digits: {:?}",
+                            veredicto_core::redact::short(h)
+                        ))
+                    })
+            })
+            .collect()
+    }
+}
+
+/// Accumulates [`VectorBlocks`] row by row while `vectors.f32` is written.
+#[derive(Debug)]
+pub(crate) struct BlockSums {
+    rows: usize,
+    in_block: usize,
+    crc: crc32fast::Hasher,
+    done: Vec<String>,
+}
+
+impl BlockSums {
+    pub(crate) fn new(rows: usize) -> BlockSums {
+        BlockSums {
+            rows,
+            in_block: 0,
+            crc: crc32fast::Hasher::new(),
+            done: Vec::new(),
+        }
+    }
+
+    /// Adds the bytes of the next row.
+    pub(crate) fn push_row(&mut self, bytes: &[u8]) {
+        self.crc.update(bytes);
+        self.in_block += 1;
+        if self.in_block == self.rows {
+            let crc = std::mem::replace(&mut self.crc, crc32fast::Hasher::new());
+            self.done.push(format!("{:08x}", crc.finalize()));
+            self.in_block = 0;
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> VectorBlocks {
+        if self.in_block > 0 {
+            self.done.push(format!("{:08x}", self.crc.finalize()));
+        }
+        VectorBlocks {
+            rows: self.rows,
+            crc32: self.done,
+        }
+    }
+}
+
 /// The contents of `manifest.json`.
 ///
 /// Serialised with its fields in declaration order and `BTreeMap`s, so the same index always
@@ -231,6 +326,9 @@ pub struct Manifest {
     pub batches: Vec<BatchRecord>,
     /// Size and hash of each data file, by file name.
     pub files: BTreeMap<String, FileRecord>,
+    /// Per-block checksums of `vectors.f32` (format version 3; absent before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_blocks: Option<VectorBlocks>,
 }
 
 /// Value of `vector_dtype`.
@@ -289,6 +387,19 @@ impl Manifest {
                     manifest.vector_dtype
                 ),
             ));
+        }
+        match (&manifest.vector_blocks, manifest.format_version >= 3) {
+            (Some(blocks), _) => {
+                blocks.sums(&path, manifest.count)?;
+            }
+            (None, true) => {
+                return Err(IndexError::corrupt(
+                    &path,
+                    0,
+                    "`vector_blocks` missing (format version 3 has a checksum per block of vectors.f32)",
+                ))
+            }
+            (None, false) => {}
         }
         if manifest.row_order != ROW_ORDER {
             return Err(IndexError::corrupt(

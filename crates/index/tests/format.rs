@@ -73,7 +73,16 @@ fn files_have_the_documented_shape() {
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(m["format"], "veredicto-index");
-    assert_eq!(m["format_version"], 2);
+    assert_eq!(m["format_version"], 3);
+    // One CRC-32 per block of 4,096 rows of vectors.f32 (here one block).
+    assert_eq!(m["vector_blocks"]["rows"], 4096);
+    let raw = std::fs::read(dir.join("vectors.f32")).unwrap();
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&raw);
+    assert_eq!(
+        m["vector_blocks"]["crc32"],
+        serde_json::json!([format!("{:08x}", crc.finalize())])
+    );
     assert_eq!(m["dimension"], 2);
     assert_eq!(m["count"], 3);
     assert_eq!(m["metric"], "cosine");
@@ -138,8 +147,8 @@ fn a_newer_format_version_is_refused_naming_the_manifest() {
         matches!(
             e,
             IndexError::NewerFormat {
-                found: 3,
-                supported: 2,
+                found: 4,
+                supported: 3,
                 ..
             }
         ),
@@ -318,7 +327,8 @@ fn an_empty_index_opens_and_searches() {
 }
 
 #[test]
-fn a_format_1_index_opens_searches_alike_and_is_rewritten_as_format_2_by_the_next_ingest() {
+fn a_format_1_index_opens_searches_alike_and_is_rewritten_in_the_current_format_by_the_next_ingest()
+{
     let tmp = tempfile::tempdir().unwrap();
     let v1 = tmp.path().join("v1");
     copy_v1_fixture(&v1);
@@ -346,7 +356,7 @@ fn a_format_1_index_opens_searches_alike_and_is_rewritten_as_format_2_by_the_nex
         labels: if i % 3 == 0 { vec!["L".into()] } else { vec![] },
         ..ChunkMeta::default()
     });
-    assert_eq!(v2.manifest().format_version, 2);
+    assert_eq!(v2.manifest().format_version, FORMAT_VERSION);
     let filter: Filter = "domain=d1".parse().unwrap();
     let ids: Vec<String> = vec!["c00".into(), "c05".into(), "nope".into()];
     for q in [[0.3f32, -0.2, 0.9, 0.1], [-1.0, 0.5, 0.0, 0.25]] {
@@ -363,7 +373,8 @@ fn a_format_1_index_opens_searches_alike_and_is_rewritten_as_format_2_by_the_nex
             );
         }
     }
-    // The next ingest (nothing changed) writes format 2 and keeps every vector bit for bit.
+    // The next ingest (nothing changed) writes the current format and keeps every vector
+    // bit for bit.
     let corpus: Vec<ChunkInput> = old
         .chunks()
         .map(|c| ChunkInput {
@@ -382,7 +393,8 @@ fn a_format_1_index_opens_searches_alike_and_is_rewritten_as_format_2_by_the_nex
             &v1,
         )
         .unwrap();
-    assert_eq!(new.manifest().format_version, 2);
+    assert_eq!(new.manifest().format_version, FORMAT_VERSION);
+    assert!(new.has_block_checksums() && !old.has_block_checksums());
     assert!(v1.join("chunks.bin").is_file() && !v1.join("chunks.jsonl").exists());
     assert_eq!(new.vectors(), old.vectors());
     assert_eq!(new.chunk(3).meta(), old.chunk(3).meta());

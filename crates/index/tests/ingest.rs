@@ -211,8 +211,19 @@ fn bad_inputs_are_refused_with_clear_errors() {
     let e = Plan::new(None, vec![c], settings(2, 1)).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "chunk \"x\": field `valid_to`: expected a date `YYYY-MM-DD[...]`, got \"soon\""
+        "chunk \"x\": field `valid_to`: expected a calendar date YYYY-MM-DD, got \"soon\""
     );
+    // Nor one that has the shape of a date but is not in the calendar (the library took
+    // `2025-13-45` and `2025-02-30`, which the ingest's screen refused).
+    for bad in ["2025-13-45", "2025-02-30"] {
+        let mut c = chunk("x", "1");
+        c.meta.valid_from = Some(bad.into());
+        let e = Plan::new(None, vec![c], settings(2, 1)).unwrap_err();
+        assert!(
+            e.to_string().contains("field `valid_from`") && e.to_string().contains("calendar"),
+            "{bad}: {e}"
+        );
+    }
     // A malformed fingerprint hash.
     let mut s = settings(2, 1);
     s.model.hash = "md5:abc".into();

@@ -1,7 +1,7 @@
 //! `veredicto calibrate`'s output: the distribution it used (terminal text or JSON) and the
 //! commented policy file it writes.
 
-use veredicto_core::exam::calibrate::Calibration;
+use veredicto_core::exam::calibrate::{Calibration, Uninformative};
 use veredicto_core::exam::Verdict;
 use veredicto_core::policy::{Field, Policy};
 use veredicto_core::redact::escape_control;
@@ -95,6 +95,50 @@ fn explanation(c: &Calibration) -> Vec<String> {
             ));
         }
     }
+    out.extend(noise_rule_lines(c));
+    out
+}
+
+/// The sentence saying why the calibrated ceiling cannot fail any case, when it cannot.
+pub fn uninformative_reason(c: &Calibration) -> Option<String> {
+    Some(match c.noise_rule.uninformative? {
+        Uninformative::OneExpectedChunkPerCase => "with one expected chunk per case the noise rule cannot tell healthy from noisy cases: list the other relevant chunks of each case to make it informative".to_owned(),
+        Uninformative::ExpectedListsTooShort => "the calibrated ceiling can no longer fail any case of this suite: it allows as much noise as a case can have while passing recall, which with expected lists this short for their K is most of the top K: list the other relevant chunks of each case to make it informative".to_owned(),
+    })
+}
+
+/// Whether the calibrated ceiling can still fail the suite's cases, in words.
+fn noise_rule_lines(c: &Calibration) -> Vec<String> {
+    let n = &c.noise_rule;
+    let total = n.cases_it_can_fail + n.cases_it_cannot_fail;
+    let mut out = Vec::new();
+    if let Some(reason) = uninformative_reason(c) {
+        out.push(format!("noise rule not informative: {reason}"));
+        if let Some(near) = &n.nearest {
+            out.push(format!(
+                "  the ceiling allows {} of {} results below the worst expected chunk; a case that passes recall has at most {} below it (K = {} minus {}, the fewest expected chunks in the top K that pass recall): none of the {total} cases can fail the noise rule",
+                near.max_noise,
+                near.k,
+                near.most_noise,
+                near.k,
+                near.k - near.most_noise
+            ));
+        }
+    } else if n.cases_it_cannot_fail > 0 {
+        let one = if n.one_expected_chunk > 0 {
+            format!(", {} with one expected chunk", n.one_expected_chunk)
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "noise rule: the calibrated ceiling can fail {} of {total} cases while their recall passes; not the other {}{one} (as much noise as they can have while passing recall is within the ceiling)",
+            n.cases_it_can_fail, n.cases_it_cannot_fail
+        ));
+    } else {
+        out.push(format!(
+            "noise rule: the calibrated ceiling can fail each of the {total} cases while its recall passes"
+        ));
+    }
     out
 }
 
@@ -124,6 +168,12 @@ pub fn render_human(c: &Calibration, verdicts: Option<Verdicts>, wrote: Option<&
 /// The calibration as JSON (its fields, plus the verdicts when given).
 pub fn render_json(c: &Calibration, verdicts: Option<Verdicts>) -> String {
     let mut v = serde_json::to_value(c).unwrap_or_default();
+    if let (Some(reason), Some(rule)) = (
+        uninformative_reason(c),
+        v.get_mut("noise_rule").and_then(|r| r.as_object_mut()),
+    ) {
+        rule.insert("reason".into(), reason.into());
+    }
     if let (Some(vs), Some(map)) = (verdicts, v.as_object_mut()) {
         map.insert(
             "verdict_before".into(),
@@ -213,7 +263,11 @@ pub fn policy_toml(c: &Calibration, golden: &str) -> String {
     out.push_str(&keyed(
         "noise_ceiling",
         toml_f64(p.noise_ceiling),
-        "calibrated: most top-K results below the worst expected chunk, as a fraction of K",
+        if c.noise_rule_informative {
+            "calibrated: most top-K results below the worst expected chunk, as a fraction of K"
+        } else {
+            "calibrated, but it can fail no case of this suite (see the note above)"
+        },
     ));
     out.push_str(&keyed(
         "gold_label",

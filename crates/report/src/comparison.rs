@@ -94,6 +94,9 @@ pub fn displacement(case: &str, d: &Displacement) -> String {
         r(d.base_rank),
         r(d.new_rank)
     );
+    if let Some(collection) = &d.gone_from {
+        return format!("{head}: it is no longer in the {collection}");
+    }
     if d.by.is_empty() {
         return format!("{head}; what ranks above it now is not listed");
     }
@@ -301,18 +304,34 @@ pub fn diagnosis_human(d: &RunsDiagnosis) -> String {
             crate::findings::pattern_cause(f)
         ));
         for e in &f.entered {
-            out.push_str(&format!(
-                "      {} (batch {}{}) entered since the last accepted run and outranks {} of {} at rank {}\n",
-                e.id,
+            let batch = format!(
+                "batch {}{}",
                 e.ingest_batch.as_deref().unwrap_or("unknown"),
                 e.ingested_at
                     .as_deref()
                     .map(|t| format!(", ingested {}", short_time(t)))
-                    .unwrap_or_default(),
-                e.expected,
-                e.case,
-                e.rank
-            ));
+                    .unwrap_or_default()
+            );
+            // "Entered" only when the batch or the accepted run's chunk list shows it.
+            let line = match (e.entered_since, &e.in_accepted_run) {
+                (Some(true), _) => format!(
+                    "{} ({batch}) entered since the last accepted run and outranks {} of {} at rank {}",
+                    e.id, e.expected, e.case, e.rank
+                ),
+                (_, Some(s)) => format!(
+                    "{} ({batch}) outranks {} of {} at rank {} now; it was already there: the accepted run retrieved it at rank {} for {}",
+                    e.id, e.expected, e.case, e.rank, s.rank, s.case
+                ),
+                (Some(false), None) => format!(
+                    "{} ({batch}) outranks {} of {} at rank {} now; it is older than the accepted run",
+                    e.id, e.expected, e.case, e.rank
+                ),
+                (None, None) => format!(
+                    "{} ({batch}) outranks {} of {} at rank {} now; whether it entered since the last accepted run cannot be told",
+                    e.id, e.expected, e.case, e.rank
+                ),
+            };
+            out.push_str(&format!("      {line}\n"));
         }
     }
     if let Some(n) = &d.noise {

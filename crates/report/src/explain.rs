@@ -3,7 +3,7 @@
 //! Score and the noise rule are explained.
 
 use veredicto_core::diagnosis::NoiseFinding;
-use veredicto_core::exam::{CaseResult, ExamReport, ExamWarning};
+use veredicto_core::exam::{CaseResult, ExamReport, ExamWarning, ShortCase, ShortCause};
 
 /// Where a reader finds the Quality Score and the noise rule explained.
 pub const RULES_DOC: &str = "docs/policy.md#the-quality-score-and-the-noise-rule";
@@ -79,12 +79,12 @@ pub fn uncalibrated_note(r: &ExamReport) -> Option<String> {
     (!r.policy_calibrated).then(|| {
         format!(
             "policy: veredicto's defaults, not calibrated on this suite (noise ceiling {}% of K); `veredicto calibrate` writes one from the suite's healthy cases",
-            fmt_pct0(r.policy.noise_ceiling)
+            crate::fmt::pct0(r.policy.noise_ceiling)
         )
     })
 }
 
-/// One line per input warning.
+/// One line per warning.
 pub fn warning_lines(r: &ExamReport) -> Vec<String> {
     r.warnings
         .iter()
@@ -93,6 +93,7 @@ pub fn warning_lines(r: &ExamReport) -> Vec<String> {
                 "warning: gold cases cannot be told: the policy's gold label `{}` is carried by chunks of a corpus, and the exam has no corpus (give --corpus or --index) and no case says \"gold\": true",
                 veredicto_core::redact::escape_control(&veredicto_core::redact::short(gold_label))
             ),
+            ExamWarning::ShortResults { cases, cause } => short_results_line(r, cases, cause.as_ref()),
         })
         .collect()
 }
@@ -194,25 +195,96 @@ pub fn retriever_failures_line(r: &ExamReport) -> Option<String> {
     ))
 }
 
-/// How many failing cases fail on structural noise alone (no other reason).
+/// The warning for cases the retriever answered with fewer results than asked.
+fn short_results_line(r: &ExamReport, cases: &[ShortCase], cause: Option<&ShortCause>) -> String {
+    const LISTED: usize = 10;
+    let mut listed: Vec<String> = cases
+        .iter()
+        .take(LISTED)
+        .map(|c| {
+            format!(
+                "{} ({} of {})",
+                veredicto_core::redact::escape_control(&c.case),
+                c.returned,
+                c.asked
+            )
+        })
+        .collect();
+    if cases.len() > LISTED {
+        listed.push(format!("… {} more", cases.len() - LISTED));
+    }
+    let why = match cause {
+        Some(c) => short_cause(c),
+        None => "the retriever does not say why; an expected chunk it did not return may still rank inside the depth asked".to_owned(),
+    };
+    format!(
+        "warning: the retriever returned fewer results than asked in {} of {} cases: {}; {why}",
+        cases.len(),
+        r.cases.len(),
+        listed.join(", ")
+    )
+}
+
+/// Why a retriever's answers were short, in words.
+pub fn short_cause(c: &ShortCause) -> String {
+    let esc = |s: &str| veredicto_core::redact::escape_control(&veredicto_core::redact::short(s));
+    match c {
+        ShortCause::FewerRows { rows, asked } => format!(
+            "the retriever searches only {rows} rows (fewer than the {asked} asked): that is all there is"
+        ),
+        ShortCause::HnswEfSearch {
+            index,
+            ef_search,
+            asked,
+            version,
+            iterative_scan,
+        } => {
+            let head = if ef_search < &(*asked as u32) {
+                format!(
+                    "the served query scans the HNSW index `{}`, and pgvector's HNSW scan returns at most hnsw.ef_search = {ef_search} candidates, fewer than the {asked} asked: add `&ef_search={asked}` (or more) to the retriever URI",
+                    esc(index)
+                )
+            } else {
+                format!(
+                    "the served query scans the HNSW index `{}` (hnsw.ef_search = {ef_search}), and conditions applied after the scan drop candidates: raise `&ef_search=` in the retriever URI",
+                    esc(index)
+                )
+            };
+            if *iterative_scan {
+                format!("{head}, or turn on iterative index scans (`SET hnsw.iterative_scan = relaxed_order` for the database)")
+            } else {
+                format!(
+                    "{head}; pgvector {} has no iterative index scans (`hnsw.iterative_scan` comes with 0.8.0)",
+                    esc(version)
+                )
+            }
+        }
+        ShortCause::IvfflatProbes {
+            index,
+            probes,
+            asked,
+            version,
+        } => format!(
+            "the served query scans the IVFFlat index `{}`, which looks into ivfflat.probes = {probes} of its lists and found fewer than the {asked} asked there: raise `&probes=` in the retriever URI (pgvector {})",
+            esc(index),
+            esc(version)
+        ),
+    }
+}
+
+/// How many failing cases fail on structural noise alone (no other reason). Records
+/// written before structural noise was a reason of its own say `noise` with a structural
+/// finding.
 pub fn structural_only(r: &ExamReport) -> usize {
     r.cases
         .iter()
         .filter(|c| {
-            !c.passed
-                && c.reasons == [veredicto_core::exam::CaseReason::Noise]
-                && matches!(c.noise_finding, Some(NoiseFinding::Structural { .. }))
+            c.fails_on_structural_noise_only()
+                || (!c.passed
+                    && c.reasons == [veredicto_core::exam::CaseReason::Noise]
+                    && matches!(c.noise_finding, Some(NoiseFinding::Structural { .. })))
         })
         .count()
-}
-
-fn fmt_pct0(v: f64) -> String {
-    let p = v * 100.0;
-    if (p - p.round()).abs() < 1e-9 {
-        format!("{}", p.round() as i64)
-    } else {
-        format!("{p:.1}")
-    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,9 @@ pub fn diagnosis(d: &DiagnosisFinding) -> String {
             "expected chunk not in the index (never ingested)".to_owned()
         }
         D::NotInCorpus { source } => format!("expected chunk not in the {source}"),
+        D::NotInCollection { collection } => format!(
+            "expected chunk not in the {collection}: asked by ID, the retriever does not hold it (deleted, never loaded, or stored under another ID), so nothing else can be blamed"
+        ),
         D::NoText => "chunk has no text".to_owned(),
         D::TableWithoutHeader { table_lines } => format!(
             "table without a header row: {table_lines} table lines and no header separator (|---|)"
@@ -79,6 +82,10 @@ pub fn diagnosis(d: &DiagnosisFinding) -> String {
             served_rank.map_or("—".to_owned(), |r| r.to_string())
         ),
         D::MissedUnderExactToo => "misses expected chunks under exact search too: not the ANN index (embedding, chunking or labels)".to_owned(),
+        D::MissingUnderExactToo { missing, collection } => format!(
+            "misses expected chunks under exact search too because {missing} of them {} not in the {collection}: neither the ANN index nor the embedding",
+            if *missing == 1 { "is" } else { "are" }
+        ),
         D::StructuralNoise {
             k,
             noise,
@@ -164,10 +171,32 @@ fn new_batches(entered: &[EnteredChunk]) -> Option<String> {
 }
 
 /// "outranking them now: …": the entered chunks grouped by batch (name order; unknown
-/// last), chunks in the order listed.
+/// last), chunks in the order listed; then those the accepted run itself retrieved.
 fn describe_entered(entered: &[EnteredChunk]) -> String {
     if entered.is_empty() {
         return "no outranking chunk of a new batch is listed".to_owned();
+    }
+    let (seen_before, entered): (Vec<&EnteredChunk>, Vec<&EnteredChunk>) =
+        entered.iter().partition(|e| e.in_accepted_run.is_some());
+    let old: Vec<String> = seen_before
+        .iter()
+        .filter_map(|e| {
+            let s = e.in_accepted_run.as_ref()?;
+            Some(format!(
+                "{} (rank {}) above {} in {}, retrieved by the accepted run at rank {} for {}",
+                e.id, e.rank, e.expected, e.case, s.rank, s.case
+            ))
+        })
+        .collect();
+    let old = (!old.is_empty()).then(|| {
+        format!(
+            "{} chunk(s) that were already there: {}",
+            old.len(),
+            join(&old)
+        )
+    });
+    if entered.is_empty() {
+        return format!("outranking them now: {}", old.unwrap_or_default());
     }
     type Group = (Option<String>, Option<bool>, Vec<String>);
     let mut groups: BTreeMap<(bool, String), Group> = BTreeMap::new();
@@ -203,6 +232,7 @@ fn describe_entered(entered: &[EnteredChunk]) -> String {
             };
             format!("{} chunk(s) {batch}: {}", items.len(), join(&items))
         })
+        .chain(old)
         .collect();
     format!("outranking them now: {}", parts.join("; "))
 }
@@ -265,6 +295,19 @@ pub fn pattern_seen(f: &PatternFinding, seen: &PatternSeen) -> Option<String> {
                 join(&detail)
             )
         }
+        S::ChunksMissing {
+            accepted_run,
+            accepted_at,
+            collection,
+            chunks,
+        } => format!(
+            "{} case(s) passed in {} and fail now because the {collection} no longer holds {} of their expected chunks: {}; missing: {}",
+            f.cases.len(),
+            since(accepted_run, accepted_at),
+            chunks.len(),
+            join(&f.cases),
+            join(chunks)
+        ),
         S::IngestionRegression {
             accepted_run,
             accepted_at,
@@ -349,6 +392,11 @@ pub fn pattern_cause(f: &PatternFinding) -> String {
             accepted_run,
             accepted_at,
             ..
+        }
+        | PatternSeen::ChunksMissing {
+            accepted_run,
+            accepted_at,
+            ..
         } => Some(since(accepted_run, accepted_at)),
         _ => None,
     });
@@ -381,12 +429,44 @@ pub fn pattern_cause(f: &PatternFinding) -> String {
                 )
             }
         }
+        Pattern::ChunksMissing => {
+            let since = regression_since.unwrap_or_default();
+            let collection = f
+                .seen
+                .iter()
+                .find_map(|s| match s {
+                    PatternSeen::ChunksMissing { collection, .. } => Some(collection.as_str()),
+                    _ => None,
+                })
+                .unwrap_or("collection");
+            format!(
+                "expected chunks left the {collection} since {since} (rows deleted, a partial re-index, or IDs that changed): restore them, or update the golden set if they were retired on purpose; nothing needs to have entered to explain these failures"
+            )
+        }
         Pattern::IngestionRegression => {
             let since = regression_since.unwrap_or_default();
-            match new_batches(&f.entered) {
-                Some(b) => format!("regression by the latest ingestion: {b} buried the old; review what entered since {since}"),
-                None => format!("regression by the latest ingestion: something new buried the old; review what entered since {since}"),
+            if f.entered.iter().any(|e| e.entered_since == Some(true)) {
+                return match new_batches(&f.entered) {
+                    Some(b) => format!("regression by the latest ingestion: {b} buried the old; review what entered since {since}"),
+                    None => format!("regression by the latest ingestion: something new buried the old; review what entered since {since}"),
+                };
             }
+            // Nothing is known to have entered: say what is known, not an ingestion.
+            let already = f.entered.iter().filter(|e| e.in_accepted_run.is_some()).count();
+            let unknown = f.entered.iter().filter(|e| e.entered_since.is_none()).count();
+            let mut known = Vec::new();
+            if already > 0 {
+                known.push(format!("{already} of the chunks above the expected ones were already retrieved by that run"));
+            }
+            if unknown > 0 {
+                known.push(format!("whether {unknown} other(s) entered cannot be told (no ingestion batch, and no chunk list kept with that run)"));
+            }
+            let known = if known.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", known.join("; "))
+            };
+            format!("no chunk is known to have entered since {since}{known}: before blaming an ingestion, check what else changed (chunks deleted, edited or re-embedded; the retriever or its settings)")
         }
         Pattern::DomainIngestionRegression => format!(
             "the latest ingestion into domain `{domain}`{} buried its older chunks: check the classification of the new chunks against the old ones (a concept they share without labels or facets to tell them apart, chapter 9)",
@@ -523,8 +603,21 @@ pub fn compat_differences(c: &Compatibility) -> Vec<String> {
         }
         differences.push(s);
     }
-    if !c.config.is_empty() {
-        differences.push(format!("config changed: {}", setting_changes(&c.config)));
+    // A different query embedder first and in its own words: the two runs rank with
+    // different vectors, so their scores and ranks are not comparable case by case.
+    let (model, config): (Vec<SettingChange>, Vec<SettingChange>) = c
+        .config
+        .iter()
+        .cloned()
+        .partition(|s| s.key == "embedding_model" || s.key == "model_hash");
+    if !model.is_empty() {
+        differences.push(format!(
+            "query embedder changed: {}: the runs embed their queries with different models, so their scores and ranks are not comparable case by case",
+            setting_changes(&model)
+        ));
+    }
+    if !config.is_empty() {
+        differences.push(format!("config changed: {}", setting_changes(&config)));
     }
     differences
 }
@@ -554,6 +647,9 @@ mod tests {
         let all = vec![
             D::NotInCorpus {
                 source: "index".into(),
+            },
+            D::NotInCollection {
+                collection: "table `kb`".into(),
             },
             D::NoText,
             D::TableWithoutHeader { table_lines: 3 },
@@ -601,6 +697,10 @@ mod tests {
                 served_rank: None,
             },
             D::MissedUnderExactToo,
+            D::MissingUnderExactToo {
+                missing: 2,
+                collection: "table `kb`".into(),
+            },
             D::StructuralNoise {
                 k: 10,
                 noise: 9,
@@ -618,6 +718,7 @@ mod tests {
         for d in &all {
             match d {
                 D::NotInCorpus { .. }
+                | D::NotInCollection { .. }
                 | D::NoText
                 | D::TableWithoutHeader { .. }
                 | D::TableCutMidRow { .. }
@@ -638,6 +739,7 @@ mod tests {
                 | D::RetrieverFailed { .. }
                 | D::LostByAnn { .. }
                 | D::MissedUnderExactToo
+                | D::MissingUnderExactToo { .. }
                 | D::StructuralNoise { .. }
                 | D::RankingNoise { .. } => {}
             }
@@ -717,6 +819,7 @@ mod tests {
                 ingested_at: Some("2025-11-14T17:20:00Z".into()),
                 domain: Some("viajes".into()),
                 entered_since: Some(true),
+                in_accepted_run: None,
             }],
             runs: 1,
         }
@@ -767,6 +870,15 @@ mod tests {
                         boost_rules: 1,
                     },
                 ],
+            ),
+            pattern_finding(
+                Pattern::ChunksMissing,
+                vec![S::ChunksMissing {
+                    accepted_run: "r02".into(),
+                    accepted_at: "2025-10-03T10:00:00Z".into(),
+                    collection: "table `kb`".into(),
+                    chunks: vec!["e1".into()],
+                }],
             ),
             pattern_finding(
                 Pattern::IngestionRegression,
@@ -829,6 +941,7 @@ mod tests {
                 Pattern::DomainFailing
                 | Pattern::NumericFailing
                 | Pattern::GoldFailing
+                | Pattern::ChunksMissing
                 | Pattern::IngestionRegression
                 | Pattern::DomainIngestionRegression
                 | Pattern::SlowDecline
@@ -840,6 +953,7 @@ mod tests {
                     | S::OnlyGroup { .. }
                     | S::GoldPolicy { .. }
                     | S::NoiseOverCeiling { .. }
+                    | S::ChunksMissing { .. }
                     | S::IngestionRegression { .. }
                     | S::DomainIngestionRegression { .. }
                     | S::SlowDecline { .. }
@@ -853,7 +967,7 @@ mod tests {
     #[test]
     fn every_pattern_and_kind_has_words() {
         let all = every_pattern();
-        assert_eq!(all.len(), 7, "one finding per pattern");
+        assert_eq!(all.len(), 8, "one finding per pattern");
         for f in &all {
             let saw = pattern_saw(f);
             let cause = pattern_cause(f);
@@ -865,13 +979,17 @@ mod tests {
                 assert_eq!(&back, seen);
             }
         }
-        let noise = &all[6];
+        let noise = &all[7];
         assert_eq!(
             pattern_saw(noise),
             "1 of 12 cases that pass recall exceed the noise ceiling (8%): fiscal2 (noise 7 > 3 of K 10); mean noise rising: 0.100 → 0.300 of K over 8 runs (OLS slope 0.0200 per run, one-sided permutation p = 0.0100, 12 cases)"
         );
         assert_eq!(
             pattern_cause(&all[3]),
+            "expected chunks left the table `kb` since the last accepted run r02 (2025-10-03T10:00:00Z) (rows deleted, a partial re-index, or IDs that changed): restore them, or update the golden set if they were retired on purpose; nothing needs to have entered to explain these failures"
+        );
+        assert_eq!(
+            pattern_cause(&all[4]),
             "regression by the latest ingestion: batch `viernes` ingested 2025-11-14 17:20 buried the old; review what entered since the last accepted run r02 (2025-10-03T10:00:00Z)"
         );
         assert!(pattern_cause(&all[2]).contains("1 rule)"));

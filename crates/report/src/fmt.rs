@@ -48,16 +48,20 @@ pub fn expected_ranks(c: &CaseResult) -> String {
         .join(" ")
 }
 
-/// One line per stop reason, with the numbers behind it.
+/// One line per stop reason, with the numbers behind it. The cases that fail on structural
+/// noise alone are named by `structural_noise`, not by the other reasons (as the reasons are
+/// computed: see `veredicto_core::exam::StopReason`).
 pub fn stop_reasons(r: &ExamReport) -> Vec<String> {
     use veredicto_core::exam::StopReason::*;
     let s = &r.summary;
     // A case the live retriever failed for is marked as such: it is not a failure of the
     // knowledge base.
+    let other = |c: &&CaseResult| !c.passed && !c.fails_on_structural_noise_only();
     let failing_ids = |gold: bool, undocumented_only: bool| {
         r.cases
             .iter()
-            .filter(|c| !c.passed && c.gold == gold && (!undocumented_only || !c.documented))
+            .filter(other)
+            .filter(|c| c.gold == gold && (!undocumented_only || !c.documented))
             .map(|c| {
                 if crate::explain::retriever_failed(r, c) {
                     format!("{} (retriever failed)", c.id)
@@ -68,6 +72,12 @@ pub fn stop_reasons(r: &ExamReport) -> Vec<String> {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let other_non_gold = r.cases.iter().filter(other).filter(|c| !c.gold).count();
+    let structural_non_gold = r
+        .cases
+        .iter()
+        .filter(|c| !c.gold && c.fails_on_structural_noise_only())
+        .count();
     r.reasons
         .iter()
         .map(|reason| match reason {
@@ -82,11 +92,16 @@ pub fn stop_reasons(r: &ExamReport) -> Vec<String> {
                 failing_ids(false, true)
             ),
             TooManyFailures => format!(
-                "too_many_failures: {} non-gold failing cases > {} tolerated ({} of {} cases){}",
-                s.failing - s.failing_gold,
+                "too_many_failures: {other_non_gold} non-gold failing {} > {} tolerated ({} of {} cases){}{}",
+                if other_non_gold == 1 { "case" } else { "cases" },
                 s.max_failing,
                 pct(r.policy.max_failing_fraction),
                 s.cases,
+                if structural_non_gold > 0 {
+                    format!(", besides {structural_non_gold} on structural noise alone")
+                } else {
+                    String::new()
+                },
                 match r
                     .cases
                     .iter()
@@ -97,8 +112,86 @@ pub fn stop_reasons(r: &ExamReport) -> Vec<String> {
                     n => format!(", {n} of them failed in the retriever"),
                 }
             ),
+            StructuralNoise => structural_noise_reason(r),
         })
         .collect()
+}
+
+/// The `structural_noise` stop reason in words: when the policy is veredicto's defaults it
+/// starts with "the noise ceiling is not calibrated for this suite".
+pub fn structural_noise_reason(r: &ExamReport) -> String {
+    use veredicto_core::diagnosis::NoiseFinding;
+    let cases: Vec<&CaseResult> = r
+        .cases
+        .iter()
+        .filter(|c| c.fails_on_structural_noise_only())
+        .collect();
+    let gold = cases.iter().filter(|c| c.gold).count();
+    let count = match (cases.len(), gold) {
+        (1, 0) => "1 case fails".to_owned(),
+        (1, _) => "1 gold case fails".to_owned(),
+        (n, 0) => format!("{n} cases fail"),
+        (n, g) => format!("{n} cases ({g} gold) fail"),
+    };
+    // The arithmetic, when every such case shares it.
+    let shapes: std::collections::BTreeSet<(u32, u32, u32, u32)> = cases
+        .iter()
+        .filter_map(|c| match c.noise_finding {
+            Some(NoiseFinding::Structural {
+                k,
+                expected,
+                perfect_noise,
+                max_noise,
+                ..
+            }) => Some((k, expected, perfect_noise, max_noise)),
+            _ => None,
+        })
+        .collect();
+    let arithmetic = match shapes.iter().next() {
+        Some(&(k, e, perfect, max)) if shapes.len() == 1 => {
+            let (chunks, them) = if e == 1 {
+                ("1 expected chunk".to_owned(), "it")
+            } else {
+                (format!("{e} expected chunks"), "them")
+            };
+            format!(
+                " (K = {k}, {chunks}: a perfect ranking leaves {perfect} results below {them}, ceiling {max})"
+            )
+        }
+        _ => String::new(),
+    };
+    let ids = id_list(cases.iter().map(|c| c.id.as_str()), 10);
+    if r.policy_calibrated {
+        format!(
+            "structural_noise: {count} on noise alone that a perfect ranking would also have{arithmetic}: {ids}; their K exceeds what their expected lists can fill under their noise ceiling: give them the top_k their diagnosis suggests"
+        )
+    } else {
+        format!(
+            "structural_noise: the noise ceiling is not calibrated for this suite: {count} on noise alone that a perfect ranking would also have{arithmetic}: {ids}; calibrate the ceiling on this suite (veredicto calibrate), or give these cases a top_k their expected lists can fill"
+        )
+    }
+}
+
+/// `a, b, c and 4 more`: at most `max` IDs.
+fn id_list<'a>(ids: impl ExactSizeIterator<Item = &'a str>, max: usize) -> String {
+    let total = ids.len();
+    let shown: Vec<&str> = ids.take(max).collect();
+    let mut out = shown.join(", ");
+    if total > max {
+        out.push_str(&format!(" and {} more", total - max));
+    }
+    out
+}
+
+/// A fraction as a percentage without the sign, whole when it is: `0.3` → `30`, `0.125` →
+/// `12.5`.
+pub fn pct0(v: f64) -> String {
+    let p = v * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{}", p.round() as i64)
+    } else {
+        format!("{p:.1}")
+    }
 }
 
 /// Cases in display order: failing first, each group in golden-set order.
@@ -174,11 +267,45 @@ pub fn boost_lines(r: &ExamReport) -> Vec<String> {
 /// The exactness check in one line, when the report has one.
 pub fn exactness(r: &ExamReport) -> Option<String> {
     let x = r.exactness.as_ref()?;
+    let missing = if x.failing_missing_chunks > 0 {
+        format!(
+            " · {} fail because expected chunks are not in the collection",
+            x.failing_missing_chunks
+        )
+    } else {
+        String::new()
+    };
+    if x.served_plan.as_ref().is_some_and(|p| p.exact()) {
+        return Some(format!(
+            "exactness check: the served query is already exact (its plan scans no ANN index: a sequential scan and a sort), so there is no ANN loss to measure over {} cases · {} fail under exact search too{missing}",
+            x.cases, x.failing_under_exact_too
+        ));
+    }
+    let index = match x.served_plan.as_ref().and_then(|p| p.ann_index.as_deref()) {
+        Some(name) => format!(
+            " (the served query scans the {} index `{}`)",
+            x.served_plan
+                .as_ref()
+                .and_then(|p| p.method.as_deref())
+                .unwrap_or("ANN"),
+            veredicto_core::redact::escape_control(name)
+        ),
+        None => String::new(),
+    };
     Some(format!(
-        "exactness check: ANN recall@K against exact search {} over {} cases · {} failing cases lost expected chunks to the ANN index · {} fail under exact search too",
+        "exactness check: ANN recall@K against exact search {} over {} cases{index} · {} failing cases lost expected chunks to the ANN index · {} fail under exact search too{missing}",
         f3(x.ann_recall_at_k),
         x.cases,
         x.failing_lost_by_ann,
         x.failing_under_exact_too
     ))
+}
+
+/// A `sha256:…` fingerprint shortened to its first 12 hex digits (`sha256:1a2b3c4d5e6f`).
+pub fn short_fingerprint(fp: &str) -> String {
+    let first = |s: &str| s.chars().take(12).collect::<String>();
+    match fp.split_once(':') {
+        Some((algo, hex)) => format!("{algo}:{}", first(hex)),
+        None => first(fp),
+    }
 }

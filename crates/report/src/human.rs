@@ -36,6 +36,14 @@ impl Style {
 pub fn render(r: &ExamReport, color: bool) -> String {
     let st = Style { color };
     let mut out = String::new();
+    if let Some(q) = &r.query_embedder {
+        out.push_str(&st.dim(&escape_control(&format!(
+            "query embedder: {} ({})",
+            q.name,
+            crate::fmt::short_fingerprint(&q.fingerprint)
+        ))));
+        out.push('\n');
+    }
     let rows: Vec<[String; 11]> = fmt::failing_first(r)
         .iter()
         .map(|c| {

@@ -193,3 +193,94 @@ fn unknown_gold_label_is_a_warning_in_text_and_json() {
     assert_eq!(json["warnings"][0]["kind"], "gold_unknown");
     assert_eq!(json["policy_calibrated"], false);
 }
+
+#[test]
+fn a_one_chunk_suite_calibration_says_the_rule_can_fail_no_case() {
+    let r = report(&[1; 30], &Policy::default());
+    let c = calibrate(&r, Settings::default()).unwrap();
+    assert_eq!(c.noise_ceiling, 1.0);
+    let says = "noise rule not informative: with one expected chunk per case the noise rule cannot tell healthy from noisy cases: list the other relevant chunks of each case to make it informative";
+    let text = render_human(&c, None, None);
+    assert!(text.contains(says), "{text}");
+    assert!(
+        text.contains("the ceiling allows 10 of 10 results below the worst expected chunk; a case that passes recall has at most 9 below it"),
+        "{text}"
+    );
+    // The policy file carries it as comments, on top and beside the key.
+    let file = policy_toml(&c, &r.golden_fingerprint);
+    assert!(file.contains(&format!("# {says}\n")), "{file}");
+    assert!(
+        file.contains("noise_ceiling = 1.0           # calibrated, but it can fail no case of this suite (see the note above)\n"),
+        "{file}"
+    );
+    let loaded =
+        veredicto_formats::policy::parse_policy(Path::new("calibrated.toml"), &file).unwrap();
+    assert_eq!(loaded, c.policy);
+    // JSON: a flag, the numbers and the reason.
+    let json: serde_json::Value = serde_json::from_str(&render_json(&c, None)).unwrap();
+    assert_eq!(json["noise_rule_informative"], false);
+    assert_eq!(
+        json["noise_rule"]["uninformative"],
+        "one_expected_chunk_per_case"
+    );
+    assert_eq!(json["noise_rule"]["cases_it_cannot_fail"], 30);
+    assert!(json["noise_rule"]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("with one expected chunk per case"));
+    // A suite the ceiling can still fail: no such note, and the key's usual comment.
+    let r = report(&[3, 3, 3, 3, 3, 3, 3, 3, 3, 1], &Policy::default());
+    let c = calibrate(&r, Settings::default()).unwrap();
+    assert!(c.noise_rule_informative);
+    let text = render_human(&c, None, None);
+    assert!(!text.contains("not informative"), "{text}");
+    assert!(
+        text.contains("noise rule: the calibrated ceiling can fail 1 of 10 cases while their recall passes; not the other 9"),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render_json(&c, None)).unwrap();
+    assert_eq!(json["noise_rule_informative"], true);
+    assert!(json["noise_rule"].get("reason").is_none());
+}
+
+#[test]
+fn exam_reports_say_the_uncalibrated_ceiling_decides_a_perfect_one_chunk_suite() {
+    let r = report(&[1; 30], &Policy::default());
+    let human = veredicto_report::human::render(&r, false);
+    let verdict = human.split("verdict: STOP\n").nth(1).unwrap();
+    let first = verdict.lines().next().unwrap();
+    assert!(
+        first.starts_with("  - structural_noise: the noise ceiling is not calibrated for this suite: 30 cases (1 gold) fail on noise alone that a perfect ranking would also have (K = 10, 1 expected chunk: a perfect ranking leaves 9 results below it, ceiling 3): q0, q1,"),
+        "{human}"
+    );
+    assert!(!human.contains("gold_case_failed"), "{human}");
+    assert!(human.contains("FAIL structural_noise"), "{human}");
+    let md = veredicto_report::markdown::render(&r);
+    assert!(
+        md.contains("the noise ceiling is not calibrated for this suite"),
+        "{md}"
+    );
+    let junit = veredicto_report::junit::render(&r);
+    assert!(
+        junit.contains("structural_noise: the noise ceiling is not calibrated"),
+        "{junit}"
+    );
+    // A calibrated policy that still leaves one case structurally over: the K is named.
+    let calibrated = Policy {
+        noise_ceiling: 0.8,
+        ..Policy::default()
+    };
+    let r = report(&[1, 3, 3, 3], &calibrated);
+    let human = veredicto_report::human::render(&r, false);
+    let lines: Vec<&str> = human
+        .split("verdict: STOP\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("  - structural_noise: 1 gold case fails on noise alone that a perfect ranking would also have (K = 10, 1 expected chunk: a perfect ranking leaves 9 results below it, ceiling 8): q0; their K exceeds"),
+        "{lines:?}"
+    );
+}

@@ -45,6 +45,8 @@ fn the_exactness_line_is_in_every_text_format() {
         ann_recall_at_k: 0.5,
         failing_lost_by_ann: 1,
         failing_under_exact_too: 0,
+        failing_missing_chunks: 0,
+        served_plan: None,
         lost: vec![AnnLoss {
             case: "q1".into(),
             chunk: "c1".into(),

@@ -388,19 +388,27 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
     if timings {
         report.latency = retrieval.latency.clone();
     }
-    let (embedding_model, model_hash) = retriever.model();
+    // The query embedder when one was loaded (for the own index it is the index's model,
+    // checked), else the model the collection records.
+    let (embedding_model, model_hash) = match &report.query_embedder {
+        Some(q) => (Some(q.name.clone()), Some(q.fingerprint.clone())),
+        None => retriever.model(),
+    };
+    // The embedded field is veredicto's to state only where veredicto embedded (its own
+    // index) or the policy declares it for a run file; a live retriever embeds its own.
+    let field = matches!(retriever.kind(), "index" | "run-file").then(|| {
+        serde_json::to_value(policy.field)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    });
     let mut config = RunConfig {
         retriever: retriever.kind().to_owned(),
         source: Some(retriever.describe()),
         embedding_model,
         model_hash,
         rerank: rerank_spec.map(veredicto_core::redact::url),
-        field: Some(
-            serde_json::to_value(policy.field)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-        ),
+        field,
         top_k: policy.top_k,
         ..RunConfig::default()
     };

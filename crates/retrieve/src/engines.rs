@@ -12,6 +12,9 @@
 //!   `"params": {"exact": true}`. The chunk ID is the point ID, or the payload field
 //!   `id_payload`.
 //!
+//! After the search, the exam asks which unretrieved expected chunks the engine holds at all
+//! (an `ids` query, Qdrant's points API: see [`crate::Retriever::holds`]).
+//!
 //! OpenSearch / Elasticsearch: the chunk ID is the document's `_id`, or `_source.F` with
 //! `id_field=F`. Credentials go in headers (`--header-env Authorization=VAR`,
 //! `--header-env api-key=VAR` for Qdrant), never in the URI.
@@ -337,6 +340,10 @@ impl Retriever for EngineRetriever {
         true
     }
 
+    fn holds(&self, ids: &[&str]) -> Result<Option<crate::Holding>, RetrieveError> {
+        holds(self, ids).map(Some)
+    }
+
     fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError> {
         let vector = request.vector.ok_or_else(|| RetrieveError::NoVector {
             case: request.case_id.to_owned(),
@@ -365,4 +372,97 @@ impl Retriever for EngineRetriever {
             known: Default::default(),
         })
     }
+}
+
+/// Whether `id` can be a Qdrant point ID: an unsigned integer or a UUID.
+fn qdrant_point_id(id: &str) -> Option<Value> {
+    if let Ok(n) = id.parse::<u64>() {
+        return Some(json!(n));
+    }
+    let hex = id.replace('-', "");
+    let dashes_ok = id.len() == 32
+        || (id.len() == 36 && [8, 13, 18, 23].iter().all(|&i| id.as_bytes()[i] == b'-'));
+    (hex.len() == 32 && dashes_ok && hex.chars().all(|c| c.is_ascii_hexdigit())).then(|| json!(id))
+}
+
+/// Which of `ids` the engine holds, [`crate::HOLDS_BATCH`] per request: OpenSearch /
+/// Elasticsearch by an `ids` query on `_id` (a `terms` query on `id_field`, which must then
+/// be a keyword field) through the same `_search` endpoint; Qdrant by retrieving the points
+/// (`POST /collections/C/points`), or by scrolling with a `match any` filter on
+/// `id_payload`. A chunk ID that cannot be a Qdrant point ID is not held.
+fn holds(r: &EngineRetriever, ids: &[&str]) -> Result<crate::Holding, RetrieveError> {
+    let mut present = std::collections::BTreeSet::new();
+    let bad = |reason: String| RetrieveError::Setup {
+        uri: r.shown.clone(),
+        reason: format!(
+            "{} `{}`, asking which expected chunks it holds: {reason}",
+            r.kind(),
+            r.name
+        ),
+    };
+    let points = r.endpoint.trim_end_matches("/search");
+    for batch in ids.chunks(crate::HOLDS_BATCH) {
+        let found: Vec<String> = match (r.engine, r.id_field.as_deref()) {
+            (Engine::Qdrant, None) => {
+                let asked: Vec<Value> = batch.iter().filter_map(|id| qdrant_point_id(id)).collect();
+                if asked.is_empty() {
+                    continue;
+                }
+                let body = json!({"ids": asked, "with_payload": false, "with_vector": false});
+                let answer = r.net.post(points, &r.shown, &body)?;
+                r.read(&answer)
+                    .map_err(bad)?
+                    .into_iter()
+                    .map(|h| h.id)
+                    .collect()
+            }
+            (Engine::Qdrant, Some(field)) => {
+                let body = json!({
+                    "filter": {"must": [{"key": field, "match": {"any": batch}}]},
+                    "limit": batch.len(),
+                    "with_payload": [field],
+                    "with_vector": false
+                });
+                let answer = r.net.post(&format!("{points}/scroll"), &r.shown, &body)?;
+                let list = answer
+                    .pointer("/result/points")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| bad("the answer has no `/result/points` list".into()))?;
+                list.iter()
+                    .filter_map(|p| match p.pointer(&format!("/payload/{field}")) {
+                        Some(Value::String(s)) => Some(s.clone()),
+                        Some(Value::Number(n)) => Some(n.to_string()),
+                        _ => None,
+                    })
+                    .collect()
+            }
+            (_, None) => {
+                let body = json!({"size": batch.len(), "query": {"ids": {"values": batch}}, "_source": false});
+                let answer = r.net.post(&r.endpoint, &r.shown, &body)?;
+                r.read(&answer)
+                    .map_err(bad)?
+                    .into_iter()
+                    .map(|h| h.id)
+                    .collect()
+            }
+            (_, Some(field)) => {
+                let body = json!({"size": batch.len(), "query": {"terms": {field: batch}}, "_source": [field]});
+                let answer = r.net.post(&r.endpoint, &r.shown, &body)?;
+                r.read(&answer)
+                    .map_err(bad)?
+                    .into_iter()
+                    .map(|h| h.id)
+                    .collect()
+            }
+        };
+        present.extend(found.into_iter().filter(|id| batch.contains(&id.as_str())));
+    }
+    let what = match r.engine {
+        Engine::Qdrant => "collection",
+        _ => "index",
+    };
+    Ok(crate::Holding {
+        collection: format!("{what} `{}`", r.name),
+        present,
+    })
 }

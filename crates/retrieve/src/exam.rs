@@ -193,16 +193,7 @@ fn request_of<'a>(ctx: &Ctx<'_>, case: &'a Case, prepared: &'a Prepared, k: usiz
             .as_deref()
             .or(case.query_vector.as_deref()),
     };
-    let s = ctx.settings;
-    let depth = s
-        .depth
-        .max(k)
-        .max(if s.reranker.is_some() {
-            s.candidates
-        } else {
-            0
-        })
-        .max(1);
+    let depth = depth_of(ctx.settings, k);
     Request {
         case_id: &case.id,
         query: &case.query,
@@ -212,6 +203,18 @@ fn request_of<'a>(ctx: &Ctx<'_>, case: &'a Case, prepared: &'a Prepared, k: usiz
         exact: false,
         filters: case.filters.as_ref(),
     }
+}
+
+/// Results asked for a case of K `k`: the depth, at least K and the rerank candidates.
+pub(crate) fn depth_of(s: &Settings<'_>, k: usize) -> usize {
+    s.depth
+        .max(k)
+        .max(if s.reranker.is_some() {
+            s.candidates
+        } else {
+            0
+        })
+        .max(1)
 }
 
 /// One case, one search at a time: embedding, search, then [`finish_case`].
@@ -702,6 +705,8 @@ pub fn examine(
         corpus: inputs.corpus.or(loaded.as_ref()),
         ..*inputs
     };
+    // Before a boost reorders the run: what came back, against what was asked.
+    let short = crate::live::short_results(retriever, inputs.cases, &retrieval, settings, &k_of)?;
     // A declared boost reranks the vector search's candidates (`--depth` deep); the
     // vector-only order is kept as stage 1 for the report.
     let boost_cases = match policy.boost.as_ref().filter(|b| !b.rules.is_empty()) {
@@ -742,6 +747,10 @@ pub fn examine(
         })
     };
     let mut report = evaluate(inputs.cases, &retrieval.run);
+    report.query_embedder = embedder.map(|e| veredicto_core::exam::QueryEmbedder {
+        name: e.fingerprint().name.clone(),
+        fingerprint: e.fingerprint().digest(),
+    });
     if let (Some(cases), Some(s1)) = (boost_cases, &retrieval.stage1) {
         // Both orders at each case's K: the vector search alone, then with the boost.
         let r1 = evaluate(inputs.cases, s1);
@@ -808,17 +817,25 @@ pub fn examine(
             );
         }
     }
+    let absent = crate::live::absent_expected(retriever, &report, &retrieval.failures)?;
     if let Some(exact) = &retrieval.exact {
         let exact_report = evaluate(inputs.cases, exact);
-        report.exactness = Some(exactness(
+        let mut x = exactness(
             &mut report,
             &exact_report,
             inputs.cases,
             exact,
             &retrieval.run,
             policy,
-        ));
+            absent.as_ref(),
+        );
+        x.served_plan = crate::live::served_plan(retriever, inputs.cases, settings, &k_of)?;
+        report.exactness = Some(x);
     }
+    if let Some(absent) = &absent {
+        crate::live::mark_absent(&mut report, absent, &retrieval.failures);
+    }
+    report.warnings.extend(short);
     veredicto_report::findings::fill_exam(&mut report);
     Ok(Examined {
         report,
@@ -849,11 +866,12 @@ fn exactness(
     exact: &Run,
     served: &Run,
     policy: &Policy,
+    absent: Option<&crate::live::Absent>,
 ) -> Exactness {
     let mut recall_sum = 0.0;
     let mut compared = 0usize;
     let mut lost = Vec::new();
-    let (mut lost_cases, mut exact_too) = (0, 0);
+    let (mut lost_cases, mut exact_too, mut missing_only) = (0, 0, 0);
     for ((case, result), exact_result) in
         cases.iter().zip(&mut report.cases).zip(&exact_report.cases)
     {
@@ -906,7 +924,27 @@ fn exactness(
             .reasons
             .iter()
             .any(|r| matches!(r, exam::CaseReason::Recall | exam::CaseReason::NoResults));
-        if exact_misses {
+        // Misses that the collection explains (the chunks are not in it) blame neither
+        // the ANN index nor the embedding.
+        let missed: BTreeSet<&str> = exact_result
+            .expected
+            .iter()
+            .filter(|e| !e.in_top_k)
+            .map(|e| e.id.as_str())
+            .collect();
+        let explained =
+            absent.filter(|a| !missed.is_empty() && missed.iter().all(|id| a.ids.contains(*id)));
+        if let (true, Some(a)) = (exact_misses, explained) {
+            missing_only += 1;
+            result.diagnosis.push(Finding::new(
+                Check::AnnIndex,
+                None,
+                DiagnosisFinding::MissingUnderExactToo {
+                    missing: missed.len(),
+                    collection: a.collection.clone(),
+                },
+            ));
+        } else if exact_misses {
             exact_too += 1;
             result.diagnosis.push(Finding::new(
                 Check::AnnIndex,
@@ -924,6 +962,8 @@ fn exactness(
         },
         failing_lost_by_ann: lost_cases,
         failing_under_exact_too: exact_too,
+        failing_missing_chunks: missing_only,
+        served_plan: None,
         lost,
     }
 }

@@ -4,16 +4,20 @@
 //! Request, one per case (POST, `Content-Type: application/json`):
 //! `{"query": "...", "k": N, "query_vector": [...], "filters": {...}}` — `query_vector`
 //! only when the case has one or an embedder is given, `filters` only when the case
-//! declares filters (sent as declared).
+//! declares filters (sent as declared). A service with its own request format gets the
+//! body of a template instead ([`crate::template`]).
 //! Response: `{"results": [{"id": "...", "score": 0.83}, ...]}` in rank order, `score`
 //! optional. Other shapes are read with JSON pointers ([`crate::Options`]): the list, and
-//! the ID and the score inside each element.
+//! the ID and the score inside each element. The answer is parsed as it streams in and
+//! only the first `k` results are kept.
 
 use serde_json::{json, Value};
 use veredicto_core::redact;
 
+use crate::answer::Shape;
 use crate::net::Net;
-use crate::{Hit, Options, Ranking, Request, RetrieveError, Retriever, Vectors};
+use crate::template::BodyTemplate;
+use crate::{Options, Ranking, Request, RetrieveError, Retriever, Vectors};
 
 /// An HTTP search service.
 pub struct HttpRetriever {
@@ -21,81 +25,7 @@ pub struct HttpRetriever {
     shown: String,
     net: Net,
     shape: Shape,
-}
-
-/// Where the results are in an answer.
-#[derive(Debug, Clone)]
-pub(crate) struct Shape {
-    results: String,
-    id: String,
-    score: String,
-}
-
-impl Shape {
-    pub(crate) fn new(options: &Options) -> Result<Shape, String> {
-        for (name, p) in [
-            ("--results-pointer", &options.results_pointer),
-            ("--id-pointer", &options.id_pointer),
-            ("--score-pointer", &options.score_pointer),
-        ] {
-            if !p.is_empty() && !p.starts_with('/') {
-                return Err(format!(
-                    "{name} `{}` is not a JSON pointer (it must be empty or start with `/`)",
-                    redact::short(p)
-                ));
-            }
-        }
-        Ok(Shape {
-            results: options.results_pointer.clone(),
-            id: options.id_pointer.clone(),
-            score: options.score_pointer.clone(),
-        })
-    }
-
-    /// The hits in an answer, or why the answer breaks the contract.
-    pub(crate) fn read(&self, answer: &Value) -> Result<Vec<Hit>, String> {
-        let list = answer
-            .pointer(&self.results)
-            .ok_or_else(|| {
-                format!(
-                    "the answer has no result list at `{}`: {}",
-                    self.results,
-                    redact::short(&redact::secrets_in_text(&answer.to_string()))
-                )
-            })?
-            .as_array()
-            .ok_or_else(|| format!("`{}` in the answer is not a list", self.results))?;
-        let mut hits = Vec::with_capacity(list.len());
-        for (i, item) in list.iter().enumerate() {
-            let id = match item.pointer(&self.id) {
-                Some(Value::String(s)) => s.clone(),
-                Some(other) => {
-                    return Err(format!(
-                        "result {}: `{}` is not a string: {}",
-                        i + 1,
-                        self.id,
-                        redact::short(&other.to_string())
-                    ))
-                }
-                None => return Err(format!("result {}: no `{}`", i + 1, self.id)),
-            };
-            let score = match item.pointer(&self.score) {
-                None | Some(Value::Null) => None,
-                Some(Value::Number(n)) => n.as_f64(),
-                Some(other) => {
-                    return Err(format!(
-                        "result {} (`{}`): `{}` is not a number: {}",
-                        i + 1,
-                        redact::short(&id),
-                        self.score,
-                        redact::short(&other.to_string())
-                    ))
-                }
-            };
-            hits.push(Hit { id, score });
-        }
-        Ok(hits)
-    }
+    template: Option<BodyTemplate>,
 }
 
 /// The request body of the contract.
@@ -123,6 +53,7 @@ impl HttpRetriever {
             shown,
             net: Net::new(options),
             shape,
+            template: options.body_template.clone(),
         })
     }
 }
@@ -137,23 +68,37 @@ impl Retriever for HttpRetriever {
     }
 
     fn vectors(&self) -> Vectors {
-        Vectors::Optional
+        match &self.template {
+            None => Vectors::Optional,
+            Some(t) if t.uses_vector() => Vectors::Required,
+            // The template sends no vector: none is computed.
+            Some(_) => Vectors::Never,
+        }
+    }
+
+    fn embedding_based(&self) -> bool {
+        // A template may send the vector to a hybrid ranking: veredicto cannot tell.
+        false
     }
 
     fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError> {
+        let setup = |reason: String| RetrieveError::Setup {
+            uri: self.shown.clone(),
+            reason: format!("case `{}`: {reason}", request.case_id),
+        };
+        let payload = match &self.template {
+            Some(t) => t.render(request).map_err(setup)?,
+            None => serde_json::to_vec(&request_body(request)).unwrap_or_default(),
+        };
         let answer = self
             .net
-            .post(&self.url, &self.shown, &request_body(request))?;
-        let mut hits = self
-            .shape
-            .read(&answer)
-            .map_err(|reason| RetrieveError::Setup {
-                uri: self.shown.clone(),
-                reason: format!("case `{}`: {reason}", request.case_id),
+            .post_reading(&self.url, &self.shown, &payload, |reader| {
+                self.shape
+                    .read(reader, request.depth, None)
+                    .map_err(|f| f.within(&format!("case `{}`", request.case_id)))
             })?;
-        hits.truncate(request.depth);
         Ok(Ranking {
-            hits,
+            hits: answer.hits,
             known: Default::default(),
         })
     }

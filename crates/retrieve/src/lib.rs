@@ -14,7 +14,7 @@
 //! | `index:DIR` | veredicto's own exact index |
 //! | `run:FILE`, `run:-` | a run file (TREC or JSONL), `-` = standard input |
 //! | `http://…`, `https://…` | an HTTP search service (JSON contract in `docs/retrievers.md`) |
-//! | `cmd:PROGRAM ARGS…` | a subprocess speaking the same JSON, one line per request |
+//! | `cmd:PROGRAM ARGS…` | a subprocess speaking the same JSON, one line per request, each answer echoing its request's `id` ([`cmd`]) |
 //! | `postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL` | pgvector ([`pgvector`]) |
 //! | `opensearch+http(s)://…/INDEX?field=F`, `elasticsearch+…` | kNN `_search` ([`engines`]) |
 //! | `qdrant+http(s)://…/COLLECTION` | Qdrant points search ([`engines`]) |
@@ -30,15 +30,18 @@ use std::time::Duration;
 use veredicto_core::case::Corpus;
 use veredicto_core::run::Run;
 
+mod answer;
 pub mod cmd;
 pub mod conclude;
 pub mod engines;
 pub mod exam;
 pub mod http;
+mod live;
 mod net;
 pub mod own_index;
 pub mod pgvector;
 pub mod run_file;
+pub mod template;
 mod uri;
 
 pub use conclude::{run_exam, ExamError, ExamOutcome, ExamRequest};
@@ -201,10 +204,56 @@ pub trait Retriever: Send + Sync {
         let _ = model_hash;
         Ok(())
     }
+    /// Which of `ids` the collection holds, asked by ID (at most [`HOLDS_MAX`] IDs, sent in
+    /// requests of at most [`HOLDS_BATCH`]): pgvector `WHERE id = ANY($1)`, an `ids` query
+    /// for OpenSearch / Elasticsearch, Qdrant's points API, the own index's chunk table.
+    /// `None`: the retriever cannot tell (an HTTP service, a command, a run file): "unknown".
+    /// The exam asks once, for the expected chunks that no case retrieved.
+    fn holds(&self, ids: &[&str]) -> Result<Option<Holding>, RetrieveError> {
+        let _ = ids;
+        Ok(None)
+    }
+    /// How the engine answers `request`'s served (approximate) query, as its planner says
+    /// (pgvector: `EXPLAIN`); `None` when it cannot say. Asked once, by the exactness check.
+    /// `request.vector` may be `None`: the engine then plans with a vector of its own.
+    fn served_plan(
+        &self,
+        request: &Request<'_>,
+    ) -> Result<Option<veredicto_core::exam::ServedPlan>, RetrieveError> {
+        let _ = request;
+        Ok(None)
+    }
+    /// Why `request` may get fewer than `request.depth` results, when the engine can tell
+    /// (pgvector: fewer rows, or an HNSW scan capped by `hnsw.ef_search`). Asked once, when
+    /// some case came back short.
+    fn short_cause(
+        &self,
+        request: &Request<'_>,
+    ) -> Result<Option<veredicto_core::exam::ShortCause>, RetrieveError> {
+        let _ = request;
+        Ok(None)
+    }
 }
 
-/// Network settings of live retrievers. Defaults: 10 s per request, 5 min in total,
-/// 2 retries (waiting 250 ms, then 500 ms) on 5xx answers and timeouts only.
+/// Most expected chunk IDs one exam asks a retriever about ([`Retriever::holds`]); the rest
+/// (in ID order) stay unknown.
+pub const HOLDS_MAX: usize = 10_000;
+/// Most IDs in one request of [`Retriever::holds`].
+pub const HOLDS_BATCH: usize = 500;
+
+/// What a retriever says about which chunk IDs its collection holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holding {
+    /// The collection as messages name it: ``table `kb` ``, ``index `chunks` ``,
+    /// ``collection `kb` ``.
+    pub collection: String,
+    /// The asked IDs it holds.
+    pub present: std::collections::BTreeSet<String>,
+}
+
+/// Settings of live retrievers. Defaults: 10 s per request, 5 min in total, 2 retries
+/// (waiting 250 ms, then 500 ms) on 5xx answers, timeouts and connections closed mid-answer
+/// only; answers of at most 64 MiB; a command gets no environment variable.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Per-request timeout.
@@ -224,12 +273,26 @@ pub struct Options {
     pub id_pointer: String,
     /// JSON pointer to the score inside one result (default `/score`; absent = no score).
     pub score_pointer: String,
+    /// Read a numeric chunk ID as text (an integer, written exactly); by default an ID must
+    /// be a string.
+    pub id_as_text: bool,
+    /// Largest answer read: an HTTP body, a command's answer line (default
+    /// [`DEFAULT_MAX_ANSWER_BYTES`]). Answers are parsed as they stream in and only `depth`
+    /// results are kept, so this bounds the bytes read, not what is held.
+    pub max_answer_bytes: u64,
+    /// The environment a `cmd:` program runs with, and nothing else: the caller chooses
+    /// it ([`cmd::passed_by_default`] names the variables the command line passes).
+    pub command_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// The request body of an HTTP retriever, when not the default contract's.
+    pub body_template: Option<template::BodyTemplate>,
 }
 
 /// Default per-request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default total deadline.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
+/// Default largest answer: 64 MiB.
+pub const DEFAULT_MAX_ANSWER_BYTES: u64 = 64 << 20;
 
 impl Default for Options {
     fn default() -> Self {
@@ -242,6 +305,10 @@ impl Default for Options {
             results_pointer: "/results".to_owned(),
             id_pointer: "/id".to_owned(),
             score_pointer: "/score".to_owned(),
+            id_as_text: false,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+            command_env: Vec::new(),
+            body_template: None,
         }
     }
 }

@@ -172,6 +172,17 @@ impl Retriever for OwnIndex {
         Some(self.index.manifest().corpus_hash.clone())
     }
 
+    fn holds(&self, ids: &[&str]) -> Result<Option<crate::Holding>, RetrieveError> {
+        Ok(Some(crate::Holding {
+            collection: "index".to_owned(),
+            present: ids
+                .iter()
+                .filter(|id| self.index.row_of(id).is_some())
+                .map(|id| (*id).to_owned())
+                .collect(),
+        }))
+    }
+
     fn model(&self) -> (Option<String>, Option<String>) {
         let m = self.index.manifest();
         (

@@ -15,8 +15,14 @@
 //!   refused with that key; `valid_at` has no equivalent here.
 //! - `ef_search` / `probes`: set `hnsw.ef_search` / `ivfflat.probes` on each connection, to
 //!   examine the setting that is deployed.
-//! - The exact ranking (`--exactness-check`) is the same statement in a transaction with
-//!   index scans disabled (`SET LOCAL enable_indexscan = off`).
+//! - The exact ranking (`--exactness-check`) is the same statement ordered by `distance + 0`
+//!   (an expression no index provides) in a transaction with index scans disabled and
+//!   sequential scans enabled (`SET LOCAL`), so it stays exact when a database sets
+//!   `enable_seqscan = off`.
+//! - After the exam's search: which unretrieved expected chunks the table holds
+//!   (`WHERE id::text = ANY($1)`, with the URI's `where`); when answers come back short, why
+//!   (fewer rows, or the plan's HNSW scan capped by `hnsw.ef_search`); with the exactness
+//!   check, `EXPLAIN` of the served statement (an ANN index in the plan, or an exact scan).
 //! - The password comes from the URL or from `PGPASSWORD`; it is never stored or printed.
 //!   Connections are plain TCP (no TLS).
 
@@ -25,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use veredicto_core::redact;
 
-use crate::{Hit, Options, Ranking, Request, RetrieveError, Retriever, Vectors};
+use crate::{Hit, Holding, Options, Ranking, Request, RetrieveError, Retriever, Vectors};
 
 /// The distance operator and how a distance becomes a score (higher is better).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +57,9 @@ impl Metric {
         }
     }
 }
+
+/// Equality conditions of a request's filters: (column SQL, whether it is the labels array).
+type Equalities<'s> = Vec<(&'s str, bool)>;
 
 /// A pgvector table.
 pub struct PgVector {
@@ -314,29 +323,163 @@ impl PgVector {
         }
     }
 
-    /// The statement, with `equalities` (column SQL, whether it is the labels array) as
-    /// parameters `$3`, `$4`, ….
-    fn statement(&self, equalities: &[(&str, bool)]) -> String {
-        let dist = format!("{} {} $1::text::vector", self.vector, self.metric.op());
+    /// The `WHERE` clause: the URI's condition, then `equalities` (column SQL, whether it
+    /// is the labels array) as parameters `$first`, `$first + 1`, …; empty without any.
+    fn filter_sql(&self, equalities: &[(&str, bool)], first: usize) -> String {
         let mut conditions: Vec<String> = self.condition.iter().map(|c| format!("({c})")).collect();
         for (i, (column, labels)) in equalities.iter().enumerate() {
-            let n = i + 3;
+            let n = i + first;
             conditions.push(if *labels {
                 format!("${n} = ANY({column}::text[])")
             } else {
                 format!("{column}::text = ${n}")
             });
         }
-        let filter = if conditions.is_empty() {
+        if conditions.is_empty() {
             String::new()
         } else {
             format!(" WHERE {}", conditions.join(" AND "))
+        }
+    }
+
+    /// The statement, with `equalities` as parameters `$3`, `$4`, …. The served statement
+    /// orders by the distance operator, which an ANN index can answer; the exact one
+    /// (`exact`) orders by `distance + 0`, an expression no index provides, so that it is a
+    /// scan and a sort whatever the planner settings of the database.
+    fn statement(&self, equalities: &[(&str, bool)], exact: bool) -> String {
+        let dist = format!("{} {} $1::text::vector", self.vector, self.metric.op());
+        let order = if exact {
+            format!("({dist}) + 0")
+        } else {
+            dist.clone()
         };
         format!(
-            "SELECT {id}::text, ({dist})::float8 FROM {table}{filter} ORDER BY {dist} LIMIT $2",
+            "SELECT {id}::text, ({dist})::float8 FROM {table}{filter} ORDER BY {order} LIMIT $2",
             id = self.id,
-            table = self.table
+            table = self.table,
+            filter = self.filter_sql(equalities, 3)
         )
+    }
+
+    /// A request's filters as equality conditions on mapped columns and their values.
+    fn bind_filters<'s>(
+        &'s self,
+        request: &Request<'_>,
+    ) -> Result<(Equalities<'s>, Vec<String>), RetrieveError> {
+        let filters = match request.filters {
+            Some(f) => crate::filter_equalities(f)
+                .map_err(|reason| self.setup(format!("case `{}`: {reason}", request.case_id)))?,
+            None => Vec::new(),
+        };
+        let mut equalities = Vec::with_capacity(filters.len());
+        let mut values = Vec::with_capacity(filters.len());
+        for (key, value) in &filters {
+            let Some(column) = self.filter_columns.get(key) else {
+                return Err(self.setup(format!(
+                    "case `{}`: filter `{key}` has no column here: add `&filter.{key}=COLUMN` to the URI",
+                    request.case_id
+                )));
+            };
+            equalities.push((column.as_str(), key == "labels"));
+            values.push(match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+        }
+        Ok((equalities, values))
+    }
+
+    /// The table as findings name it.
+    fn collection(&self) -> String {
+        let name = self.table.replace('"', "");
+        match self.condition {
+            Some(_) => format!("table `{name}` (rows matching the URI's `where`)"),
+            None => format!("table `{name}`"),
+        }
+    }
+
+    /// `EXPLAIN (FORMAT JSON)` of the served or exact statement of `request`, with the
+    /// request's vector or, without one, a vector of the table (`None` when it holds none).
+    pub fn explain(
+        &self,
+        request: &Request<'_>,
+        exact: bool,
+    ) -> Result<Option<serde_json::Value>, RetrieveError> {
+        self.left()?;
+        let mut client = self.client()?;
+        let text = match request.vector {
+            Some(v) => vector_text(v),
+            None => {
+                let sample = format!(
+                    "SELECT {v}::text FROM {t} WHERE {v} IS NOT NULL LIMIT 1",
+                    v = self.vector,
+                    t = self.table
+                );
+                match client
+                    .query_opt(&sample, &[])
+                    .map_err(|e| self.setup(self.pg_error(&e)))?
+                {
+                    Some(row) => row.get(0),
+                    None => {
+                        self.give_back(client);
+                        return Ok(None);
+                    }
+                }
+            }
+        };
+        let (equalities, values) = self.bind_filters(request)?;
+        let sql = format!(
+            "EXPLAIN (FORMAT JSON) {}",
+            self.statement(&equalities, exact)
+        );
+        let limit = request.depth as i64;
+        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&text, &limit];
+        params.extend(
+            values
+                .iter()
+                .map(|v| v as &(dyn postgres::types::ToSql + Sync)),
+        );
+        let result = if exact {
+            client.transaction().and_then(|mut tx| {
+                tx.batch_execute(EXACT_SETTINGS)?;
+                let row = tx.query_one(&sql, &params)?;
+                tx.commit()?;
+                Ok(row)
+            })
+        } else {
+            client.query_one(&sql, &params)
+        };
+        let row = result.map_err(|e| self.setup(format!("EXPLAIN: {}", self.pg_error(&e))))?;
+        self.give_back(client);
+        let plan: JsonText = row
+            .try_get(0)
+            .map_err(|e| self.setup(format!("EXPLAIN: {}", self.pg_error(&e))))?;
+        let plan = serde_json::from_str(&plan.0)
+            .map_err(|e| self.setup(format!("EXPLAIN: not JSON: {e}")))?;
+        Ok(Some(plan))
+    }
+
+    /// A server setting as the connections see it (`SHOW`), when it is a whole number.
+    fn setting(&self, name: &str) -> Result<Option<u32>, RetrieveError> {
+        let mut client = self.client()?;
+        let value: Result<String, _> = client
+            .query_one(&format!("SHOW {name}"), &[])
+            .and_then(|row| row.try_get(0));
+        self.give_back(client);
+        Ok(value.ok().and_then(|v| v.trim().parse().ok()))
+    }
+
+    /// The installed pgvector version (`extversion`).
+    fn version(&self) -> Result<String, RetrieveError> {
+        let mut client = self.client()?;
+        let row = client
+            .query_opt(
+                "SELECT extversion::text FROM pg_extension WHERE extname = 'vector'",
+                &[],
+            )
+            .map_err(|e| self.setup(self.pg_error(&e)))?;
+        self.give_back(client);
+        Ok(row.map_or_else(|| "unknown".to_owned(), |r| r.get(0)))
     }
 
     /// The vector column's declared dimension, after checking the table and the columns.
@@ -386,6 +529,58 @@ impl PgVector {
     }
 }
 
+/// The planner settings of the exact statement's transaction: no index scans, and sequential
+/// scans allowed even where the database turned them off (its ORDER BY expression already
+/// keeps any index out; these make the plan's intent plain).
+const EXACT_SETTINGS: &str =
+    "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; \
+     SET LOCAL enable_indexonlyscan = off; SET LOCAL enable_seqscan = on";
+
+/// The ANN index an `EXPLAIN (FORMAT JSON)` plan scans: the first index scan ordered by an
+/// operator (`Order By`: the distance), as only an HNSW or IVFFlat index answers.
+pub fn ann_index_of_plan(plan: &serde_json::Value) -> Option<String> {
+    match plan {
+        serde_json::Value::Object(node) => {
+            let ordered_scan = node
+                .get("Node Type")
+                .and_then(|t| t.as_str())
+                .is_some_and(|t| t.starts_with("Index"))
+                && node.contains_key("Order By");
+            if ordered_scan {
+                if let Some(name) = node.get("Index Name").and_then(|n| n.as_str()) {
+                    return Some(name.to_owned());
+                }
+            }
+            node.values().find_map(ann_index_of_plan)
+        }
+        serde_json::Value::Array(items) => items.iter().find_map(ann_index_of_plan),
+        _ => None,
+    }
+}
+
+/// A `json` value as its text (what `EXPLAIN (FORMAT JSON)` returns).
+struct JsonText(String);
+
+impl<'a> postgres::types::FromSql<'a> for JsonText {
+    fn from_sql(
+        _: &postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(JsonText(std::str::from_utf8(raw)?.to_owned()))
+    }
+
+    fn accepts(ty: &postgres::types::Type) -> bool {
+        *ty == postgres::types::Type::JSON
+    }
+}
+
+/// Whether pgvector `version` (`0.6.2`) has iterative index scans (0.8.0 and later).
+fn has_iterative_scan(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (0, 8)
+}
+
 /// pgvector's text form of a vector: `[1,2.5,3]`.
 fn vector_text(v: &[f32]) -> String {
     let mut s = String::with_capacity(v.len() * 10 + 2);
@@ -433,6 +628,124 @@ impl Retriever for PgVector {
         Ok(())
     }
 
+    fn holds(&self, ids: &[&str]) -> Result<Option<Holding>, RetrieveError> {
+        let sql = format!(
+            "SELECT {id}::text FROM {table} WHERE {id}::text = ANY($1){condition}",
+            id = self.id,
+            table = self.table,
+            condition = self
+                .condition
+                .as_ref()
+                .map(|c| format!(" AND ({c})"))
+                .unwrap_or_default()
+        );
+        let mut present = std::collections::BTreeSet::new();
+        let mut client = self.client()?;
+        for batch in ids.chunks(crate::HOLDS_BATCH) {
+            self.left()?;
+            let batch: Vec<&str> = batch.to_vec();
+            let rows = client.query(&sql, &[&batch]).map_err(|e| {
+                self.setup(format!(
+                    "asking which expected chunks the table holds: {}",
+                    self.pg_error(&e)
+                ))
+            })?;
+            present.extend(rows.iter().filter_map(|r| r.get::<_, Option<String>>(0)));
+        }
+        self.give_back(client);
+        Ok(Some(Holding {
+            collection: self.collection(),
+            present,
+        }))
+    }
+
+    fn served_plan(
+        &self,
+        request: &Request<'_>,
+    ) -> Result<Option<veredicto_core::exam::ServedPlan>, RetrieveError> {
+        let Some(plan) = self.explain(request, false)? else {
+            return Ok(None);
+        };
+        let ann_index = ann_index_of_plan(&plan);
+        let method = match &ann_index {
+            Some(name) => {
+                let mut client = self.client()?;
+                let row = client
+                    .query_opt(
+                        "SELECT a.amname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+                         JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = to_regclass($1) AND c.relname = $2",
+                        &[&self.table, name],
+                    )
+                    .map_err(|e| self.setup(self.pg_error(&e)))?;
+                self.give_back(client);
+                row.map(|r| r.get::<_, String>(0))
+            }
+            None => None,
+        };
+        Ok(Some(veredicto_core::exam::ServedPlan { ann_index, method }))
+    }
+
+    fn short_cause(
+        &self,
+        request: &Request<'_>,
+    ) -> Result<Option<veredicto_core::exam::ShortCause>, RetrieveError> {
+        use veredicto_core::exam::ShortCause;
+        let asked = request.depth;
+        // The rows the statement can return at all, counted up to the depth asked.
+        let (equalities, values) = self.bind_filters(request)?;
+        let count = format!(
+            "SELECT count(*) FROM (SELECT 1 FROM {table}{filter} LIMIT $1) s",
+            table = self.table,
+            filter = self.filter_sql(&equalities, 2)
+        );
+        let limit = asked as i64;
+        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&limit];
+        params.extend(
+            values
+                .iter()
+                .map(|v| v as &(dyn postgres::types::ToSql + Sync)),
+        );
+        let mut client = self.client()?;
+        let rows: i64 = client
+            .query_one(&count, &params)
+            .map_err(|e| self.setup(self.pg_error(&e)))?
+            .get(0);
+        self.give_back(client);
+        let rows = usize::try_from(rows).unwrap_or(0);
+        if rows < asked {
+            return Ok(Some(ShortCause::FewerRows { rows, asked }));
+        }
+        let Some(plan) = self.served_plan(request)? else {
+            return Ok(None);
+        };
+        let Some(index) = plan.ann_index else {
+            return Ok(None);
+        };
+        let version = self.version()?;
+        Ok(match plan.method.as_deref() {
+            Some("hnsw") => {
+                self.setting("hnsw.ef_search")?
+                    .map(|ef_search| ShortCause::HnswEfSearch {
+                        index,
+                        ef_search,
+                        asked,
+                        iterative_scan: has_iterative_scan(&version),
+                        version,
+                    })
+            }
+            Some("ivfflat") => {
+                self.setting("ivfflat.probes")?
+                    .map(|probes| ShortCause::IvfflatProbes {
+                        index,
+                        probes,
+                        asked,
+                        version,
+                    })
+            }
+            _ => None,
+        })
+    }
+
     fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError> {
         let vector = request.vector.ok_or_else(|| RetrieveError::NoVector {
             case: request.case_id.to_owned(),
@@ -447,30 +760,11 @@ impl Retriever for PgVector {
             }
         }
         self.left()?;
+        let (equalities, values) = self.bind_filters(request)?;
         let mut client = self.client()?;
         let text = vector_text(vector);
         let limit = request.depth as i64;
-        let filters = match request.filters {
-            Some(f) => crate::filter_equalities(f)
-                .map_err(|reason| self.setup(format!("case `{}`: {reason}", request.case_id)))?,
-            None => Vec::new(),
-        };
-        let mut equalities = Vec::with_capacity(filters.len());
-        let mut values = Vec::with_capacity(filters.len());
-        for (key, value) in &filters {
-            let Some(column) = self.filter_columns.get(key) else {
-                return Err(self.setup(format!(
-                    "case `{}`: filter `{key}` has no column here: add `&filter.{key}=COLUMN` to the URI",
-                    request.case_id
-                )));
-            };
-            equalities.push((column.as_str(), key == "labels"));
-            values.push(match value {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            });
-        }
-        let sql = self.statement(&equalities);
+        let sql = self.statement(&equalities, request.exact);
         let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&text, &limit];
         params.extend(
             values
@@ -486,9 +780,7 @@ impl Retriever for PgVector {
             attempt += 1;
             let result = if request.exact {
                 client.transaction().and_then(|mut tx| {
-                    tx.batch_execute(
-                        "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexonlyscan = off",
-                    )?;
+                    tx.batch_execute(EXACT_SETTINGS)?;
                     let rows = tx.query(&sql, &params)?;
                     tx.commit()?;
                     Ok(rows)

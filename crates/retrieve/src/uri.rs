@@ -15,6 +15,12 @@ pub fn open(uri: &str, options: &Options) -> Result<Box<dyn Retriever>, Retrieve
         reason,
     };
     let lower = uri.to_ascii_lowercase();
+    let http = lower.starts_with("http://") || lower.starts_with("https://");
+    if options.body_template.is_some() && !http {
+        return Err(bad(
+            "--body-template applies to http:// and https:// retrievers only".into(),
+        ));
+    }
     if let Some(dir) = uri.strip_prefix("index:") {
         if dir.is_empty() {
             return Err(bad("expected `index:DIR`".into()));
@@ -29,7 +35,7 @@ pub fn open(uri: &str, options: &Options) -> Result<Box<dyn Retriever>, Retrieve
         }
         return Ok(Box::new(crate::run_file::RunFile::open(path)?));
     }
-    if lower.starts_with("http://") || lower.starts_with("https://") {
+    if http {
         return Ok(Box::new(crate::http::HttpRetriever::new(uri, options)?));
     }
     if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {

@@ -95,8 +95,51 @@ fn exam(uri: &str, exact: bool) -> Result<Examined, RetrieveError> {
     )
 }
 
+/// The answer to the exam's question "which of these IDs do you hold?", as each engine's
+/// documented API gives it: an `ids` query (OpenSearch / Elasticsearch), the points API or a
+/// scroll with a `match any` filter (Qdrant). `None` for any other request.
+fn holds_answer(seen: &Seen) -> Option<(u16, String)> {
+    let ids: Vec<String> = collection().into_iter().map(|(id, _)| id).collect();
+    let b = &seen.body;
+    let asked = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+            .collect()
+    };
+    if let Some(values) = b.pointer("/query/ids/values") {
+        let hits: Vec<Value> = asked(values)
+            .into_iter()
+            .filter(|id| ids.contains(id))
+            .map(|id| json!({"_index": "chunks", "_id": id, "_score": 1.0}))
+            .collect();
+        return Some((200, json!({"hits": {"hits": hits}}).to_string()));
+    }
+    if seen.path.ends_with("/points/scroll") {
+        let any = &b["filter"]["must"][0]["match"]["any"];
+        let points: Vec<Value> = asked(any)
+            .into_iter()
+            .filter(|id| ids.contains(id))
+            .map(|id| {
+                let n: u64 = id.trim_start_matches("doc-").parse().unwrap();
+                json!({"id": n, "payload": {"chunk_id": id}})
+            })
+            .collect();
+        return Some((
+            200,
+            json!({"result": {"points": points, "next_page_offset": null}, "status": "ok"})
+                .to_string(),
+        ));
+    }
+    None
+}
+
 fn opensearch_fake() -> Server {
     serve(Arc::new(|seen: &Seen| {
+        if let Some(answer) = holds_answer(seen) {
+            return Some(answer);
+        }
         assert_eq!(seen.path, "/chunks/_search");
         let b = &seen.body;
         let size = b["size"].as_u64().unwrap() as usize;
@@ -155,6 +198,9 @@ fn opensearch_knn_and_exact_script_score() {
 #[test]
 fn elasticsearch_knn_and_exact_script_score() {
     let server = serve(Arc::new(|seen: &Seen| {
+        if let Some(answer) = holds_answer(seen) {
+            return Some(answer);
+        }
         assert_eq!(seen.path, "/chunks/_search");
         let b = &seen.body;
         let size = b["size"].as_u64().unwrap() as usize;
@@ -195,6 +241,9 @@ fn elasticsearch_knn_and_exact_script_score() {
 #[test]
 fn qdrant_points_search_exact_and_payload_ids() {
     let server = serve(Arc::new(|seen: &Seen| {
+        if let Some(answer) = holds_answer(seen) {
+            return Some(answer);
+        }
         assert_eq!(seen.path, "/collections/kb/points/search");
         let b = &seen.body;
         let limit = b["limit"].as_u64().unwrap() as usize;
@@ -426,4 +475,132 @@ fn engines_answering_one_id_several_times_follow_the_duplicate_rule() {
             "{uri}"
         );
     }
+}
+
+/// The cases of [`cases`], the first one also expecting a chunk the engine does not hold.
+fn cases_with_a_deleted_chunk(deleted: &str) -> Vec<Case> {
+    let mut cs = cases();
+    cs[1].expected.push(deleted.to_owned());
+    cs
+}
+
+fn exam_cases(uri: &str, cases: &[Case]) -> Examined {
+    let retriever = open(uri, &Options::default()).unwrap();
+    let policy = Policy {
+        noise_ceiling: 1.0,
+        ..Policy::default()
+    };
+    let notes = BTreeMap::new();
+    examine(
+        retriever.as_ref(),
+        None,
+        &Inputs {
+            cases,
+            corpus: None,
+            policy: &policy,
+            notes: &notes,
+            as_of: None,
+        },
+        &Settings {
+            depth: 5,
+            ..Settings::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn expected_chunks_the_engine_does_not_hold_are_named_missing() {
+    // OpenSearch by `_id`: an `ids` query through `_search`.
+    let server = opensearch_fake();
+    let uri = format!("opensearch+{}/chunks?field=embedding", server.url);
+    let e = exam_cases(&uri, &cases_with_a_deleted_chunk("doc-gone"));
+    let c1 = &e.report.cases[1];
+    assert_eq!(c1.diagnosis[0].chunk.as_deref(), Some("doc-gone"));
+    assert!(
+        c1.diagnosis[0]
+            .finding
+            .starts_with("expected chunk not in the index `chunks`: asked by ID"),
+        "{:?}",
+        c1.diagnosis
+    );
+    let asked: Vec<Value> = server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.body.pointer("/query/ids/values").cloned())
+        .collect();
+    // Asked once, for every expected chunk no case retrieved (cases 0, 3 and 6 lose their
+    // best match to the weak approximate search: those are held).
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].as_array().unwrap().contains(&json!("doc-gone")));
+    // A lost chunk the index holds keeps its "not within depth".
+    let c0 = &e.report.cases[0];
+    assert!(
+        c0.diagnosis[0].finding.starts_with("not within depth 5"),
+        "{:?}",
+        c0.diagnosis
+    );
+
+    // Qdrant with IDs in a payload field: a scroll with a `match any` filter.
+    let server = serve(Arc::new(|seen: &Seen| {
+        if let Some(answer) = holds_answer(seen) {
+            return Some(answer);
+        }
+        let query = floats(&seen.body["vector"]);
+        let result: Vec<Value> = ranked(&query, false)
+            .into_iter()
+            .take(5)
+            .map(|(id, s)| json!({"id": 1, "score": s, "payload": {"chunk_id": id}}))
+            .collect();
+        Some((200, json!({"result": result, "status": "ok"}).to_string()))
+    }));
+    let e = exam_cases(
+        &format!("qdrant+{}/kb?id_payload=chunk_id", server.url),
+        &cases_with_a_deleted_chunk("doc-gone"),
+    );
+    assert!(
+        e.report.cases[1].diagnosis[0]
+            .finding
+            .starts_with("expected chunk not in the collection `kb`"),
+        "{:?}",
+        e.report.cases[1].diagnosis
+    );
+    let scroll = server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|s| s.path == "/collections/kb/points/scroll")
+        .map(|s| s.body.clone())
+        .expect("a scroll");
+    assert_eq!(scroll["filter"]["must"][0]["key"], "chunk_id");
+    assert_eq!(scroll["with_vector"], json!(false));
+
+    // Qdrant with point IDs: the points API; an ID that cannot be a point is not held.
+    let server = serve(Arc::new(|seen: &Seen| {
+        if seen.path == "/collections/kb/points" {
+            assert_eq!(seen.body["ids"], json!([12]));
+            return Some((200, json!({"result": [], "status": "ok"}).to_string()));
+        }
+        Some((
+            200,
+            json!({"result": [{"id": 11, "score": 0.9}], "status": "ok"}).to_string(),
+        ))
+    }));
+    let mut cs = cases();
+    cs.truncate(1);
+    cs[0].expected = vec!["11".into(), "12".into(), "doc-x".into()];
+    let e = exam_cases(&format!("qdrant+{}/kb", server.url), &cs);
+    let missing: Vec<&str> = e.report.cases[0]
+        .diagnosis
+        .iter()
+        .filter(|f| {
+            f.finding
+                .starts_with("expected chunk not in the collection `kb`")
+        })
+        .filter_map(|f| f.chunk.as_deref())
+        .collect();
+    assert_eq!(missing, vec!["12", "doc-x"]);
 }

@@ -531,3 +531,440 @@ fn every_statement_cancelled_is_an_error_not_a_verdict() {
         "{text}"
     );
 }
+
+fn exam_with_corpus(
+    uri: &str,
+    cases: &[Case],
+    corpus: Option<&veredicto_core::case::Corpus>,
+    settings: &Settings<'_>,
+) -> Result<Examined, RetrieveError> {
+    let retriever = open(uri, &Options::default())?;
+    let policy = Policy::default();
+    let notes = BTreeMap::new();
+    examine(
+        retriever.as_ref(),
+        None,
+        &Inputs {
+            cases,
+            corpus,
+            policy: &policy,
+            notes: &notes,
+            as_of: None,
+        },
+        settings,
+    )
+}
+
+/// The findings of `case` about `chunk`, as (check, sentence).
+fn findings_about(e: &Examined, case: &str, chunk: &str) -> Vec<(String, String)> {
+    let c = e.report.cases.iter().find(|c| c.id == case).unwrap();
+    c.diagnosis
+        .iter()
+        .filter(|f| f.chunk.as_deref() == Some(chunk))
+        .map(|f| {
+            (
+                serde_json::to_value(f.check)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                f.finding.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn deleted_rows_are_named_missing_from_the_table_not_blamed_on_the_embedding() {
+    let data = items(400, 21);
+    let mut client = load_table("del_t", &data);
+    client
+        .batch_execute(
+            "CREATE INDEX del_t_hnsw ON del_t USING hnsw (embedding vector_cosine_ops); ANALYZE del_t",
+        )
+        .unwrap();
+    let cases = cases(&data, 12, 8, &[1, 2]);
+    // The first chunk expected by the first six cases is deleted.
+    let deleted: Vec<String> = cases[..6].iter().map(|c| c.expected[0].clone()).collect();
+    client
+        .execute("DELETE FROM del_t WHERE chunk_id = ANY($1)", &[&deleted])
+        .unwrap();
+    // A corpus file as the team keeps it: every chunk, text only, no representation.
+    let corpus = veredicto_core::case::Corpus::new(
+        data.iter()
+            .map(|(id, _)| veredicto_core::case::Chunk {
+                text: Some(format!(
+                    "The policy text of {id}, complete and well formed."
+                )),
+                id: id.clone(),
+                ..Default::default()
+            })
+            .collect::<Vec<_>>(),
+    );
+    let settings = Settings {
+        depth: 100,
+        exactness_check: true,
+        ..Settings::default()
+    };
+    for corpus in [None, Some(&corpus)] {
+        let e = exam_with_corpus(&table_uri("del_t", ""), &cases, corpus, &settings).unwrap();
+        for (case, chunk) in cases[..6].iter().zip(&deleted) {
+            let c = e.report.cases.iter().find(|c| c.id == case.id).unwrap();
+            assert!(!c.passed);
+            // First, and the only finding about that chunk: not in the table.
+            assert_eq!(c.diagnosis[0].chunk.as_deref(), Some(chunk.as_str()));
+            assert_eq!(
+                findings_about(&e, &case.id, chunk),
+                vec![(
+                    "corpus".to_owned(),
+                    "expected chunk not in the table `del_t`: asked by ID, the retriever does not hold it (deleted, never loaded, or stored under another ID), so nothing else can be blamed".to_owned()
+                )],
+                "corpus given: {}",
+                corpus.is_some()
+            );
+            let v = serde_json::to_value(&c.diagnosis[0]).unwrap();
+            assert_eq!(v["kind"], "not_in_collection");
+            assert_eq!(v["collection"], "table `del_t`");
+            // The exactness check does not blame embedding, chunking or labels either.
+            let texts: Vec<&str> = c.diagnosis.iter().map(|f| f.finding.as_str()).collect();
+            assert!(
+                texts.contains(&"misses expected chunks under exact search too because 1 of them is not in the table `del_t`: neither the ANN index nor the embedding"),
+                "{texts:?}"
+            );
+            assert!(
+                !texts
+                    .iter()
+                    .any(|t| t.contains("embedding, chunking or labels")
+                        || t.contains("no representation")
+                        || t.starts_with("not within depth")),
+                "{texts:?}"
+            );
+        }
+        let x = e.report.exactness.as_ref().unwrap();
+        assert_eq!(
+            (x.failing_missing_chunks, x.failing_under_exact_too),
+            (6, 0),
+            "{x:?}"
+        );
+        // The cases whose rows are all there have nothing about a missing chunk.
+        for c in &e.report.cases[6..] {
+            assert!(
+                !c.diagnosis
+                    .iter()
+                    .any(|f| f.finding.starts_with("expected chunk not in the table")),
+                "{:?}",
+                c.diagnosis
+            );
+        }
+    }
+    // The retriever asked once for every unretrieved expected chunk: deleted or beyond the
+    // depth. A row beyond the depth is held, so it keeps its "not within depth".
+    let r = open(&table_uri("del_t", ""), &Options::default()).unwrap();
+    let asked: Vec<&str> = vec![deleted[0].as_str(), cases[7].expected[0].as_str(), "nope"];
+    let h = r.holds(&asked).unwrap().unwrap();
+    assert_eq!(h.collection, "table `del_t`");
+    assert_eq!(
+        h.present.into_iter().collect::<Vec<_>>(),
+        vec![cases[7].expected[0].clone()]
+    );
+}
+
+#[test]
+fn fewer_results_than_asked_are_a_warning_with_the_cause() {
+    let data = items(3000, 31);
+    let mut client = load_table("short_t", &data);
+    client
+        .batch_execute(
+            "CREATE INDEX short_t_hnsw ON short_t USING hnsw (embedding vector_cosine_ops); ANALYZE short_t",
+        )
+        .unwrap();
+    let cases = cases(&data, 8, 4, &[1]);
+    let settings = Settings {
+        depth: 100,
+        ..Settings::default()
+    };
+    let short = |e: &Examined| {
+        e.report.warnings.iter().find_map(|w| match w {
+            veredicto_core::exam::ExamWarning::ShortResults { cases, cause } => {
+                Some((cases.clone(), cause.clone()))
+            }
+            _ => None,
+        })
+    };
+    // ef_search 10: at most 10 results for a depth of 100.
+    let e = exam(&table_uri("short_t", "&ef_search=10"), &cases, &settings).unwrap();
+    let (list, cause) = short(&e).expect("a short-results warning");
+    assert_eq!(list.len(), 8);
+    assert!(
+        list.iter().all(|c| c.asked == 100 && c.returned <= 10),
+        "{list:?}"
+    );
+    assert_eq!(
+        cause,
+        Some(veredicto_core::exam::ShortCause::HnswEfSearch {
+            index: "short_t_hnsw".into(),
+            ef_search: 10,
+            asked: 100,
+            version: "0.6.2".into(),
+            iterative_scan: false,
+        })
+    );
+    let json = serde_json::to_value(&e.report).unwrap();
+    let w = json["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == "short_results")
+        .unwrap();
+    assert_eq!(w["cause"]["kind"], "hnsw_ef_search");
+    assert_eq!(w["cases"][0]["asked"], 100);
+    assert_eq!(w["cases"][0]["case"], "case-000");
+    let text = veredicto_report::render(&e.report, veredicto_report::Format::Human, false);
+    assert!(
+        text.contains("warning: the retriever returned fewer results than asked in 8 of 8 cases: case-000 (")
+            && text.contains("hnsw.ef_search = 10 candidates, fewer than the 100 asked: add `&ef_search=100` (or more) to the retriever URI; pgvector 0.6.2 has no iterative index scans"),
+        "{text}"
+    );
+    // The default ef_search (40) caps it too; 100 answers in full.
+    let e = exam(&table_uri("short_t", ""), &cases, &settings).unwrap();
+    let (list, cause) = short(&e).expect("a short-results warning");
+    assert!(list.iter().all(|c| c.returned <= 40), "{list:?}");
+    assert!(matches!(
+        cause,
+        Some(veredicto_core::exam::ShortCause::HnswEfSearch { ef_search: 40, .. })
+    ));
+    let e = exam(&table_uri("short_t", "&ef_search=200"), &cases, &settings).unwrap();
+    assert_eq!(short(&e), None, "{:?}", e.report.warnings);
+    // A table smaller than the depth: short answers are all there is, and it says so.
+    load_table("tiny_t", &data[..30]);
+    let e = exam(&table_uri("tiny_t", ""), &cases, &settings).unwrap();
+    let (list, cause) = short(&e).expect("a short-results warning");
+    assert!(list.iter().all(|c| c.returned == 30));
+    assert_eq!(
+        cause,
+        Some(veredicto_core::exam::ShortCause::FewerRows {
+            rows: 30,
+            asked: 100
+        })
+    );
+}
+
+#[test]
+fn the_served_query_of_a_small_table_is_already_exact() {
+    let data = items(60, 41);
+    let mut client = load_table("plan_t", &data);
+    client
+        .batch_execute(
+            "CREATE INDEX plan_t_hnsw ON plan_t USING hnsw (embedding vector_cosine_ops); ANALYZE plan_t",
+        )
+        .unwrap();
+    let cases = cases(&data, 5, 6, &[1]);
+    let settings = Settings {
+        depth: 10,
+        exactness_check: true,
+        ..Settings::default()
+    };
+    let e = exam(&table_uri("plan_t", ""), &cases, &settings).unwrap();
+    let x = e.report.exactness.as_ref().unwrap();
+    // 60 rows: the planner prefers a sequential scan and a sort to the HNSW index.
+    assert_eq!(
+        x.served_plan,
+        Some(veredicto_core::exam::ServedPlan {
+            ann_index: None,
+            method: None
+        })
+    );
+    let text = veredicto_report::render(&e.report, veredicto_report::Format::Human, false);
+    assert!(
+        text.contains("exactness check: the served query is already exact (its plan scans no ANN index: a sequential scan and a sort)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("ANN recall@K against exact search 1.000"),
+        "{text}"
+    );
+    // A larger table: the plan scans the HNSW index, and the line names it.
+    let big = items(4000, 42);
+    let mut client = load_table("plan_big_t", &big);
+    client
+        .batch_execute(
+            "CREATE INDEX plan_big_t_hnsw ON plan_big_t USING hnsw (embedding vector_cosine_ops) WITH (m = 4, ef_construction = 8); ANALYZE plan_big_t",
+        )
+        .unwrap();
+    let cases = self::cases(&big, 5, 6, &[1]);
+    let e = exam(&table_uri("plan_big_t", ""), &cases, &settings).unwrap();
+    let x = e.report.exactness.as_ref().unwrap();
+    assert_eq!(
+        x.served_plan.as_ref().unwrap().ann_index.as_deref(),
+        Some("plan_big_t_hnsw")
+    );
+    assert_eq!(
+        x.served_plan.as_ref().unwrap().method.as_deref(),
+        Some("hnsw")
+    );
+    let text = veredicto_report::render(&e.report, veredicto_report::Format::Human, false);
+    assert!(
+        text.contains("(the served query scans the hnsw index `plan_big_t_hnsw`)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_exact_query_stays_exact_when_the_database_turns_sequential_scans_off() {
+    let data = items(2000, 51);
+    // A database whose DBA turned sequential scans off (the HNSW index would serve the
+    // exact query then, and the exactness check would compare the index with itself).
+    let mut admin = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute("DROP DATABASE IF EXISTS noseq_db")
+        .unwrap();
+    admin.batch_execute("CREATE DATABASE noseq_db").unwrap();
+    admin
+        .batch_execute("ALTER DATABASE noseq_db SET enable_seqscan = off")
+        .unwrap();
+    let (base, _) = pg_url()
+        .rsplit_once('/')
+        .map(|(b, d)| (b.to_owned(), d.to_owned()))
+        .unwrap();
+    let url = format!("{base}/noseq_db");
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(&format!(
+            "CREATE EXTENSION IF NOT EXISTS vector; \
+             CREATE TABLE noseq_t (chunk_id text PRIMARY KEY, embedding vector({DIM})); \
+             CREATE INDEX noseq_t_hnsw ON noseq_t USING hnsw (embedding vector_cosine_ops) WITH (m = 4, ef_construction = 8)"
+        ))
+        .unwrap();
+    for (id, v) in &data {
+        let text = format!(
+            "[{}]",
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        client
+            .execute(
+                "INSERT INTO noseq_t VALUES ($1, $2::text::vector)",
+                &[id, &text],
+            )
+            .unwrap();
+    }
+    client.batch_execute("ANALYZE noseq_t").unwrap();
+    let uri = format!("{url}?table=noseq_t&id=chunk_id&vector=embedding&metric=cosine");
+    let pg = veredicto_retrieve::pgvector::PgVector::new(&uri, &Options::default()).unwrap();
+    let cases = cases(&data, 10, 9, &[1, 2, 3]);
+    let request = |exact: bool| veredicto_retrieve::Request {
+        case_id: &cases[0].id,
+        query: &cases[0].query,
+        vector: cases[0].query_vector.as_deref(),
+        depth: 10,
+        expected: &[],
+        exact,
+        filters: None,
+    };
+    let served = pg.explain(&request(false), false).unwrap().unwrap();
+    let exact = pg.explain(&request(true), true).unwrap().unwrap();
+    assert_eq!(
+        veredicto_retrieve::pgvector::ann_index_of_plan(&served).as_deref(),
+        Some("noseq_t_hnsw"),
+        "{served}"
+    );
+    assert_eq!(
+        veredicto_retrieve::pgvector::ann_index_of_plan(&exact),
+        None,
+        "{exact}"
+    );
+    assert!(exact.to_string().contains("Seq Scan"), "{exact}");
+    // And the exact answers are brute force's, case by case.
+    let settings = Settings {
+        depth: 10,
+        exactness_check: true,
+        ..Settings::default()
+    };
+    let e = exam(&uri, &cases, &settings).unwrap();
+    let x = e.retrieval.exact.as_ref().unwrap();
+    for c in &cases {
+        let q = c.query_vector.as_ref().unwrap();
+        let mut order: Vec<(f64, &str)> = data
+            .iter()
+            .map(|(id, v)| (cosine(q, v), id.as_str()))
+            .collect();
+        order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        let want: Vec<&str> = order.iter().take(10).map(|(_, id)| *id).collect();
+        let got: Vec<&str> = x.queries[&c.id].iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(got, want, "case {}", c.id);
+    }
+    drop(client);
+    admin
+        .batch_execute("DROP DATABASE noseq_db WITH (FORCE)")
+        .unwrap();
+}
+
+/// The example of docs/retrievers.md: 20,000 rows with an HNSW index (pgvector's defaults,
+/// m = 16, ef_construction = 64), 50 cases expecting their exact top 3, K = 10, depth 100,
+/// examined at ef_search 10, 40 (the default) and 100. Prints what the exam says.
+#[test]
+fn ef_search_10_40_100_on_20k_rows() {
+    let data = items(20_000, 61);
+    let mut client = load_table("ef20k_t", &data);
+    client
+        .batch_execute(
+            "CREATE INDEX ef20k_t_hnsw ON ef20k_t USING hnsw (embedding vector_cosine_ops); ANALYZE ef20k_t",
+        )
+        .unwrap();
+    let cases: Vec<Case> = cases(&data, 50, 62, &[1, 2, 3])
+        .into_iter()
+        .map(|c| Case {
+            top_k: Some(10),
+            ..c
+        })
+        .collect();
+    let settings = Settings {
+        depth: 100,
+        exactness_check: true,
+        ..Settings::default()
+    };
+    let mut seen = Vec::new();
+    for ef in [10, 40, 100] {
+        let e = exam(
+            &table_uri("ef20k_t", &format!("&ef_search={ef}")),
+            &cases,
+            &settings,
+        )
+        .unwrap();
+        let r = &e.report;
+        let returned: Vec<usize> = r.cases.iter().map(|c| c.retrieved).collect();
+        let x = r.exactness.as_ref().unwrap();
+        let recall_failing = r
+            .cases
+            .iter()
+            .filter(|c| {
+                c.reasons
+                    .contains(&veredicto_core::exam::CaseReason::Recall)
+            })
+            .count();
+        println!(
+            "ef_search={ef}: results per case {}..{} (asked 100) · mean recall@10 {:.3} · {recall_failing} of 50 cases fail recall · ANN recall@10 vs exact {:.3}",
+            returned.iter().min().unwrap(),
+            returned.iter().max().unwrap(),
+            r.summary.mean_recall,
+            x.ann_recall_at_k
+        );
+        for w in veredicto_report::explain::warning_lines(r) {
+            if w.contains("fewer results") {
+                println!("  {w}");
+            }
+        }
+        seen.push((
+            ef,
+            *returned.iter().max().unwrap(),
+            r.warnings
+                .iter()
+                .any(|w| matches!(w, veredicto_core::exam::ExamWarning::ShortResults { .. })),
+        ));
+    }
+    assert!(seen[0].1 <= 10 && seen[0].2, "{seen:?}");
+    assert!(seen[1].1 <= 40 && seen[1].2, "{seen:?}");
+    assert_eq!(seen[2].1, 100, "{seen:?}");
+}

@@ -3,8 +3,9 @@
 //! library can add one and list them, never change or remove one, and the database's
 //! triggers refuse UPDATE and DELETE.
 
-use crate::{id, time, SqliteHistory, StoreError};
-use rusqlite::params;
+use crate::backend::{values, Backend, BadValue, Conn, ConnExt, Lock, Row};
+use crate::seal::{self, SealKind};
+use crate::{id, time, StoreError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use veredicto_core::gate::Rejection;
@@ -106,120 +107,106 @@ pub(crate) fn unreadable(location: &Path, rows: &[(String, i64, String)]) -> Vec
         .collect()
 }
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(GateAcceptance, String)> {
-    let rejected: i64 = r.get(6)?;
+fn row(r: &Row) -> Result<(GateAcceptance, String), BadValue> {
     Ok((
         GateAcceptance {
-            id: r.get(0)?,
-            created_at: r.get(1)?,
-            index: r.get(2)?,
-            batch: r.get(3)?,
-            batch_fingerprint: r.get(4)?,
-            reason: r.get(5)?,
-            rejected: usize::try_from(rejected).unwrap_or(0),
+            id: r.text(0)?,
+            created_at: r.text(1)?,
+            index: r.text(2)?,
+            batch: r.text(3)?,
+            batch_fingerprint: r.text(4)?,
+            reason: r.text(5)?,
+            rejected: r.count(6)?,
             rejections: Vec::new(),
-            who: r.get(8)?,
-            tool_version: r.get(9)?,
+            who: r.opt_text(8)?,
+            tool_version: r.text(9)?,
         },
-        r.get(7)?,
+        r.text(7)?,
     ))
 }
 
-impl SqliteHistory {
-    /// Appends an acceptance in one transaction and returns its ID: a new one when
-    /// `a.id` is empty, else `a.id` (a migrated acceptance), which must sort after every
-    /// acceptance recorded here.
-    pub fn record_acceptance(&self, a: &GateAcceptance) -> Result<String, StoreError> {
-        const OP: &str = "recording a gate acceptance";
-        let (created_ms, random, rejections) = prepare_acceptance(&self.path, a)?;
-        let tx = self.begin(OP)?;
-        let e = |e| self.sql(OP, e);
-        let newest: Option<String> = tx
-            .prepare_cached("SELECT max(id) FROM gate_acceptances")
-            .and_then(|mut st| st.query_row([], |r| r.get(0)))
-            .map_err(e)?;
+/// Appends an acceptance in one transaction and returns its ID: a new one when `a.id` is
+/// empty, else `a.id` (a migrated acceptance), which must sort after every acceptance
+/// recorded here.
+pub(crate) fn record_acceptance(
+    b: &impl Backend,
+    a: &GateAcceptance,
+) -> Result<String, StoreError> {
+    const OP: &str = "recording a gate acceptance";
+    let (created_ms, random, rejections) = prepare_acceptance(b.location(), a)?;
+    b.write(OP, Lock::Acceptances, |c| {
+        let (seq, newest) = c.one(
+            OP,
+            "SELECT coalesce(max(seq), 0) + 1, max(id) FROM gate_acceptances",
+            &[],
+            |r| Ok((r.int(0)?, r.opt_text(1)?)),
+        )?;
         let new_id = if a.id.is_empty() {
             id::next(created_ms, random, newest.as_deref())
         } else {
             a.id.clone()
         };
-        tx.prepare_cached(
-            "INSERT INTO gate_acceptances (id, created_at, created_ms, index_name, batch,
+        c.execute(
+            OP,
+            "INSERT INTO gate_acceptances (seq, id, created_at, created_ms, index_name, batch,
                  batch_fingerprint, reason, rejected, rejections, who, tool_version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        )
-        .and_then(|mut st| {
-            st.execute(params![
-                new_id,
-                a.created_at,
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            &values![
+                seq,
+                &new_id,
+                &a.created_at,
                 created_ms,
-                a.index,
-                a.batch,
-                a.batch_fingerprint,
-                a.reason,
-                i64::try_from(a.rejected).unwrap_or(i64::MAX),
+                &a.index,
+                &a.batch,
+                &a.batch_fingerprint,
+                &a.reason,
+                a.rejected,
                 rejections,
-                a.who,
-                a.tool_version,
-            ])
-        })
-        .map_err(e)?;
-        tx.commit().map_err(e)?;
+                a.who.as_deref(),
+                &a.tool_version,
+            ],
+        )?;
+        seal::seal(c, SealKind::GateAcceptance, &new_id, 0)?;
         Ok(new_id)
-    }
+    })
+}
 
-    /// Acceptances, oldest first; only those of one batch when `batch_fingerprint` is given.
-    pub fn acceptances(
-        &self,
-        batch_fingerprint: Option<&str>,
-    ) -> Result<Vec<GateAcceptance>, StoreError> {
-        const OP: &str = "reading gate acceptances";
-        if !self.has_acceptances()? {
-            return Ok(Vec::new());
-        }
-        let sql = format!(
+/// Acceptances, oldest first; only those of one batch when `batch_fingerprint` is given. A
+/// version-2 file opened read-only (not upgraded) has none.
+pub(crate) fn acceptances(
+    c: &dyn Conn,
+    batch_fingerprint: Option<&str>,
+) -> Result<Vec<GateAcceptance>, StoreError> {
+    if !c.has_table("gate_acceptances")? {
+        return Ok(Vec::new());
+    }
+    let rows = c.rows(
+        "reading gate acceptances",
+        &format!(
             "SELECT {COLUMNS} FROM gate_acceptances
-             WHERE ?1 IS NULL OR batch_fingerprint = ?1 ORDER BY seq"
-        );
-        let rows: Vec<(GateAcceptance, String)> = self
-            .conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| st.query_map([batch_fingerprint], row)?.collect())
-            .map_err(|e| self.sql(OP, e))?;
-        rows.into_iter()
-            .map(|(mut a, json)| {
-                a.rejections = parse_rejections(&self.path, &a.id, &json)?;
-                Ok(a)
-            })
-            .collect()
-    }
+             WHERE CAST(?1 AS TEXT) IS NULL OR batch_fingerprint = ?1 ORDER BY seq"
+        ),
+        &values![batch_fingerprint],
+        row,
+    )?;
+    rows.into_iter()
+        .map(|(mut a, json)| {
+            a.rejections = parse_rejections(c.location(), &a.id, &json)?;
+            Ok(a)
+        })
+        .collect()
+}
 
-    /// Whether the file has the acceptances table: a version-2 file opened read-only is
-    /// not upgraded, and has none to list.
-    fn has_acceptances(&self) -> Result<bool, StoreError> {
-        self.conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'gate_acceptances'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n > 0)
-            .map_err(|e| self.sql("reading gate acceptances", e))
+/// `(acceptances, IDs of those that do not read back)` for `check`.
+pub(crate) fn check_acceptances(c: &dyn Conn) -> Result<(usize, Vec<String>), StoreError> {
+    if !c.has_table("gate_acceptances")? {
+        return Ok((0, Vec::new()));
     }
-
-    /// `(acceptances, IDs of those that do not read back)` for [`SqliteHistory::check`].
-    pub(crate) fn check_acceptances(&self) -> Result<(usize, Vec<String>), StoreError> {
-        if !self.has_acceptances()? {
-            return Ok((0, Vec::new()));
-        }
-        let rows: Vec<(String, i64, String)> = self
-            .conn
-            .prepare("SELECT id, rejected, rejections FROM gate_acceptances ORDER BY seq")
-            .and_then(|mut st| {
-                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                    .collect::<rusqlite::Result<_>>()
-            })
-            .map_err(|e| self.sql("checking gate acceptances", e))?;
-        Ok((rows.len(), unreadable(&self.path, &rows)))
-    }
+    let rows = c.rows(
+        "checking gate acceptances",
+        "SELECT id, rejected, rejections FROM gate_acceptances ORDER BY seq",
+        &[],
+        |r| Ok((r.text(0)?, r.int(1)?, r.text(2)?)),
+    )?;
+    Ok((rows.len(), unreadable(c.location(), &rows)))
 }

@@ -6,8 +6,10 @@
 //! store never parses them (`veredicto-grounding` owns their format) and never changes or
 //! removes one.
 
-use crate::{id, time, SqliteHistory, StoreError};
-use rusqlite::{params, OptionalExtension};
+use crate::backend::{values, Backend, BadValue, Col, Conn, ConnExt, Lock, Row};
+use crate::seal::{self, SealKind, SealOrigin};
+use crate::store::{resolve_in, Table};
+use crate::{id, time, StoreError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -118,300 +120,303 @@ pub(crate) fn prepare_audit(
     Ok((created_ms, random, counts))
 }
 
-impl SqliteHistory {
-    /// Records an audit run in one transaction — the case file, its notes and the records
-    /// already made for it (reviews and suggestions kept beside the file before it was
-    /// recorded) — and returns its new ID. `meta.id` must be empty and `meta.replay_of`,
-    /// when set, must name a recorded audit run (ID or unique prefix; it is stored resolved).
-    pub fn record_audit_run(
-        &self,
-        meta: &AuditRunMeta,
-        cases: &[u8],
-        notes: Option<&[u8]>,
-        records: &[(AuditRecordKind, String)],
-    ) -> Result<String, StoreError> {
-        if !meta.id.is_empty() {
-            return Err(StoreError::IdGiven {
-                path: self.path.clone(),
-                id: meta.id.clone(),
-            });
-        }
-        self.insert_audit_run(meta, None, cases, notes, records)
+/// Records an audit run in one transaction — the case file, its notes and the records
+/// already made for it (reviews and suggestions kept beside the file before it was
+/// recorded) — and returns its new ID. `meta.id` must be empty and `meta.replay_of`, when
+/// set, must name a recorded audit run (ID or unique prefix; it is stored resolved).
+pub(crate) fn record_audit_run(
+    b: &impl Backend,
+    meta: &AuditRunMeta,
+    cases: &[u8],
+    notes: Option<&[u8]>,
+    records: &[(AuditRecordKind, String)],
+) -> Result<String, StoreError> {
+    if !meta.id.is_empty() {
+        return Err(StoreError::IdGiven {
+            path: b.location().to_owned(),
+            id: meta.id.clone(),
+        });
     }
+    insert_audit_run(b, meta, None, cases, notes, records)
+}
 
-    /// Records an audit run copied from another history under its own ID (`meta.id`), with
-    /// its records, in one transaction.
-    pub fn import_audit_run(
-        &self,
-        run: &AuditRun,
-        records: &[(AuditRecordKind, String)],
-    ) -> Result<(), StoreError> {
-        self.insert_audit_run(
-            &run.meta,
-            Some(&run.meta.id),
-            &run.cases,
-            run.notes.as_deref(),
-            records,
-        )
-        .map(drop)
-    }
+/// Records an audit run copied from another history under its own ID (`meta.id`), with
+/// its records, in one transaction.
+pub(crate) fn import_audit_run(
+    b: &impl Backend,
+    run: &AuditRun,
+    records: &[(AuditRecordKind, String)],
+) -> Result<(), StoreError> {
+    insert_audit_run(
+        b,
+        &run.meta,
+        Some(&run.meta.id),
+        &run.cases,
+        run.notes.as_deref(),
+        records,
+    )
+    .map(drop)
+}
 
-    fn insert_audit_run(
-        &self,
-        meta: &AuditRunMeta,
-        fixed_id: Option<&str>,
-        cases: &[u8],
-        notes: Option<&[u8]>,
-        records: &[(AuditRecordKind, String)],
-    ) -> Result<String, StoreError> {
-        const OP: &str = "recording an audit run";
-        let (created_ms, random, counts) = prepare_audit(&self.path, meta)?;
-        let tx = self.begin(OP)?;
+fn insert_audit_run(
+    b: &impl Backend,
+    meta: &AuditRunMeta,
+    fixed_id: Option<&str>,
+    cases: &[u8],
+    notes: Option<&[u8]>,
+    records: &[(AuditRecordKind, String)],
+) -> Result<String, StoreError> {
+    const OP: &str = "recording an audit run";
+    let (created_ms, random, counts) = prepare_audit(b.location(), meta)?;
+    b.write(OP, Lock::AuditRuns, |c| {
         let replay_of = match &meta.replay_of {
-            Some(r) => Some(self.resolve_in("audit_runs", r)?),
+            Some(r) => Some(resolve_in(c, Table::AuditRuns, r)?),
             None => None,
         };
-        let e = |e| self.sql(OP, e);
-        let newest: Option<String> = tx
-            .prepare_cached("SELECT max(id) FROM audit_runs")
-            .and_then(|mut st| st.query_row([], |r| r.get(0)))
-            .map_err(e)?;
+        let (seq, newest) = c.one(
+            OP,
+            "SELECT coalesce(max(seq), 0) + 1, max(id) FROM audit_runs",
+            &[],
+            |r| Ok((r.int(0)?, r.opt_text(1)?)),
+        )?;
         let run_id = match fixed_id {
             Some(kept) => kept.to_owned(),
             None => id::next(created_ms, random, newest.as_deref()),
         };
-        tx.prepare_cached(
-            "INSERT INTO audit_runs (id, created_at, created_ms, label, replay_of, cases_name,
-                 cases_sha256, cases_body, notes, counts, tool_version, git_revision)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        )
-        .and_then(|mut st| {
-            st.execute(params![
-                run_id,
-                meta.created_at,
+        c.execute(
+            OP,
+            "INSERT INTO audit_runs (seq, id, created_at, created_ms, label, replay_of,
+                 cases_name, cases_sha256, cases_body, notes, counts, tool_version,
+                 git_revision)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            &values![
+                seq,
+                &run_id,
+                &meta.created_at,
                 created_ms,
-                meta.label,
+                meta.label.as_deref(),
                 replay_of,
-                meta.cases_name,
+                &meta.cases_name,
                 sha256(cases),
                 cases,
                 notes,
                 counts,
-                meta.tool_version,
-                meta.git_revision,
-            ])
-        })
-        .map_err(e)?;
-        let seq = tx.last_insert_rowid();
-        Self::insert_records(&tx, seq, records).map_err(e)?;
-        tx.commit().map_err(e)?;
+                &meta.tool_version,
+                meta.git_revision.as_deref(),
+            ],
+        )?;
+        insert_records(c, seq, records)?;
+        seal::seal(c, SealKind::AuditRun, &run_id, 0)?;
+        for kind in [AuditRecordKind::Review, AuditRecordKind::Suggestion] {
+            seal::seal_records(c, &run_id, kind, 0, SealOrigin::Recorded)?;
+        }
         Ok(run_id)
-    }
+    })
+}
 
-    fn insert_records(
-        tx: &rusqlite::Connection,
-        run: i64,
-        records: &[(AuditRecordKind, String)],
-    ) -> rusqlite::Result<()> {
-        let mut st =
-            tx.prepare_cached("INSERT INTO audit_records (run, kind, body) VALUES (?1, ?2, ?3)")?;
-        for (kind, body) in records {
-            st.execute(params![run, kind.as_str(), body])?;
+fn insert_records(
+    c: &dyn Conn,
+    run: i64,
+    records: &[(AuditRecordKind, String)],
+) -> Result<(), StoreError> {
+    const COLUMNS: [(&str, Col); 3] = [("run", Col::Int), ("kind", Col::Text), ("body", Col::Text)];
+    let rows: Vec<_> = records
+        .iter()
+        .map(|(kind, body)| values![run, kind.as_str(), body].to_vec())
+        .collect();
+    c.insert_rows(
+        "appending to an audit run",
+        "audit_records",
+        &COLUMNS,
+        &rows,
+    )
+}
+
+/// Appends records to a recorded audit run, all in one transaction.
+pub(crate) fn append_audit_records(
+    b: &impl Backend,
+    run: &str,
+    records: &[(AuditRecordKind, String)],
+) -> Result<(), StoreError> {
+    const OP: &str = "appending to an audit run";
+    let id = resolve_in(b, Table::AuditRuns, run)?;
+    let seq = audit_seq(b, &id)?;
+    b.write(OP, Lock::AuditRecords(seq), |c| {
+        let kinds = [AuditRecordKind::Review, AuditRecordKind::Suggestion];
+        let before = kinds.map(|kind| count_records(c, seq, kind));
+        insert_records(c, seq, records)?;
+        for (kind, before) in kinds.into_iter().zip(before) {
+            seal::seal_records(c, &id, kind, before?, SealOrigin::Recorded)?;
         }
         Ok(())
-    }
+    })
+}
 
-    /// Appends records to a recorded audit run, all in one transaction.
-    pub fn append_audit_records(
-        &self,
-        run: &str,
-        records: &[(AuditRecordKind, String)],
-    ) -> Result<(), StoreError> {
-        const OP: &str = "appending to an audit run";
-        let tx = self.begin(OP)?;
-        let id = self.resolve_in("audit_runs", run)?;
-        let seq = self.audit_seq(&id)?;
-        Self::insert_records(&tx, seq, records).map_err(|e| self.sql(OP, e))?;
-        tx.commit().map_err(|e| self.sql(OP, e))
-    }
+fn count_records(c: &dyn Conn, run: i64, kind: AuditRecordKind) -> Result<usize, StoreError> {
+    c.one(
+        "appending to an audit run",
+        "SELECT count(*) FROM audit_records WHERE run = ?1 AND kind = ?2",
+        &values![run, kind.as_str()],
+        |r| r.count(0),
+    )
+}
 
-    /// Resolves `latest`, a full audit run ID or a unique prefix.
-    pub fn resolve_audit(&self, id_or_prefix: &str) -> Result<String, StoreError> {
-        self.resolve_in("audit_runs", id_or_prefix)
-    }
+fn audit_seq(c: &dyn Conn, id: &str) -> Result<i64, StoreError> {
+    c.first(
+        "reading an audit run",
+        "SELECT seq FROM audit_runs WHERE id = ?1",
+        &values![id],
+        |r| r.int(0),
+    )?
+    .ok_or_else(|| StoreError::AuditRunNotFound {
+        path: c.location().to_owned(),
+        query: id.to_owned(),
+    })
+}
 
-    fn audit_seq(&self, id: &str) -> Result<i64, StoreError> {
-        self.conn
-            .prepare_cached("SELECT seq FROM audit_runs WHERE id = ?1")
-            .and_then(|mut st| st.query_row([id], |r| r.get(0)).optional())
-            .map_err(|e| self.sql("reading an audit run", e))?
-            .ok_or_else(|| StoreError::AuditRunNotFound {
-                path: self.path.clone(),
-                query: id.to_owned(),
+/// An audit run's metadata from the [`META_COLUMNS`] of `r`, and its counts' JSON.
+fn meta_row(r: &Row) -> Result<(AuditRunMeta, String), BadValue> {
+    Ok((
+        AuditRunMeta {
+            id: r.text(1)?,
+            created_at: r.text(2)?,
+            label: r.opt_text(3)?,
+            replay_of: r.opt_text(4)?,
+            cases_name: r.text(5)?,
+            cases_sha256: r.text(6)?,
+            counts: AuditCounts::default(),
+            tool_version: r.text(8)?,
+            git_revision: r.opt_text(9)?,
+        },
+        r.text(7)?,
+    ))
+}
+
+fn with_counts(
+    c: &dyn Conn,
+    (mut meta, counts): (AuditRunMeta, String),
+) -> Result<AuditRunMeta, StoreError> {
+    meta.counts = serde_json::from_str(&counts)
+        .map_err(|err| c.corrupt(&meta.id, "audit counts", err.to_string()))?;
+    Ok(meta)
+}
+
+/// The whole audit run: metadata, case file bytes (checked against their SHA-256) and
+/// notes.
+pub(crate) fn audit_run(c: &dyn Conn, id_or_prefix: &str) -> Result<AuditRun, StoreError> {
+    const OP: &str = "reading an audit run";
+    let id = resolve_in(c, Table::AuditRuns, id_or_prefix)?;
+    let (raw, cases, notes) = c.one(
+        OP,
+        &format!("SELECT {META_COLUMNS}, cases_body, notes FROM audit_runs WHERE id = ?1"),
+        &values![&id],
+        |r| Ok((meta_row(r)?, r.blob(10)?, r.opt_blob(11)?)),
+    )?;
+    let meta = with_counts(c, raw)?;
+    let actual = sha256(&cases);
+    if actual != meta.cases_sha256 {
+        return Err(c.corrupt(
+            &id,
+            "case file",
+            format!("SHA-256 is {actual}, recorded {}", meta.cases_sha256),
+        ));
+    }
+    Ok(AuditRun { meta, cases, notes })
+}
+
+/// The records of `kind` appended to an audit run, in the order they were appended.
+pub(crate) fn audit_records(
+    c: &dyn Conn,
+    id_or_prefix: &str,
+    kind: AuditRecordKind,
+) -> Result<Vec<String>, StoreError> {
+    let id = resolve_in(c, Table::AuditRuns, id_or_prefix)?;
+    let seq = audit_seq(c, &id)?;
+    c.rows(
+        "reading audit records",
+        "SELECT body FROM audit_records WHERE run = ?1 AND kind = ?2 ORDER BY seq",
+        &values![seq, kind.as_str()],
+        |r| r.text(0),
+    )
+}
+
+/// Audit runs, newest first (at most `limit`).
+pub(crate) fn audit_runs(
+    c: &dyn Conn,
+    limit: Option<usize>,
+) -> Result<Vec<AuditRunSummary>, StoreError> {
+    const OP: &str = "listing audit runs";
+    let limit = limit.map_or_else(String::new, |n| format!(" LIMIT {n}"));
+    let rows = c.rows(
+        OP,
+        &format!(
+            "SELECT {META_COLUMNS},
+                 (SELECT count(*) FROM audit_records WHERE run = a.seq AND kind = 'review'),
+                 (SELECT count(*) FROM audit_records WHERE run = a.seq AND kind = 'suggestion')
+             FROM audit_runs a ORDER BY seq DESC{limit}"
+        ),
+        &[],
+        |r| Ok((meta_row(r)?, r.count(10)?, r.count(11)?)),
+    )?;
+    rows.into_iter()
+        .map(|(raw, reviews, suggestions)| {
+            Ok(AuditRunSummary {
+                meta: with_counts(c, raw)?,
+                reviews,
+                suggestions,
             })
-    }
+        })
+        .collect()
+}
 
-    fn audit_meta_row(
-        &self,
-        r: &rusqlite::Row<'_>,
-    ) -> rusqlite::Result<(i64, AuditRunMeta, String)> {
-        Ok((
-            r.get(0)?,
-            AuditRunMeta {
-                id: r.get(1)?,
-                created_at: r.get(2)?,
-                label: r.get(3)?,
-                replay_of: r.get(4)?,
-                cases_name: r.get(5)?,
-                cases_sha256: r.get(6)?,
-                counts: AuditCounts::default(),
-                tool_version: r.get(8)?,
-                git_revision: r.get(9)?,
-            },
-            r.get(7)?,
-        ))
-    }
+/// `(audit runs, IDs of those whose case file bytes no longer match their SHA-256)`.
+pub(crate) fn check_audit_runs(c: &dyn Conn) -> Result<(usize, Vec<String>), StoreError> {
+    let rows = c.rows(
+        "checking audit runs",
+        "SELECT id, cases_sha256, cases_body FROM audit_runs ORDER BY seq",
+        &[],
+        |r| Ok((r.text(0)?, r.text(1)?, r.blob(2)?)),
+    )?;
+    let altered = rows
+        .iter()
+        .filter(|(_, sha, body)| sha256(body) != *sha)
+        .map(|(id, _, _)| id.clone())
+        .collect();
+    Ok((rows.len(), altered))
+}
 
-    fn with_counts(
-        &self,
-        (seq, mut meta, counts): (i64, AuditRunMeta, String),
-    ) -> Result<(i64, AuditRunMeta), StoreError> {
-        meta.counts = serde_json::from_str(&counts)
-            .map_err(|err| self.corrupt(&meta.id, "audit counts", err.to_string()))?;
-        Ok((seq, meta))
-    }
+/// IDs of the audit runs recorded from a case file with these exact bytes, newest first.
+pub(crate) fn audit_runs_of(c: &dyn Conn, cases: &[u8]) -> Result<Vec<String>, StoreError> {
+    c.rows(
+        "reading audit runs",
+        "SELECT id FROM audit_runs WHERE cases_sha256 = ?1 ORDER BY seq DESC",
+        &values![sha256(cases)],
+        |r| r.text(0),
+    )
+}
 
-    /// The whole audit run: metadata, case file bytes (checked against their SHA-256) and
-    /// notes.
-    pub fn audit_run(&self, id_or_prefix: &str) -> Result<AuditRun, StoreError> {
-        const OP: &str = "reading an audit run";
-        let id = self.resolve_audit(id_or_prefix)?;
-        let (raw, cases, notes) = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {META_COLUMNS}, cases_body, notes FROM audit_runs WHERE id = ?1"
-            ))
-            .and_then(|mut st| {
-                st.query_row([&id], |r| {
-                    Ok((
-                        self.audit_meta_row(r)?,
-                        r.get::<_, Vec<u8>>(10)?,
-                        r.get::<_, Option<Vec<u8>>>(11)?,
-                    ))
-                })
-            })
-            .map_err(|e| self.sql(OP, e))?;
-        let (_, meta) = self.with_counts(raw)?;
-        let actual = sha256(&cases);
-        if actual != meta.cases_sha256 {
-            return Err(self.corrupt(
-                &id,
-                "case file",
-                format!("SHA-256 is {actual}, recorded {}", meta.cases_sha256),
-            ));
-        }
-        Ok(AuditRun { meta, cases, notes })
+/// The run an audit run is compared with by default: the run it replays, else the newest
+/// earlier run recorded from a case file of the same name.
+pub(crate) fn previous_audit_run(
+    c: &dyn Conn,
+    id_or_prefix: &str,
+) -> Result<Option<String>, StoreError> {
+    let run = audit_run(c, id_or_prefix)?;
+    if let Some(r) = run.meta.replay_of {
+        return Ok(Some(r));
     }
-
-    /// The records of `kind` appended to an audit run, in the order they were appended.
-    pub fn audit_records(
-        &self,
-        id_or_prefix: &str,
-        kind: AuditRecordKind,
-    ) -> Result<Vec<String>, StoreError> {
-        let id = self.resolve_audit(id_or_prefix)?;
-        let seq = self.audit_seq(&id)?;
-        self.conn
-            .prepare_cached(
-                "SELECT body FROM audit_records WHERE run = ?1 AND kind = ?2 ORDER BY seq",
-            )
-            .and_then(|mut st| {
-                st.query_map(params![seq, kind.as_str()], |r| r.get(0))?
-                    .collect::<rusqlite::Result<_>>()
-            })
-            .map_err(|e| self.sql("reading audit records", e))
-    }
-
-    /// Audit runs, newest first (at most `limit`).
-    pub fn audit_runs(&self, limit: Option<usize>) -> Result<Vec<AuditRunSummary>, StoreError> {
-        const OP: &str = "listing audit runs";
-        let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        let rows: Vec<((i64, AuditRunMeta, String), usize, usize)> = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {META_COLUMNS},
-                     (SELECT count(*) FROM audit_records WHERE run = a.seq AND kind = 'review'),
-                     (SELECT count(*) FROM audit_records WHERE run = a.seq AND kind = 'suggestion')
-                 FROM audit_runs a ORDER BY seq DESC LIMIT ?1"
-            ))
-            .and_then(|mut st| {
-                st.query_map([limit], |r| {
-                    Ok((self.audit_meta_row(r)?, r.get(10)?, r.get(11)?))
-                })?
-                .collect::<rusqlite::Result<_>>()
-            })
-            .map_err(|e| self.sql(OP, e))?;
-        rows.into_iter()
-            .map(|(raw, reviews, suggestions)| {
-                let (_, meta) = self.with_counts(raw)?;
-                Ok(AuditRunSummary {
-                    meta,
-                    reviews,
-                    suggestions,
-                })
-            })
-            .collect()
-    }
-
-    /// `(audit runs, IDs of those whose case file bytes no longer match their SHA-256)`.
-    pub(crate) fn check_audit_runs(&self) -> Result<(usize, Vec<String>), StoreError> {
-        let rows: Vec<(String, String, Vec<u8>)> = self
-            .conn
-            .prepare("SELECT id, cases_sha256, cases_body FROM audit_runs ORDER BY seq")
-            .and_then(|mut st| {
-                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                    .collect::<rusqlite::Result<_>>()
-            })
-            .map_err(|e| self.sql("checking audit runs", e))?;
-        let altered = rows
-            .iter()
-            .filter(|(_, sha, body)| sha256(body) != *sha)
-            .map(|(id, _, _)| id.clone())
-            .collect();
-        Ok((rows.len(), altered))
-    }
-
-    /// IDs of the audit runs recorded from a case file with these exact bytes, newest first.
-    pub fn audit_runs_of(&self, cases: &[u8]) -> Result<Vec<String>, StoreError> {
-        self.conn
-            .prepare_cached("SELECT id FROM audit_runs WHERE cases_sha256 = ?1 ORDER BY seq DESC")
-            .and_then(|mut st| {
-                st.query_map([sha256(cases)], |r| r.get(0))?
-                    .collect::<rusqlite::Result<_>>()
-            })
-            .map_err(|e| self.sql("reading audit runs", e))
-    }
-
-    /// The run an audit run is compared with by default: the run it replays, else the
-    /// newest earlier run recorded from a case file of the same name.
-    pub fn previous_audit_run(&self, id_or_prefix: &str) -> Result<Option<String>, StoreError> {
-        let run = self.audit_run(id_or_prefix)?;
-        if let Some(r) = run.meta.replay_of {
-            return Ok(Some(r));
-        }
-        self.conn
-            .prepare_cached(
-                "SELECT id FROM audit_runs WHERE id < ?1 AND cases_name = ?2 ORDER BY seq DESC LIMIT 1",
-            )
-            .and_then(|mut st| st.query_row([&run.meta.id, &run.meta.cases_name], |r| r.get(0)).optional())
-            .map_err(|e| self.sql("reading an audit run", e))
-    }
+    c.first(
+        "reading an audit run",
+        "SELECT id FROM audit_runs WHERE id < ?1 AND cases_name = ?2 ORDER BY seq DESC LIMIT 1",
+        &values![&run.meta.id, &run.meta.cases_name],
+        |r| r.text(0),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema;
+    use crate::{schema, RunStore, SqliteHistory};
 
     fn meta(name: &str) -> AuditRunMeta {
         AuditRunMeta {

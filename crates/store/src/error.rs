@@ -235,6 +235,17 @@ pub enum StoreError {
         message: String,
     },
 
+    /// A stored value is not of the type the store wrote there (the database was edited).
+    #[error("{path}: {operation}: a stored value is unreadable: {message}")]
+    BadValue {
+        /// The database file.
+        path: PathBuf,
+        /// What the store was doing.
+        operation: &'static str,
+        /// Which column, what it holds.
+        message: String,
+    },
+
     /// A value given to the history is not acceptable (an empty reason, counts that do not
     /// add up). Nothing was written.
     #[error("{path}: {field}: {message}")]

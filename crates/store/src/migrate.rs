@@ -3,8 +3,16 @@
 //! runs already in the target are skipped, each copied run is one transaction, and the end
 //! verifies that every source run reads back from the target with the same metadata and the
 //! same report bytes.
+//!
+//! Items are copied as stored, value for value ([`RunStore::export`](crate::RunStore::export)),
+//! so each keeps its seal: the target seals what it wrote and refuses the item when that is
+//! not what the source's seal covers (an item changed in the source after it was sealed),
+//! and a seal made at upgrade time stays one. A source whose chain of seals does not verify
+//! is refused before anything is copied; at the end every source seal must be in the target
+//! with the same content and origin, and the target's chain must verify.
 
-use crate::{AuditRecordKind, History, RunFilter, StoreError};
+use crate::seal::first_bad_link;
+use crate::{AuditRecordKind, History, ItemRef, RunFilter, Seal, SealKind, StoreError};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
@@ -38,6 +46,10 @@ pub struct MigrateReport {
     /// SHA-256 over every source run's ID, metadata and report JSON, in ID order; equal in
     /// source and target.
     pub digest: String,
+    /// Seals of the source, each found in the target with the same content and origin.
+    pub seals: usize,
+    /// The target's last seal digest after the copy.
+    pub head: Option<String>,
 }
 
 fn sha256_hex(h: Sha256) -> String {
@@ -64,6 +76,18 @@ pub fn migrate(
     mut progress: impl FnMut(usize, usize),
 ) -> Result<MigrateReport, StoreError> {
     let mut report = MigrateReport::default();
+    let source_seals = from.seals()?;
+    if let Some(i) = first_bad_link(&source_seals) {
+        return Err(migrate_error(
+            from,
+            format!(
+                "the source's seals do not verify from seal {} ({}) on: it was changed after \
+                 it was sealed; run `veredicto history check` on it",
+                i + 1,
+                source_seals[i].item()
+            ),
+        ));
+    }
     let mut source: Vec<String> = from
         .list(&RunFilter::default())?
         .into_iter()
@@ -95,7 +119,7 @@ pub fn migrate(
                 ));
             }
         }
-        to.import(&from.get(id)?)?;
+        to.import_items(&from.export(ItemRef::Run(id))?)?;
         newest = Some(id.clone());
         report.copied += 1;
         progress(i + 1, source.len());
@@ -104,7 +128,47 @@ pub fn migrate(
     migrate_acceptances(from, to, &mut report)?;
     migrate_run_chunks(from, to, &mut report)?;
     report.digest = verify(from, to, &source)?;
+    report.head = verify_seals(to, &source_seals)?;
+    report.seals = source_seals.len();
     Ok(report)
+}
+
+/// Every source seal is in the target with the same content and origin, and the target's
+/// chain verifies; returns the target's head.
+fn verify_seals(to: &History, source: &[Seal]) -> Result<Option<String>, StoreError> {
+    let target = to.seals()?;
+    if let Some(i) = first_bad_link(&target) {
+        return Err(migrate_error(
+            to,
+            format!(
+                "verification failed: the copy's seal {} ({}) does not follow from the one before it",
+                i + 1,
+                target[i].item()
+            ),
+        ));
+    }
+    let copied: std::collections::BTreeMap<(SealKind, &str, usize), &Seal> = target
+        .iter()
+        .map(|s| ((s.kind, s.id.as_str(), s.part), s))
+        .collect();
+    for s in source {
+        match copied.get(&(s.kind, s.id.as_str(), s.part)) {
+            Some(t) if t.content == s.content && t.origin == s.origin => {}
+            Some(_) => {
+                return Err(migrate_error(
+                    to,
+                    format!("verification failed: the seal of {} differs", s.item()),
+                ))
+            }
+            None => {
+                return Err(migrate_error(
+                    to,
+                    format!("verification failed: {} has no seal in the copy", s.item()),
+                ))
+            }
+        }
+    }
+    Ok(target.last().map(|s| s.digest.clone()))
 }
 
 fn migrate_audit(
@@ -135,13 +199,13 @@ fn migrate_audit(
                         format!("audit run {id}: the target's records differ from the source's"),
                     ));
                 }
-                let missing: Vec<_> = all[have.len()..]
-                    .iter()
-                    .map(|b| (kind, b.clone()))
-                    .collect();
-                if !missing.is_empty() {
-                    to.append_audit_records(&id, &missing)?;
-                    report.audit_records_appended += missing.len();
+                if all.len() > have.len() {
+                    to.import_items(&from.export(ItemRef::Records {
+                        run: &id,
+                        kind,
+                        from: have.len(),
+                    })?)?;
+                    report.audit_records_appended += all.len() - have.len();
                 }
             }
             continue;
@@ -157,16 +221,9 @@ fn migrate_audit(
                 ));
             }
         }
-        let run = from.audit_run(&id)?;
-        let mut records = Vec::new();
-        for kind in kinds {
-            records.extend(
-                from.audit_records(&id, kind)?
-                    .into_iter()
-                    .map(|b| (kind, b)),
-            );
-        }
-        to.import_audit_run(&run, &records)?;
+        // The case file is checked against its SHA-256 before it is copied.
+        from.audit_run(&id)?;
+        to.import_items(&from.export(ItemRef::AuditRun(&id))?)?;
         newest = Some(id);
         report.audit_copied += 1;
     }
@@ -200,7 +257,7 @@ fn migrate_acceptances(
                 ));
             }
         }
-        to.record_acceptance(a)?;
+        to.import_items(&from.export(ItemRef::Acceptance(&a.id))?)?;
         newest = Some(a.id.clone());
         report.gate_acceptances_copied += 1;
     }
@@ -235,7 +292,7 @@ fn migrate_run_chunks(
             continue;
         };
         if !present.contains(run) {
-            to.record_run_chunks(run, &snapshot)?;
+            to.import_items(&from.export(ItemRef::RunChunks(run))?)?;
             report.run_chunks_copied += 1;
         }
         if to.run_chunks(run)?.as_ref() != Some(&snapshot) {

@@ -13,27 +13,17 @@
 //! - **Bounded**: connecting times out after 5 s and is tried 3 times within 20 s; every
 //!   statement after 60 s, a lock wait after 30 s.
 
-use crate::acceptance::{
-    parse_rejections, prepare_acceptance, unreadable, GateAcceptance, COLUMNS as ACCEPTANCE_COLUMNS,
-};
-use crate::audit::{
-    prepare_audit, sha256, AuditCounts, AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary,
-};
-use crate::{
-    codec, filter_sql, id, prepare, verdict_str, IntegrityReport, Metric, Prepared, RunFilter,
-    RunSummary, StoreError, TrendPoint, TrendQuery,
-};
-use postgres::types::ToSql;
-use postgres::{Client, Config, NoTls, Row, Transaction};
-use std::cell::RefCell;
+use crate::backend::{Backend, Col, Conn, Lock, Row, Value};
+use crate::{seal, StoreError};
+use postgres::types::{ToSql, Type};
+use postgres::{Client, Config, GenericClient, NoTls, Statement, Transaction};
+use std::cell::{RefCell, RefMut};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use veredicto_core::exam::{ExamReport, Verdict};
-use veredicto_core::history::{RecordedRun, RunMeta};
-use veredicto_core::snapshot::{fingerprint_of, ChunkSnapshot};
 
 /// Schema version of a PostgreSQL history (the same numbering as the file's).
-pub(crate) const PG_SCHEMA_VERSION: i32 = 3;
+pub(crate) const PG_SCHEMA_VERSION: i32 = 4;
 
 /// How long one connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -54,7 +44,12 @@ const AUDIT_RUNS_LOCK: i64 = SCHEMA_LOCK + 2;
 const ACCEPTANCES_LOCK: i64 = SCHEMA_LOCK + 3;
 
 /// The schema, one step per version: step `n` takes a version-`n` database to `n + 1`.
-const STEPS: [&str; 3] = [SCHEMA_V1, SCHEMA_V2_AUDIT, SCHEMA_V3_ACCEPTANCES];
+const STEPS: [&str; 4] = [
+    SCHEMA_V1,
+    SCHEMA_V2_AUDIT,
+    SCHEMA_V3_ACCEPTANCES,
+    SCHEMA_V4_CHAIN,
+];
 
 const SCHEMA_V1: &str = r#"
 CREATE TABLE veredicto_schema (
@@ -268,6 +263,22 @@ CREATE TRIGGER veredicto_gate_acceptances_in_order BEFORE INSERT ON gate_accepta
     FOR EACH ROW EXECUTE FUNCTION veredicto_acceptances_in_order();
 "#;
 
+/// Version 4: the seals (`seal.rs`), one row per sealed item, in chain order.
+const SCHEMA_V4_CHAIN: &str = r#"
+CREATE TABLE chain (
+    seq     bigint PRIMARY KEY,
+    kind    text COLLATE "C" NOT NULL CHECK (kind IN ('run', 'audit_run', 'review',
+                                                      'suggestion', 'gate_acceptance',
+                                                      'run_chunks')),
+    item    text COLLATE "C" NOT NULL,
+    part    bigint NOT NULL,
+    origin  text   NOT NULL CHECK (origin IN ('recorded', 'upgrade')),
+    content text   NOT NULL,
+    digest  text   NOT NULL,
+    UNIQUE (kind, item, part)
+);
+"#;
+
 /// Also version 3: the chunks each run read (see `run_chunks.rs`); a version-3 database
 /// made before this table existed gets it on the first write of a snapshot.
 const RUN_CHUNKS_TABLE: &str = r#"
@@ -285,9 +296,11 @@ CREATE INDEX run_chunks_by_fingerprint ON run_chunks (fingerprint, seq);
 
 /// The same for chunk snapshots.
 const RUN_CHUNKS_LOCK: i64 = SCHEMA_LOCK + 4;
+/// The lock every writer takes last, to append its seals: the chain has one order.
+const CHAIN_LOCK: i64 = SCHEMA_LOCK + 5;
 
 /// Tables of each schema version's step, for the append-only triggers.
-const TABLES: [&[&str]; 3] = [
+const TABLES: [&[&str]; 4] = [
     &[
         "runs",
         "reports",
@@ -298,6 +311,7 @@ const TABLES: [&[&str]; 3] = [
     ],
     &["audit_runs", "audit_records"],
     &["gate_acceptances"],
+    &["chain"],
 ];
 
 /// Tables whose rows belong to an exam run (added only while it is recorded).
@@ -330,14 +344,16 @@ fn guards(tables: &[&str]) -> String {
     sql
 }
 
-/// Triggers a version-3 history has: two per table, one more per table of a run, and the
+/// Triggers a version-4 history has: two per table, one more per table of a run, and the
 /// three ordering triggers; `check` adds the two of `run_chunks` when the table is there (a
 /// version-3 database made before it existed gets it on its first chunk list).
-const EXPECTED_TRIGGERS: i64 = 2 * 9 + 5 + 3;
+const EXPECTED_TRIGGERS: i64 = 2 * 10 + 5 + 3;
 
-/// A run history in a PostgreSQL database: one connection (`Send`, not `Sync`).
+/// A run history in a PostgreSQL database: one connection (`Send`, not `Sync`), and the
+/// statements it prepared, by SQL text.
 pub struct PgHistory {
     client: RefCell<Client>,
+    statements: RefCell<HashMap<String, Statement>>,
     location: PathBuf,
 }
 
@@ -349,88 +365,18 @@ impl std::fmt::Debug for PgHistory {
     }
 }
 
-/// Statement parameters.
-type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
-
-fn n(v: usize) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-fn b(v: bool) -> i64 {
-    i64::from(v)
-}
+/// Prepared statements kept per connection before the cache is emptied.
+const STATEMENT_CACHE: usize = 128;
 
 impl PgHistory {
     /// Connects to the database `url` names (`postgres://user@host:port/db`), creating or
     /// upgrading the schema when needed. The password comes from the URL, `PGPASSWORD`, or
     /// the password file (`PGPASSFILE`, else `~/.pgpass`); it is never stored or printed.
     pub fn connect(url: &str) -> Result<PgHistory, StoreError> {
-        let location = PathBuf::from(veredicto_core::redact::url(url));
-        let mut config: Config = url
-            .parse()
-            .map_err(|e: postgres::Error| StoreError::BadUrl {
-                path: location.clone(),
-                message: veredicto_core::redact::secrets_in_text(&e.to_string()),
-            })?;
-        if config.get_ssl_mode() == postgres::config::SslMode::Require {
-            return Err(StoreError::BadUrl {
-                path: location,
-                message: "sslmode=require: this veredicto connects without TLS; reach a remote \
-                          server through an SSH tunnel or a local TLS proxy"
-                    .to_owned(),
-            });
-        }
-        if config.get_user().is_none() {
-            if let Some(user) = std::env::var("PGUSER")
-                .ok()
-                .or_else(|| std::env::var("USER").ok())
-            {
-                config.user(&user);
-            }
-        }
-        let host = describe_host(&config);
-        let database = config
-            .get_dbname()
-            .or(config.get_user())
-            .unwrap_or("postgres")
-            .to_owned();
-        if config.get_password().is_none() {
-            if let Some(pw) = password_from_env(&config, &host, &database) {
-                config.password(pw);
-            }
-        }
-        config
-            .connect_timeout(CONNECT_TIMEOUT)
-            .application_name("veredicto")
-            .keepalives(true)
-            .options("-c statement_timeout=60000 -c lock_timeout=30000 -c idle_in_transaction_session_timeout=60000");
-        let started = Instant::now();
-        let mut attempts = 0;
-        let client = loop {
-            attempts += 1;
-            match config.connect(NoTls) {
-                Ok(c) => break c,
-                Err(e) => {
-                    // A server that answered (wrong password, no such database) will answer
-                    // the same again: retry only when it could not be reached.
-                    let retry = e.as_db_error().is_none()
-                        && attempts < CONNECT_ATTEMPTS
-                        && started.elapsed() + CONNECT_TIMEOUT < CONNECT_DEADLINE;
-                    if !retry {
-                        return Err(StoreError::Connect {
-                            path: location,
-                            host,
-                            database,
-                            attempts,
-                            message: connect_message(&e),
-                        });
-                    }
-                    std::thread::sleep(Duration::from_millis(250 * u64::from(attempts)));
-                }
-            }
-        };
+        let (client, location) = connect_client(url)?;
         let history = PgHistory {
             client: RefCell::new(client),
+            statements: RefCell::new(HashMap::new()),
             location,
         };
         history.ensure_schema()?;
@@ -440,11 +386,6 @@ impl PgHistory {
     /// The URL without credentials.
     pub fn path(&self) -> &Path {
         &self.location
-    }
-
-    /// Always `postgresql` (for symmetry with the file's journal mode).
-    pub fn journal_mode(&self) -> &str {
-        "postgresql"
     }
 
     fn pg(&self, operation: &'static str) -> impl Fn(postgres::Error) -> StoreError + '_ {
@@ -464,12 +405,18 @@ impl PgHistory {
         }
     }
 
-    fn corrupt(&self, run: &str, what: &'static str, message: String) -> StoreError {
-        StoreError::Corrupt {
+    /// The connection, outside a write transaction.
+    fn client(&self, op: &'static str) -> Result<RefMut<'_, Client>, StoreError> {
+        self.client
+            .try_borrow_mut()
+            .map_err(|_| self.misuse(op, "the connection is in a write transaction"))
+    }
+
+    fn misuse(&self, op: &'static str, message: &str) -> StoreError {
+        StoreError::BadValue {
             path: self.location.clone(),
-            run: run.to_owned(),
-            what,
-            message,
+            operation: op,
+            message: message.to_owned(),
         }
     }
 
@@ -512,7 +459,7 @@ impl PgHistory {
 
     fn ensure_schema(&self) -> Result<(), StoreError> {
         const OP: &str = "creating the schema";
-        let mut client = self.client.borrow_mut();
+        let mut client = self.client(OP)?;
         if self.schema_version(&mut *client)? == Some(PG_SCHEMA_VERSION) {
             return Ok(());
         }
@@ -545,6 +492,15 @@ impl PgHistory {
                 .and_then(|()| tx.batch_execute(&guards(&["run_chunks"])))
                 .map_err(self.pg(OP))?;
         }
+        let conn = PgTx {
+            tx: RefCell::new(tx),
+            history: self,
+        };
+        if from > 0 && from < 4 {
+            // An older history: seal what is there, in the upgrade's transaction.
+            seal::seal_at_upgrade(&conn)?;
+        }
+        let mut tx = conn.tx.into_inner();
         tx.execute(
             "UPDATE veredicto_schema SET version = $1",
             &[&PG_SCHEMA_VERSION],
@@ -553,584 +509,283 @@ impl PgHistory {
         tx.commit().map_err(self.pg(OP))
     }
 
-    /// Records one run in one transaction and returns its new ID.
-    pub fn record(&self, meta: &RunMeta, report: &ExamReport) -> Result<String, StoreError> {
-        Ok(self
-            .record_many(std::iter::once((meta, report)))?
-            .into_iter()
-            .next()
-            .unwrap_or_default())
-    }
-
-    /// Records several runs in one transaction; their IDs in order.
-    pub fn record_many<'a>(
+    /// The statement for `sql` (shared SQL, `?n` placeholders), prepared once per connection.
+    fn statement(
         &self,
-        runs: impl IntoIterator<Item = (&'a RunMeta, &'a ExamReport)>,
-    ) -> Result<Vec<String>, StoreError> {
-        const OP: &str = "recording a run";
-        let prepared = runs
-            .into_iter()
-            .map(|(meta, report)| prepare(&self.location, meta, report))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut client = self.client.borrow_mut();
-        let mut tx = client.transaction().map_err(self.pg(OP))?;
-        let mut ids = Vec::with_capacity(prepared.len());
-        for p in &prepared {
-            ids.push(self.insert(&mut tx, p)?);
-        }
-        tx.commit().map_err(self.pg(OP))?;
-        Ok(ids)
-    }
-
-    /// Records a run copied from another history under its own ID.
-    pub fn import(&self, run: &RecordedRun) -> Result<(), StoreError> {
-        const OP: &str = "recording a run";
-        let meta = RunMeta {
-            id: String::new(),
-            ..run.meta.clone()
-        };
-        let mut p = prepare(&self.location, &meta, &run.report)?;
-        p.fixed_id = Some(run.meta.id.clone());
-        let mut client = self.client.borrow_mut();
-        let mut tx = client.transaction().map_err(self.pg(OP))?;
-        self.insert(&mut tx, &p)?;
-        tx.commit().map_err(self.pg(OP))
-    }
-
-    fn insert(&self, tx: &mut Transaction<'_>, p: &Prepared<'_>) -> Result<String, StoreError> {
-        const OP: &str = "recording a run";
-        let e = self.pg(OP);
-        let (meta, report) = (p.meta, p.report);
-        let s = &report.summary;
-        // Writers queue here; readers are not blocked.
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&RUNS_LOCK])
-            .map_err(&e)?;
-        let row = tx
-            .query_one("SELECT coalesce(max(seq), 0) + 1, max(id) FROM runs", &[])
-            .map_err(&e)?;
-        let seq: i64 = row.get(0);
-        let newest: Option<String> = row.get(1);
-        let run_id = match &p.fixed_id {
-            Some(kept) => kept.clone(),
-            None => id::next(p.created_ms, p.random, newest.as_deref()),
-        };
-        let top_k = i64::from(meta.config.top_k);
-        let verdict = verdict_str(report.verdict);
-        let (cases, gold_cases, failing, failing_gold, over_noise) = (
-            n(s.cases),
-            n(s.gold_cases),
-            n(s.failing),
-            n(s.failing_gold),
-            n(s.over_noise),
-        );
-        tx.execute(
-            "INSERT INTO runs (seq, id, created_at, created_ms, label, golden_fingerprint,
-                 policy_fingerprint, corpus_fingerprint, retriever, top_k, embedding_model,
-                 model_hash, config, tool_version, git_revision, verdict, reasons, cases,
-                 gold_cases, failing, failing_gold, mean_quality, mean_recall, mrr,
-                 mean_precision, mean_ndcg, mean_average_precision, hit_rate, over_noise,
-                 latency)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                 $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)",
-            &[
-                &seq,
-                &run_id,
-                &meta.created_at,
-                &p.created_ms,
-                &meta.label,
-                &meta.golden_fingerprint,
-                &meta.policy_fingerprint,
-                &meta.corpus_fingerprint,
-                &meta.config.retriever,
-                &top_k,
-                &meta.config.embedding_model,
-                &meta.config.model_hash,
-                &p.config,
-                &meta.tool_version,
-                &meta.git_revision,
-                &verdict,
-                &p.reasons,
-                &cases,
-                &gold_cases,
-                &failing,
-                &failing_gold,
-                &s.mean_quality,
-                &s.mean_recall,
-                &s.mrr,
-                &s.mean_precision,
-                &s.mean_ndcg,
-                &s.mean_average_precision,
-                &s.hit_rate,
-                &over_noise,
-                &p.latency,
-            ],
-        )
-        .map_err(&e)?;
-        tx.execute(
-            "INSERT INTO reports (run, encoding, body) VALUES ($1, $2, $3)",
-            &[&seq, &codec::ENCODING, &p.body],
-        )
-        .map_err(&e)?;
-
-        // Every case, measure and expected chunk in one statement each (arrays unnested).
-        let cs = &report.cases;
-        let ordinal: Vec<i64> = (0..cs.len()).map(n).collect();
-        let col = |f: &dyn Fn(&veredicto_core::exam::CaseResult) -> i64| -> Vec<i64> {
-            cs.iter().map(f).collect()
-        };
-        let flt = |f: &dyn Fn(&veredicto_core::exam::CaseResult) -> f64| -> Vec<f64> {
-            cs.iter().map(f).collect()
-        };
-        let case_id: Vec<&str> = cs.iter().map(|c| c.id.as_str()).collect();
-        let gold = col(&|c| b(c.gold));
-        let domain: Vec<Option<&str>> = cs.iter().map(|c| c.domain.as_deref()).collect();
-        let tags: Vec<String> = cs
-            .iter()
-            .map(|c| crate::json_strings(c.tags.iter().map(String::as_str)))
-            .collect();
-        let ks = col(&|c| i64::from(c.top_k));
-        let retrieved = col(&|c| n(c.retrieved));
-        let expected = col(&|c| n(c.expected.len()));
-        let passed = col(&|c| b(c.passed));
-        let reasons: Vec<String> = cs
-            .iter()
-            .map(|c| crate::json_strings(c.reasons.iter().map(|r| r.as_str())))
-            .collect();
-        let documented = col(&|c| b(c.documented));
-        let recall = flt(&|c| c.recall);
-        let quality = flt(&|c| c.quality);
-        let precision = flt(&|c| c.precision);
-        let rr = flt(&|c| c.reciprocal_rank);
-        let ndcg = flt(&|c| c.ndcg);
-        let ap = flt(&|c| c.average_precision);
-        let noise: Vec<Option<i64>> = cs.iter().map(|c| c.noise.map(i64::from)).collect();
-        let max_noise = col(&|c| i64::from(c.max_noise));
-        tx.execute(
-            "INSERT INTO cases (run, ordinal, case_id, gold, domain, tags, top_k, retrieved,
-                 expected, passed, reasons, documented, recall, quality, \"precision\",
-                 reciprocal_rank, ndcg, average_precision, noise, max_noise)
-             SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[],
-                 $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[],
-                 $11::text[], $12::bigint[], $13::float8[], $14::float8[], $15::float8[],
-                 $16::float8[], $17::float8[], $18::float8[], $19::bigint[], $20::bigint[])",
-            &[
-                &seq,
-                &ordinal,
-                &case_id,
-                &gold,
-                &domain,
-                &tags,
-                &ks,
-                &retrieved,
-                &expected,
-                &passed,
-                &reasons,
-                &documented,
-                &recall,
-                &quality,
-                &precision,
-                &rr,
-                &ndcg,
-                &ap,
-                &noise,
-                &max_noise,
-            ],
-        )
-        .map_err(&e)?;
-
-        let (mut m_ord, mut m_name, mut m_value) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut x_ord, mut x_pos, mut x_id, mut x_rank, mut x_score, mut x_gold, mut x_top) = (
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-        );
-        for (o, c) in cs.iter().enumerate() {
-            for (name, value) in &c.measures {
-                m_ord.push(n(o));
-                m_name.push(name.as_str());
-                m_value.push(*value);
-            }
-            for (position, x) in c.expected.iter().enumerate() {
-                x_ord.push(n(o));
-                x_pos.push(n(position));
-                x_id.push(x.id.as_str());
-                x_rank.push(x.rank.map(n));
-                x_score.push(x.score);
-                x_gold.push(b(x.gold));
-                x_top.push(b(x.in_top_k));
-            }
-        }
-        if !m_ord.is_empty() {
-            tx.execute(
-                "INSERT INTO case_measures (run, ordinal, measure, value)
-                 SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::float8[])",
-                &[&seq, &m_ord, &m_name, &m_value],
-            )
-            .map_err(&e)?;
-        }
-        if !x_ord.is_empty() {
-            tx.execute(
-                "INSERT INTO expected_chunks (run, ordinal, position, chunk_id, rank, score,
-                     gold, in_top_k)
-                 SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::bigint[],
-                     $6::float8[], $7::bigint[], $8::bigint[])",
-                &[
-                    &seq, &x_ord, &x_pos, &x_id, &x_rank, &x_score, &x_gold, &x_top,
-                ],
-            )
-            .map_err(&e)?;
-        }
-        tx.execute("INSERT INTO sealed (run) VALUES ($1)", &[&seq])
-            .map_err(&e)?;
-        Ok(run_id)
-    }
-
-    /// Resolves `latest`, a full ID or a unique prefix to a run ID.
-    pub fn resolve(&self, id_or_prefix: &str) -> Result<String, StoreError> {
-        self.resolve_in("runs", id_or_prefix)
-    }
-
-    /// Resolves `latest`, a full audit run ID or a unique prefix.
-    pub fn resolve_audit(&self, id_or_prefix: &str) -> Result<String, StoreError> {
-        self.resolve_in("audit_runs", id_or_prefix)
-    }
-
-    fn resolve_in(&self, table: &str, id_or_prefix: &str) -> Result<String, StoreError> {
-        const OP: &str = "looking up a run";
-        let query = id_or_prefix.trim();
-        let not_found = || {
-            if table == "runs" {
-                StoreError::RunNotFound {
-                    path: self.location.clone(),
-                    query: query.to_owned(),
-                }
-            } else {
-                StoreError::AuditRunNotFound {
-                    path: self.location.clone(),
-                    query: query.to_owned(),
-                }
-            }
-        };
-        let mut c = self.client.borrow_mut();
-        if query.eq_ignore_ascii_case("latest") {
-            return c
-                .query_opt(
-                    &format!("SELECT id FROM {table} ORDER BY seq DESC LIMIT 1"),
-                    &[],
-                )
-                .map_err(self.pg(OP))?
-                .map(|r| r.get(0))
-                .ok_or_else(not_found);
-        }
-        let prefix = id::normalise(query).ok_or_else(|| StoreError::BadRunRef {
-            path: self.location.clone(),
-            query: query.to_owned(),
-        })?;
-        let upper = format!("{prefix:Z<width$}", width = id::ID_LEN);
-        let low = format!("{prefix:0<width$}", width = id::ID_LEN);
-        let found: Vec<String> = c
-            .query(
-                &format!(
-                    "SELECT id FROM {table} WHERE id >= $1 AND id <= $2 ORDER BY id DESC LIMIT 4"
-                ),
-                &[&low, &upper],
-            )
-            .map_err(self.pg(OP))?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        match found.len() {
-            0 => Err(not_found()),
-            1 => Ok(found.into_iter().next().unwrap_or_default()),
-            _ => Err(StoreError::AmbiguousPrefix {
-                path: self.location.clone(),
-                prefix: query.to_owned(),
-                candidates: found.into_iter().take(3).collect(),
-            }),
-        }
-    }
-
-    /// The whole run: metadata and exam report, exactly as recorded.
-    pub fn get(&self, id_or_prefix: &str) -> Result<RecordedRun, StoreError> {
-        const OP: &str = "reading a run";
-        let id = self.resolve(id_or_prefix)?;
-        let (seq, meta) = self.meta_of(&id)?;
-        let row = self
-            .client
-            .borrow_mut()
-            .query_one("SELECT encoding, body FROM reports WHERE run = $1", &[&seq])
-            .map_err(self.pg(OP))?;
-        let (encoding, body): (String, Vec<u8>) = (row.get(0), row.get(1));
-        let json = codec::decompress(&encoding, &body)
-            .map_err(|message| self.corrupt(&id, "report", message))?;
-        let report =
-            codec::parse(&json).map_err(|err| self.corrupt(&id, "report", err.to_string()))?;
-        Ok(RecordedRun { meta, report })
-    }
-
-    /// A run's metadata without its report.
-    pub fn meta(&self, id_or_prefix: &str) -> Result<RunMeta, StoreError> {
-        let id = self.resolve(id_or_prefix)?;
-        self.meta_of(&id).map(|(_, meta)| meta)
-    }
-
-    fn meta_of(&self, id: &str) -> Result<(i64, RunMeta), StoreError> {
-        const OP: &str = "reading a run";
-        let row = self
-            .client
-            .borrow_mut()
-            .query_opt(
-                "SELECT seq, id, created_at, label, golden_fingerprint, policy_fingerprint,
-                     corpus_fingerprint, tool_version, git_revision, config, latency
-                 FROM runs WHERE id = $1",
-                &[&id],
-            )
-            .map_err(self.pg(OP))?
-            .ok_or_else(|| StoreError::RunNotFound {
-                path: self.location.clone(),
-                query: id.to_owned(),
-            })?;
-        let config: String = row.get(9);
-        let latency: String = row.get(10);
-        let meta = RunMeta {
-            id: row.get(1),
-            created_at: row.get(2),
-            label: row.get(3),
-            golden_fingerprint: row.get(4),
-            policy_fingerprint: row.get(5),
-            corpus_fingerprint: row.get(6),
-            config: serde_json::from_str(&config)
-                .map_err(|err| self.corrupt(id, "config", err.to_string()))?,
-            tool_version: row.get(7),
-            git_revision: row.get(8),
-            latency: serde_json::from_str(&latency)
-                .map_err(|err| self.corrupt(id, "latency", err.to_string()))?,
-        };
-        Ok((row.get(0), meta))
-    }
-
-    /// A run's summary line.
-    pub fn summary(&self, id_or_prefix: &str) -> Result<RunSummary, StoreError> {
-        let id = self.resolve(id_or_prefix)?;
-        let sql = format!("SELECT {} FROM runs WHERE id = $1", crate::SUMMARY_COLUMNS);
-        self.summaries(&sql, &[&id])?
-            .into_iter()
-            .next()
-            .map(|(_, s)| s)
-            .ok_or(StoreError::RunNotFound {
-                path: self.location.clone(),
-                query: id,
-            })
-    }
-
-    /// Runs matching `filter` and recorded before the raw ID `before_id`, newest first.
-    pub fn select_runs(
-        &self,
-        filter: &RunFilter,
-        before_id: Option<&str>,
-    ) -> Result<Vec<RunSummary>, StoreError> {
-        Ok(self
-            .select(filter, before_id)?
-            .into_iter()
-            .map(|(_, s)| s)
-            .collect())
-    }
-
-    fn select(
-        &self,
-        filter: &RunFilter,
-        before_id: Option<&str>,
-    ) -> Result<Vec<(i64, RunSummary)>, StoreError> {
-        let (where_sql, values) =
-            filter_sql(&self.location, filter, before_id, |r| self.resolve(r))?;
-        let where_sql = numbered(&where_sql);
-        let texts: Vec<Option<String>> = values
-            .iter()
-            .map(|v| match v {
-                rusqlite::types::Value::Text(t) => Some(t.clone()),
-                _ => None,
-            })
-            .collect();
-        let ints: Vec<Option<i64>> = values
-            .iter()
-            .map(|v| match v {
-                rusqlite::types::Value::Integer(i) => Some(*i),
-                _ => None,
-            })
-            .collect();
-        let params: Params<'_> = texts
-            .iter()
-            .zip(&ints)
-            .map(|(t, i)| -> &(dyn ToSql + Sync) {
-                match (t, i) {
-                    (Some(t), _) => t,
-                    (None, Some(i)) => i,
-                    (None, None) => &None::<String>,
-                }
-            })
-            .collect();
-        let limit = filter
-            .limit
-            .map_or_else(|| "ALL".to_owned(), |n| n.to_string());
-        let sql = format!(
-            "SELECT {} FROM runs {where_sql} ORDER BY seq DESC LIMIT {limit}",
-            crate::SUMMARY_COLUMNS
-        );
-        self.summaries(&sql, &params)
-    }
-
-    fn summaries(
-        &self,
+        c: &mut impl GenericClient,
+        op: &'static str,
         sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<(i64, RunSummary)>, StoreError> {
-        const OP: &str = "listing runs";
-        let rows = self
-            .client
-            .borrow_mut()
-            .query(sql, params)
-            .map_err(self.pg(OP))?;
-        rows.iter().map(|r| self.summary_row(r)).collect()
+    ) -> Result<Statement, StoreError> {
+        if let Some(st) = self.statements.borrow().get(sql) {
+            return Ok(st.clone());
+        }
+        let st = c.prepare(&dollars(sql)).map_err(self.pg(op))?;
+        let mut cache = self.statements.borrow_mut();
+        if cache.len() >= STATEMENT_CACHE {
+            cache.clear();
+        }
+        cache.insert(sql.to_owned(), st.clone());
+        Ok(st)
     }
 
-    fn summary_row(&self, r: &Row) -> Result<(i64, RunSummary), StoreError> {
-        let id: String = r.get(1);
-        let verdict: String = r.get(4);
-        let reasons: String = r.get(5);
-        let u = |i: usize| usize::try_from(r.get::<_, i64>(i)).unwrap_or(0);
-        let s = RunSummary {
-            verdict: match verdict.as_str() {
-                "accept" => Verdict::Accept,
-                "stop" => Verdict::Stop,
-                other => return Err(self.corrupt(&id, "verdict", format!("`{other}`"))),
-            },
-            reasons: serde_json::from_str(&reasons)
-                .map_err(|err| self.corrupt(&id, "reasons", err.to_string()))?,
-            created_at: r.get(2),
-            label: r.get(3),
-            cases: u(6),
-            gold_cases: u(7),
-            failing: u(8),
-            failing_gold: u(9),
-            mean_quality: r.get(10),
-            mean_recall: r.get(11),
-            mrr: r.get(12),
-            mean_ndcg: r.get(13),
-            golden_fingerprint: r.get(14),
-            policy_fingerprint: r.get(15),
-            corpus_fingerprint: r.get(16),
-            top_k: u32::try_from(r.get::<_, i64>(17)).unwrap_or(0),
-            tool_version: r.get(18),
-            git_revision: r.get(19),
-            id,
-        };
-        Ok((r.get(0), s))
+    fn query_on(
+        &self,
+        c: &mut impl GenericClient,
+        op: &'static str,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Vec<Row>, StoreError> {
+        let st = self.statement(c, op, sql)?;
+        let bound = bind_all(&st, params).map_err(|m| self.misuse(op, &m))?;
+        let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| &**b).collect();
+        c.query(&st, &refs)
+            .map_err(self.pg(op))?
+            .iter()
+            .map(|r| row_of(r).map_err(|m| self.misuse(op, &m)))
+            .collect()
     }
 
-    /// The mean of a metric over each selected run's cases, oldest run first. Means are
-    /// summed as SQLite sums (Kahan-Babuska-Neumaier), so that both backends give the same
-    /// numbers to the last bit.
-    pub fn trend(&self, query: &TrendQuery) -> Result<Vec<TrendPoint>, StoreError> {
-        const OP: &str = "computing a trend";
-        let runs = self.select(&query.runs, None)?;
-        let scope = "($2::text IS NULL OR c.domain = $2) AND ($3::text IS NULL OR c.case_id = $3)";
-        let sql = match query.metric.column() {
-            Some(col) => format!(
-                "SELECT c.\"{col}\"::float8 FROM cases c
-                 WHERE c.run = $1 AND c.\"{col}\" IS NOT NULL AND {scope} ORDER BY c.ordinal"
-            ),
-            None => format!(
-                "SELECT m.value FROM case_measures m
-                 JOIN cases c ON c.run = m.run AND c.ordinal = m.ordinal
-                 WHERE m.run = $1 AND m.measure = $4 AND {scope} ORDER BY m.ordinal"
-            ),
-        };
-        let measure = match &query.metric {
-            Metric::Measure(name) => Some(name.clone()),
-            _ => None,
-        };
-        let mut client = self.client.borrow_mut();
-        let st = client.prepare(&sql).map_err(self.pg(OP))?;
-        let mut points = Vec::with_capacity(runs.len());
-        for (seq, run) in runs.into_iter().rev() {
-            let mut p: Params<'_> = vec![&seq, &query.domain, &query.case_id];
-            if let Some(m) = &measure {
-                p.push(m);
-            }
-            let values: Vec<f64> = client
-                .query(&st, &p)
-                .map_err(self.pg(OP))?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            points.push(TrendPoint {
-                run_id: run.id,
-                created_at: run.created_at,
-                label: run.label,
-                cases: values.len(),
-                mean: sqlite_avg(&values),
+    fn execute_on(
+        &self,
+        c: &mut impl GenericClient,
+        op: &'static str,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<(), StoreError> {
+        let st = self.statement(c, op, sql)?;
+        let bound = bind_all(&st, params).map_err(|m| self.misuse(op, &m))?;
+        let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| &**b).collect();
+        c.execute(&st, &refs).map(drop).map_err(self.pg(op))
+    }
+
+    /// One statement over the rows' columns as typed arrays, unnested in order.
+    fn insert_on(
+        &self,
+        c: &mut impl GenericClient,
+        op: &'static str,
+        table: &str,
+        columns: &[(&str, Col)],
+        rows: &[Vec<Value>],
+    ) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<&str> = columns.iter().map(|(c, _)| *c).collect();
+        let arrays: Vec<String> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, (_, col))| {
+                let ty = match col {
+                    Col::Int => "bigint",
+                    Col::Real => "float8",
+                    Col::Text => "text",
+                };
+                format!("?{}::{ty}[]", i + 1)
+            })
+            .collect();
+        let sql = format!(
+            "INSERT INTO {table} ({names}) SELECT {names} FROM unnest({arrays})
+                 WITH ORDINALITY AS u ({names}, veredicto_ordinal) ORDER BY veredicto_ordinal",
+            names = names.join(", "),
+            arrays = arrays.join(", ")
+        );
+        let mut bound: Vec<Box<dyn ToSql + Sync>> = Vec::with_capacity(columns.len());
+        for (i, (name, col)) in columns.iter().enumerate() {
+            let cell = |r: &Vec<Value>| r.get(i).cloned().unwrap_or(Value::Null);
+            let wrong = |v: &Value| self.misuse(op, &format!("{table}.{name}: {v:?}"));
+            bound.push(match col {
+                Col::Int => Box::new(
+                    rows.iter()
+                        .map(|r| match cell(r) {
+                            Value::Null => Ok(None),
+                            Value::Int(v) => Ok(Some(v)),
+                            other => Err(wrong(&other)),
+                        })
+                        .collect::<Result<Vec<Option<i64>>, _>>()?,
+                ),
+                Col::Real => Box::new(
+                    rows.iter()
+                        .map(|r| match cell(r) {
+                            Value::Null => Ok(None),
+                            Value::Real(v) => Ok(Some(v)),
+                            other => Err(wrong(&other)),
+                        })
+                        .collect::<Result<Vec<Option<f64>>, _>>()?,
+                ),
+                Col::Text => Box::new(
+                    rows.iter()
+                        .map(|r| match cell(r) {
+                            Value::Null => Ok(None),
+                            Value::Text(v) => Ok(Some(v)),
+                            other => Err(wrong(&other)),
+                        })
+                        .collect::<Result<Vec<Option<String>>, _>>()?,
+                ),
             });
         }
-        Ok(points)
+        let st = self.statement(c, op, &sql)?;
+        let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| &**b).collect();
+        c.execute(&st, &refs).map(drop).map_err(self.pg(op))
     }
 
-    /// Number of runs.
-    pub fn count(&self) -> Result<usize, StoreError> {
-        let n: i64 = self
-            .client
-            .borrow_mut()
-            .query_one("SELECT count(*) FROM runs", &[])
-            .map_err(self.pg("counting runs"))?
-            .get(0);
-        Ok(usize::try_from(n).unwrap_or(0))
-    }
-
-    /// Checks the database and every run: the append-only triggers are all there and
-    /// enabled, and each run's rows add up (as for the file).
-    pub fn check(&self) -> Result<IntegrityReport, StoreError> {
-        const OP: &str = "checking the history";
-        let (triggers, disabled, incomplete_runs) = {
-            let mut c = self.client.borrow_mut();
-            let row = c
-                .query_one(
-                    "SELECT count(*), count(*) FILTER (WHERE t.tgenabled = 'D')
-                     FROM pg_trigger t JOIN pg_class k ON k.oid = t.tgrelid
-                     WHERE NOT t.tgisinternal AND t.tgname LIKE 'veredicto\\_%'
-                       AND k.oid IN ('runs'::regclass, 'reports'::regclass, 'cases'::regclass,
-                           'case_measures'::regclass, 'expected_chunks'::regclass,
-                           'sealed'::regclass, 'audit_runs'::regclass,
-                           'audit_records'::regclass, 'gate_acceptances'::regclass,
-                           to_regclass('run_chunks'))",
-                    &[],
-                )
-                .map_err(self.pg(OP))?;
-            let (triggers, disabled): (i64, i64) = (row.get(0), row.get(1));
-            let incomplete: Vec<String> = c
-                .query(
-                    "SELECT r.id FROM runs r
-                     LEFT JOIN (SELECT run, count(*) AS n, sum(expected) AS x FROM cases GROUP BY run) c
-                         ON c.run = r.seq
-                     LEFT JOIN (SELECT run, count(*) AS n FROM expected_chunks GROUP BY run) x
-                         ON x.run = r.seq
-                     WHERE coalesce(c.n, 0) != r.cases
-                        OR coalesce(c.x, 0) != coalesce(x.n, 0)
-                        OR NOT EXISTS (SELECT 1 FROM reports WHERE run = r.seq)
-                        OR NOT EXISTS (SELECT 1 FROM sealed WHERE run = r.seq)
-                     ORDER BY r.seq",
-                    &[],
-                )
-                .map_err(self.pg(OP))?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            (triggers, disabled, incomplete)
+    fn lock_on(
+        &self,
+        c: &mut impl GenericClient,
+        op: &'static str,
+        lock: Lock,
+    ) -> Result<(), StoreError> {
+        let key = match lock {
+            Lock::Runs => RUNS_LOCK,
+            Lock::AuditRuns => AUDIT_RUNS_LOCK,
+            Lock::Acceptances => ACCEPTANCES_LOCK,
+            Lock::RunChunks => RUN_CHUNKS_LOCK,
+            Lock::Chain => CHAIN_LOCK,
+            // Records of one audit run are appended one writer at a time, so they keep
+            // their order.
+            Lock::AuditRecords(seq) => {
+                return c
+                    .execute(
+                        "SELECT pg_advisory_xact_lock($1, $2)",
+                        &[&(SCHEMA_LOCK as i32), &(seq as i32)],
+                    )
+                    .map(drop)
+                    .map_err(self.pg(op));
+            }
         };
+        c.execute("SELECT pg_advisory_xact_lock($1)", &[&key])
+            .map(drop)
+            .map_err(self.pg(op))
+    }
+
+    fn has_table_on(&self, c: &mut impl GenericClient, table: &str) -> Result<bool, StoreError> {
+        let rows = self.query_on(
+            c,
+            "reading the schema",
+            "SELECT to_regclass(CAST(?1 AS TEXT)) IS NOT NULL",
+            &[Value::from(table)],
+        )?;
+        Ok(rows.first().map(|r| r.0.first() == Some(&Value::Int(1))) == Some(true))
+    }
+
+    fn create_run_chunks_on(
+        &self,
+        c: &mut impl GenericClient,
+        op: &'static str,
+    ) -> Result<(), StoreError> {
+        c.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+            .map_err(self.pg(op))?;
+        c.batch_execute(RUN_CHUNKS_TABLE)
+            .and_then(|()| c.batch_execute(&guards(&["run_chunks"])))
+            .map_err(self.pg(op))
+    }
+}
+
+/// An open write transaction of a [`PgHistory`].
+struct PgTx<'h, 'c> {
+    tx: RefCell<Transaction<'c>>,
+    history: &'h PgHistory,
+}
+
+/// Implements [`Conn`] by running each statement on the client `$client` yields.
+macro_rules! pg_conn {
+    ($ty:ty, $this:ident => $history:expr, $client:expr) => {
+        impl Conn for $ty {
+            fn location(&self) -> &Path {
+                let $this = self;
+                &$history.location
+            }
+            fn query(
+                &self,
+                op: &'static str,
+                sql: &str,
+                params: &[Value],
+            ) -> Result<Vec<Row>, StoreError> {
+                let $this = self;
+                $history.query_on(&mut *$client(op)?, op, sql, params)
+            }
+            fn execute(
+                &self,
+                op: &'static str,
+                sql: &str,
+                params: &[Value],
+            ) -> Result<(), StoreError> {
+                let $this = self;
+                $history.execute_on(&mut *$client(op)?, op, sql, params)
+            }
+            fn insert_rows(
+                &self,
+                op: &'static str,
+                table: &str,
+                columns: &[(&str, Col)],
+                rows: &[Vec<Value>],
+            ) -> Result<(), StoreError> {
+                let $this = self;
+                $history.insert_on(&mut *$client(op)?, op, table, columns, rows)
+            }
+            fn has_table(&self, table: &str) -> Result<bool, StoreError> {
+                let $this = self;
+                $history.has_table_on(&mut *$client("reading the schema")?, table)
+            }
+            fn lock(&self, op: &'static str, lock: Lock) -> Result<(), StoreError> {
+                let $this = self;
+                $history.lock_on(&mut *$client(op)?, op, lock)
+            }
+            fn create_run_chunks(&self, op: &'static str) -> Result<(), StoreError> {
+                let $this = self;
+                $history.create_run_chunks_on(&mut *$client(op)?, op)
+            }
+        }
+    };
+}
+
+pg_conn!(PgHistory, h => h, |op| h.client(op));
+pg_conn!(PgTx<'_, '_>, t => t.history, |_op| Ok::<_, StoreError>(t.tx.borrow_mut()));
+
+impl Backend for PgHistory {
+    /// Always `postgresql` (for symmetry with the file's journal mode).
+    fn journal_mode(&self) -> &str {
+        "postgresql"
+    }
+
+    fn write<T>(
+        &self,
+        op: &'static str,
+        lock: Lock,
+        f: impl FnOnce(&dyn Conn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut client = self.client(op)?;
+        let tx = client.transaction().map_err(self.pg(op))?;
+        let conn = PgTx {
+            tx: RefCell::new(tx),
+            history: self,
+        };
+        // Writers queue here; readers are not blocked.
+        conn.lock(op, lock)?;
+        let out = f(&conn)?;
+        conn.tx.into_inner().commit().map_err(self.pg(op))?;
+        Ok(out)
+    }
+
+    /// The append-only triggers are all there and enabled.
+    fn check_database(&self) -> Result<(Vec<String>, usize), StoreError> {
+        const OP: &str = "checking the history";
+        let row = self
+            .client(OP)?
+            .query_one(
+                "SELECT count(*), count(*) FILTER (WHERE t.tgenabled = 'D')
+                 FROM pg_trigger t JOIN pg_class k ON k.oid = t.tgrelid
+                 WHERE NOT t.tgisinternal AND t.tgname LIKE 'veredicto\\_%'
+                   AND k.oid IN ('runs'::regclass, 'reports'::regclass, 'cases'::regclass,
+                       'case_measures'::regclass, 'expected_chunks'::regclass,
+                       'sealed'::regclass, 'audit_runs'::regclass,
+                       'audit_records'::regclass, 'gate_acceptances'::regclass,
+                       'chain'::regclass, to_regclass('run_chunks'))",
+                &[],
+            )
+            .map_err(self.pg(OP))?;
+        let (triggers, disabled): (i64, i64) = (row.get(0), row.get(1));
         let mut integrity = Vec::new();
-        let expected = EXPECTED_TRIGGERS + if self.has_run_chunks()? { 2 } else { 0 };
+        let expected = EXPECTED_TRIGGERS + if self.has_table("run_chunks")? { 2 } else { 0 };
         if triggers != expected {
             integrity.push(format!(
                 "append-only triggers: {triggers} of {expected} present"
@@ -1142,610 +797,148 @@ impl PgHistory {
         if integrity.is_empty() {
             integrity.push("ok".to_owned());
         }
-        let (audit_runs, altered_audit_runs) = self.check_audit_runs()?;
-        let (gate_acceptances, unreadable_acceptances) = self.check_acceptances()?;
-        let (run_chunks, chunk_snapshots, unreadable_run_chunks) = self.check_run_chunks()?;
-        Ok(IntegrityReport {
-            runs: self.count()?,
-            integrity,
-            foreign_key_violations: 0,
-            incomplete_runs,
-            audit_runs,
-            altered_audit_runs,
-            gate_acceptances,
-            unreadable_acceptances,
-            run_chunks,
-            chunk_snapshots,
-            unreadable_run_chunks,
-        })
+        Ok((integrity, 0))
     }
+}
 
-    // ---- the chunks each run read ----
+/// Shared SQL's `?n` placeholders as PostgreSQL's `$n` (the shared SQL holds no other `?`).
+fn dollars(sql: &str) -> String {
+    sql.replace('?', "$")
+}
 
-    fn has_run_chunks(&self) -> Result<bool, StoreError> {
-        let row = self
-            .client
-            .borrow_mut()
-            .query_one("SELECT to_regclass('run_chunks') IS NOT NULL", &[])
-            .map_err(self.pg("reading the runs' chunks"))?;
-        Ok(row.get(0))
+/// Each value as the type the server inferred for its parameter.
+fn bind_all(st: &Statement, params: &[Value]) -> Result<Vec<Box<dyn ToSql + Sync>>, String> {
+    if st.params().len() != params.len() {
+        return Err(format!(
+            "{} parameters given, the statement has {}",
+            params.len(),
+            st.params().len()
+        ));
     }
+    st.params()
+        .iter()
+        .zip(params)
+        .map(|(ty, v)| bind(v, ty))
+        .collect()
+}
 
-    /// Keeps the chunks run `run` read, in one transaction; the body only when no earlier
-    /// row has the same fingerprint. Returns the bytes stored (0 for a known snapshot).
-    pub fn record_run_chunks(
-        &self,
-        run: &str,
-        snapshot: &ChunkSnapshot,
-    ) -> Result<usize, StoreError> {
-        const OP: &str = "recording the run's chunks";
-        let raw = snapshot.encode();
-        let fingerprint = fingerprint_of(&raw);
-        let mut client = self.client.borrow_mut();
-        let mut tx = client.transaction().map_err(self.pg(OP))?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&RUN_CHUNKS_LOCK])
-            .map_err(self.pg(OP))?;
-        let exists: bool = tx
-            .query_one("SELECT to_regclass('run_chunks') IS NOT NULL", &[])
-            .map_err(self.pg(OP))?
-            .get(0);
-        if !exists {
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-                .map_err(self.pg(OP))?;
-            tx.batch_execute(RUN_CHUNKS_TABLE)
-                .and_then(|()| tx.batch_execute(&guards(&["run_chunks"])))
-                .map_err(self.pg(OP))?;
-        }
-        let row = tx
-            .query_one(
-                "SELECT coalesce(max(seq), 0) + 1,
-                        EXISTS (SELECT 1 FROM run_chunks WHERE fingerprint = $1 AND body IS NOT NULL)
-                 FROM run_chunks",
-                &[&fingerprint],
-            )
-            .map_err(self.pg(OP))?;
-        let (seq, known): (i64, bool) = (row.get(0), row.get(1));
-        let body = if known {
-            None
-        } else {
-            Some(
-                crate::run_chunks::compress(&raw).map_err(|err| StoreError::Invalid {
-                    path: self.location.clone(),
-                    field: "run_chunks",
-                    message: format!("cannot compress: {err}"),
-                })?,
-            )
+fn bind(v: &Value, ty: &Type) -> Result<Box<dyn ToSql + Sync>, String> {
+    let wrong = || format!("{v:?} for a parameter of type {ty}");
+    Ok(match (v, ty) {
+        (Value::Null, &Type::INT8) => Box::new(None::<i64>),
+        (Value::Null, &Type::INT4) => Box::new(None::<i32>),
+        (Value::Null, &Type::FLOAT8) => Box::new(None::<f64>),
+        (Value::Null, &Type::BYTEA) => Box::new(None::<Vec<u8>>),
+        (Value::Null, _) => Box::new(None::<String>),
+        (Value::Int(i), &Type::INT8) => Box::new(*i),
+        (Value::Int(i), &Type::INT4) => Box::new(i32::try_from(*i).map_err(|_| wrong())?),
+        (Value::Real(r), &Type::FLOAT8) => Box::new(*r),
+        (Value::Text(s), _) => Box::new(s.clone()),
+        (Value::Blob(b), &Type::BYTEA) => Box::new(b.clone()),
+        _ => return Err(wrong()),
+    })
+}
+
+/// A row's columns as values, by their PostgreSQL types.
+fn row_of(r: &postgres::Row) -> Result<Row, String> {
+    let mut out = Vec::with_capacity(r.len());
+    for (i, col) in r.columns().iter().enumerate() {
+        let e = |e: postgres::Error| format!("column {}: {e}", col.name());
+        let v = match *col.type_() {
+            Type::INT8 => r.try_get::<_, Option<i64>>(i).map_err(e)?.map(Value::Int),
+            Type::INT4 => r
+                .try_get::<_, Option<i32>>(i)
+                .map_err(e)?
+                .map(|v| Value::Int(v.into())),
+            Type::BOOL => r
+                .try_get::<_, Option<bool>>(i)
+                .map_err(e)?
+                .map(|v| Value::Int(v.into())),
+            Type::FLOAT8 => r.try_get::<_, Option<f64>>(i).map_err(e)?.map(Value::Real),
+            Type::BYTEA => r
+                .try_get::<_, Option<Vec<u8>>>(i)
+                .map_err(e)?
+                .map(Value::Blob),
+            _ => r
+                .try_get::<_, Option<String>>(i)
+                .map_err(e)?
+                .map(Value::Text),
         };
-        let encoding = body.as_ref().map(|_| crate::run_chunks::ENCODING);
-        tx.execute(
-            "INSERT INTO run_chunks (seq, run, fingerprint, chunks, encoding, body)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[
-                &seq,
-                &run,
-                &fingerprint,
-                &n(snapshot.chunks.len()),
-                &encoding,
-                &body,
-            ],
-        )
-        .map_err(self.pg(OP))?;
-        tx.commit().map_err(self.pg(OP))?;
-        Ok(body.map_or(0, |b| b.len()))
+        out.push(v.unwrap_or(Value::Null));
     }
+    Ok(Row(out))
+}
 
-    /// The chunks run `run` (a full ID) read, when they were kept.
-    pub fn run_chunks(&self, run: &str) -> Result<Option<ChunkSnapshot>, StoreError> {
-        const OP: &str = "reading the run's chunks";
-        if !self.has_run_chunks()? {
-            return Ok(None);
-        }
-        let row = self
-            .client
-            .borrow_mut()
-            .query_opt(
-                "SELECT r.fingerprint, b.encoding, b.body FROM run_chunks r
-                 LEFT JOIN LATERAL (SELECT encoding, body FROM run_chunks
-                                    WHERE fingerprint = r.fingerprint AND body IS NOT NULL
-                                    ORDER BY seq LIMIT 1) b ON true
-                 WHERE r.run = $1",
-                &[&run],
-            )
-            .map_err(self.pg(OP))?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let fingerprint: String = row.get(0);
-        let encoding: Option<String> = row.get(1);
-        let body: Option<Vec<u8>> = row.get(2);
-        let (Some(encoding), Some(body)) = (encoding, body) else {
-            return Err(self.corrupt(
-                run,
-                "chunk snapshot",
-                format!("no stored snapshot has its fingerprint {fingerprint}"),
-            ));
-        };
-        crate::run_chunks::read_body(&self.location, run, &fingerprint, &encoding, &body).map(Some)
+/// Opens the connection `url` names, for the history at the returned location (the URL
+/// without credentials): the user from the URL, `PGUSER` or `USER`; the password from the
+/// URL, `PGPASSWORD` or the password file; no TLS; bounded attempts. This is the whole of
+/// how the history connects.
+fn connect_client(url: &str) -> Result<(Client, PathBuf), StoreError> {
+    let location = PathBuf::from(veredicto_core::redact::url(url));
+    let mut config: Config = url
+        .parse()
+        .map_err(|e: postgres::Error| StoreError::BadUrl {
+            path: location.clone(),
+            message: veredicto_core::redact::secrets_in_text(&e.to_string()),
+        })?;
+    if config.get_ssl_mode() == postgres::config::SslMode::Require {
+        return Err(StoreError::BadUrl {
+            path: location,
+            message: "sslmode=require: this veredicto connects without TLS; reach a remote \
+                      server through an SSH tunnel or a local TLS proxy"
+                .to_owned(),
+        });
     }
-
-    /// IDs of the runs whose chunks were kept, in recording order.
-    pub fn runs_with_chunks(&self) -> Result<Vec<String>, StoreError> {
-        if !self.has_run_chunks()? {
-            return Ok(Vec::new());
+    if config.get_user().is_none() {
+        if let Some(user) = std::env::var("PGUSER")
+            .ok()
+            .or_else(|| std::env::var("USER").ok())
+        {
+            config.user(&user);
         }
-        Ok(self
-            .client
-            .borrow_mut()
-            .query("SELECT run FROM run_chunks ORDER BY seq", &[])
-            .map_err(self.pg("reading the runs' chunks"))?
-            .iter()
-            .map(|r| r.get(0))
-            .collect())
     }
-
-    fn check_run_chunks(&self) -> Result<(usize, usize, Vec<String>), StoreError> {
-        const OP: &str = "checking the runs' chunks";
-        if !self.has_run_chunks()? {
-            return Ok((0, 0, Vec::new()));
+    let host = describe_host(&config);
+    let database = config
+        .get_dbname()
+        .or(config.get_user())
+        .unwrap_or("postgres")
+        .to_owned();
+    if config.get_password().is_none() {
+        if let Some(pw) = password_from_env(&config, &host, &database) {
+            config.password(pw);
         }
-        let rows: Vec<(String, i64)> = self
-            .client
-            .borrow_mut()
-            .query("SELECT run, chunks FROM run_chunks ORDER BY seq", &[])
-            .map_err(self.pg(OP))?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        let bodies: i64 = self
-            .client
-            .borrow_mut()
-            .query_one(
-                "SELECT count(*) FROM run_chunks WHERE body IS NOT NULL",
-                &[],
-            )
-            .map_err(self.pg(OP))?
-            .get(0);
-        let mut bad = Vec::new();
-        for (run, count) in &rows {
-            match self.run_chunks(run) {
-                Ok(Some(s)) if n(s.chunks.len()) == *count => {}
-                _ => bad.push(run.clone()),
+    }
+    config
+        .connect_timeout(CONNECT_TIMEOUT)
+        .application_name("veredicto")
+        .keepalives(true)
+        .options("-c statement_timeout=60000 -c lock_timeout=30000 -c idle_in_transaction_session_timeout=60000");
+    let started = Instant::now();
+    let mut attempts = 0;
+    let client = loop {
+        attempts += 1;
+        match config.connect(NoTls) {
+            Ok(c) => break c,
+            Err(e) => {
+                // A server that answered (wrong password, no such database) will answer
+                // the same again: retry only when it could not be reached.
+                let retry = e.as_db_error().is_none()
+                    && attempts < CONNECT_ATTEMPTS
+                    && started.elapsed() + CONNECT_TIMEOUT < CONNECT_DEADLINE;
+                if !retry {
+                    return Err(StoreError::Connect {
+                        path: location,
+                        host,
+                        database,
+                        attempts,
+                        message: connect_message(&e),
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(250 * u64::from(attempts)));
             }
         }
-        Ok((rows.len(), usize::try_from(bodies).unwrap_or(0), bad))
-    }
-
-    // ---- ingestion gate acceptances ----
-
-    /// Appends an acceptance in one transaction and returns its ID (new when `a.id` is
-    /// empty, else `a.id`, which must sort after every recorded acceptance).
-    pub fn record_acceptance(&self, a: &GateAcceptance) -> Result<String, StoreError> {
-        const OP: &str = "recording a gate acceptance";
-        let (created_ms, random, rejections) = prepare_acceptance(&self.location, a)?;
-        let mut client = self.client.borrow_mut();
-        let mut tx = client.transaction().map_err(self.pg(OP))?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&ACCEPTANCES_LOCK])
-            .map_err(self.pg(OP))?;
-        let row = tx
-            .query_one(
-                "SELECT coalesce(max(seq), 0) + 1, max(id) FROM gate_acceptances",
-                &[],
-            )
-            .map_err(self.pg(OP))?;
-        let seq: i64 = row.get(0);
-        let newest: Option<String> = row.get(1);
-        let new_id = if a.id.is_empty() {
-            id::next(created_ms, random, newest.as_deref())
-        } else {
-            a.id.clone()
-        };
-        tx.execute(
-            "INSERT INTO gate_acceptances (seq, id, created_at, created_ms, index_name, batch,
-                 batch_fingerprint, reason, rejected, rejections, who, tool_version)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-            &[
-                &seq,
-                &new_id,
-                &a.created_at,
-                &created_ms,
-                &a.index,
-                &a.batch,
-                &a.batch_fingerprint,
-                &a.reason,
-                &n(a.rejected),
-                &rejections,
-                &a.who,
-                &a.tool_version,
-            ],
-        )
-        .map_err(self.pg(OP))?;
-        tx.commit().map_err(self.pg(OP))?;
-        Ok(new_id)
-    }
-
-    /// Acceptances, oldest first; only those of one batch when `batch_fingerprint` is given.
-    pub fn acceptances(
-        &self,
-        batch_fingerprint: Option<&str>,
-    ) -> Result<Vec<GateAcceptance>, StoreError> {
-        const OP: &str = "reading gate acceptances";
-        let rows = self
-            .client
-            .borrow_mut()
-            .query(
-                &format!(
-                    "SELECT {ACCEPTANCE_COLUMNS} FROM gate_acceptances
-                     WHERE $1::text IS NULL OR batch_fingerprint = $1 ORDER BY seq"
-                ),
-                &[&batch_fingerprint],
-            )
-            .map_err(self.pg(OP))?;
-        rows.iter()
-            .map(|r| {
-                let id: String = r.get(0);
-                let rejections = parse_rejections(&self.location, &id, r.get(7))?;
-                Ok(GateAcceptance {
-                    id,
-                    created_at: r.get(1),
-                    index: r.get(2),
-                    batch: r.get(3),
-                    batch_fingerprint: r.get(4),
-                    reason: r.get(5),
-                    rejected: usize::try_from(r.get::<_, i64>(6)).unwrap_or(0),
-                    rejections,
-                    who: r.get(8),
-                    tool_version: r.get(9),
-                })
-            })
-            .collect()
-    }
-
-    fn check_acceptances(&self) -> Result<(usize, Vec<String>), StoreError> {
-        let rows: Vec<(String, i64, String)> = self
-            .client
-            .borrow_mut()
-            .query(
-                "SELECT id, rejected, rejections FROM gate_acceptances ORDER BY seq",
-                &[],
-            )
-            .map_err(self.pg("checking gate acceptances"))?
-            .iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2)))
-            .collect();
-        Ok((rows.len(), unreadable(&self.location, &rows)))
-    }
-
-    // ---- grounding audit runs ----
-
-    /// Records an audit run in one transaction and returns its new ID.
-    pub fn record_audit_run(
-        &self,
-        meta: &AuditRunMeta,
-        cases: &[u8],
-        notes: Option<&[u8]>,
-        records: &[(AuditRecordKind, String)],
-    ) -> Result<String, StoreError> {
-        if !meta.id.is_empty() {
-            return Err(StoreError::IdGiven {
-                path: self.location.clone(),
-                id: meta.id.clone(),
-            });
-        }
-        self.insert_audit_run(meta, None, cases, notes, records)
-    }
-
-    /// Records an audit run copied from another history under its own ID.
-    pub fn import_audit_run(
-        &self,
-        run: &AuditRun,
-        records: &[(AuditRecordKind, String)],
-    ) -> Result<(), StoreError> {
-        self.insert_audit_run(
-            &run.meta,
-            Some(&run.meta.id),
-            &run.cases,
-            run.notes.as_deref(),
-            records,
-        )
-        .map(drop)
-    }
-
-    fn insert_audit_run(
-        &self,
-        meta: &AuditRunMeta,
-        fixed_id: Option<&str>,
-        cases: &[u8],
-        notes: Option<&[u8]>,
-        records: &[(AuditRecordKind, String)],
-    ) -> Result<String, StoreError> {
-        const OP: &str = "recording an audit run";
-        let (created_ms, random, counts) = prepare_audit(&self.location, meta)?;
-        let replay_of = match &meta.replay_of {
-            Some(r) => Some(self.resolve_audit(r)?),
-            None => None,
-        };
-        let mut client = self.client.borrow_mut();
-        let mut tx = client.transaction().map_err(self.pg(OP))?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&AUDIT_RUNS_LOCK])
-            .map_err(self.pg(OP))?;
-        let row = tx
-            .query_one(
-                "SELECT coalesce(max(seq), 0) + 1, max(id) FROM audit_runs",
-                &[],
-            )
-            .map_err(self.pg(OP))?;
-        let seq: i64 = row.get(0);
-        let newest: Option<String> = row.get(1);
-        let run_id = match fixed_id {
-            Some(kept) => kept.to_owned(),
-            None => id::next(created_ms, random, newest.as_deref()),
-        };
-        tx.execute(
-            "INSERT INTO audit_runs (seq, id, created_at, created_ms, label, replay_of,
-                 cases_name, cases_sha256, cases_body, notes, counts, tool_version,
-                 git_revision)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-            &[
-                &seq,
-                &run_id,
-                &meta.created_at,
-                &created_ms,
-                &meta.label,
-                &replay_of,
-                &meta.cases_name,
-                &sha256(cases),
-                &cases,
-                &notes,
-                &counts,
-                &meta.tool_version,
-                &meta.git_revision,
-            ],
-        )
-        .map_err(self.pg(OP))?;
-        self.insert_records(&mut tx, seq, records)?;
-        tx.commit().map_err(self.pg(OP))?;
-        Ok(run_id)
-    }
-
-    fn insert_records(
-        &self,
-        tx: &mut Transaction<'_>,
-        run: i64,
-        records: &[(AuditRecordKind, String)],
-    ) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let kinds: Vec<&str> = records.iter().map(|(k, _)| k.as_str()).collect();
-        let bodies: Vec<&str> = records.iter().map(|(_, b)| b.as_str()).collect();
-        tx.execute(
-            "INSERT INTO audit_records (run, kind, body)
-             SELECT $1, k, b FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS r (k, b, o)
-             ORDER BY o",
-            &[&run, &kinds, &bodies],
-        )
-        .map_err(self.pg("appending to an audit run"))?;
-        Ok(())
-    }
-
-    /// Appends records to a recorded audit run, all in one transaction.
-    pub fn append_audit_records(
-        &self,
-        run: &str,
-        records: &[(AuditRecordKind, String)],
-    ) -> Result<(), StoreError> {
-        const OP: &str = "appending to an audit run";
-        let id = self.resolve_audit(run)?;
-        let seq = self.audit_seq(&id)?;
-        let mut client = self.client.borrow_mut();
-        let mut tx = client.transaction().map_err(self.pg(OP))?;
-        // Records of one run are appended one writer at a time, so they keep their order.
-        tx.execute(
-            "SELECT pg_advisory_xact_lock($1, $2)",
-            &[&(SCHEMA_LOCK as i32), &(seq as i32)],
-        )
-        .map_err(self.pg(OP))?;
-        self.insert_records(&mut tx, seq, records)?;
-        tx.commit().map_err(self.pg(OP))
-    }
-
-    fn audit_seq(&self, id: &str) -> Result<i64, StoreError> {
-        self.client
-            .borrow_mut()
-            .query_opt("SELECT seq FROM audit_runs WHERE id = $1", &[&id])
-            .map_err(self.pg("reading an audit run"))?
-            .map(|r| r.get(0))
-            .ok_or_else(|| StoreError::AuditRunNotFound {
-                path: self.location.clone(),
-                query: id.to_owned(),
-            })
-    }
-
-    fn audit_meta_row(&self, r: &Row) -> Result<AuditRunMeta, StoreError> {
-        let id: String = r.get(1);
-        let counts: String = r.get(7);
-        let counts: AuditCounts = serde_json::from_str(&counts)
-            .map_err(|err| self.corrupt(&id, "audit counts", err.to_string()))?;
-        Ok(AuditRunMeta {
-            id,
-            created_at: r.get(2),
-            label: r.get(3),
-            replay_of: r.get(4),
-            cases_name: r.get(5),
-            cases_sha256: r.get(6),
-            counts,
-            tool_version: r.get(8),
-            git_revision: r.get(9),
-        })
-    }
-
-    /// The whole audit run, its case file checked against its SHA-256.
-    pub fn audit_run(&self, id_or_prefix: &str) -> Result<AuditRun, StoreError> {
-        const OP: &str = "reading an audit run";
-        let id = self.resolve_audit(id_or_prefix)?;
-        let row = self
-            .client
-            .borrow_mut()
-            .query_one(
-                &format!(
-                    "SELECT {}, cases_body, notes FROM audit_runs WHERE id = $1",
-                    crate::audit::META_COLUMNS
-                ),
-                &[&id],
-            )
-            .map_err(self.pg(OP))?;
-        let meta = self.audit_meta_row(&row)?;
-        let cases: Vec<u8> = row.get(10);
-        let notes: Option<Vec<u8>> = row.get(11);
-        let actual = sha256(&cases);
-        if actual != meta.cases_sha256 {
-            return Err(self.corrupt(
-                &id,
-                "case file",
-                format!("SHA-256 is {actual}, recorded {}", meta.cases_sha256),
-            ));
-        }
-        Ok(AuditRun { meta, cases, notes })
-    }
-
-    /// The records of `kind` appended to an audit run, in order.
-    pub fn audit_records(
-        &self,
-        id_or_prefix: &str,
-        kind: AuditRecordKind,
-    ) -> Result<Vec<String>, StoreError> {
-        let id = self.resolve_audit(id_or_prefix)?;
-        let seq = self.audit_seq(&id)?;
-        Ok(self
-            .client
-            .borrow_mut()
-            .query(
-                "SELECT body FROM audit_records WHERE run = $1 AND kind = $2 ORDER BY seq",
-                &[&seq, &kind.as_str()],
-            )
-            .map_err(self.pg("reading audit records"))?
-            .iter()
-            .map(|r| r.get(0))
-            .collect())
-    }
-
-    /// Audit runs, newest first (at most `limit`).
-    pub fn audit_runs(&self, limit: Option<usize>) -> Result<Vec<AuditRunSummary>, StoreError> {
-        const OP: &str = "listing audit runs";
-        let limit = limit.map_or_else(|| "ALL".to_owned(), |n| n.to_string());
-        let rows = self
-            .client
-            .borrow_mut()
-            .query(
-                &format!(
-                    "SELECT {},
-                         (SELECT count(*) FROM audit_records WHERE run = a.seq AND kind = 'review'),
-                         (SELECT count(*) FROM audit_records WHERE run = a.seq AND kind = 'suggestion')
-                     FROM audit_runs a ORDER BY seq DESC LIMIT {limit}",
-                    crate::audit::META_COLUMNS
-                ),
-                &[],
-            )
-            .map_err(self.pg(OP))?;
-        rows.iter()
-            .map(|r| {
-                Ok(AuditRunSummary {
-                    meta: self.audit_meta_row(r)?,
-                    reviews: usize::try_from(r.get::<_, i64>(10)).unwrap_or(0),
-                    suggestions: usize::try_from(r.get::<_, i64>(11)).unwrap_or(0),
-                })
-            })
-            .collect()
-    }
-
-    fn check_audit_runs(&self) -> Result<(usize, Vec<String>), StoreError> {
-        let rows = self
-            .client
-            .borrow_mut()
-            .query(
-                "SELECT id, cases_sha256, cases_body FROM audit_runs ORDER BY seq",
-                &[],
-            )
-            .map_err(self.pg("checking audit runs"))?;
-        let altered = rows
-            .iter()
-            .filter(|r| sha256(r.get::<_, &[u8]>(2)) != r.get::<_, &str>(1))
-            .map(|r| r.get(0))
-            .collect();
-        Ok((rows.len(), altered))
-    }
-
-    /// IDs of the audit runs recorded from a case file with these exact bytes, newest first.
-    pub fn audit_runs_of(&self, cases: &[u8]) -> Result<Vec<String>, StoreError> {
-        Ok(self
-            .client
-            .borrow_mut()
-            .query(
-                "SELECT id FROM audit_runs WHERE cases_sha256 = $1 ORDER BY seq DESC",
-                &[&sha256(cases)],
-            )
-            .map_err(self.pg("reading audit runs"))?
-            .iter()
-            .map(|r| r.get(0))
-            .collect())
-    }
-
-    /// The run an audit run is compared with by default: the run it replays, else the
-    /// newest earlier run recorded from a case file of the same name.
-    pub fn previous_audit_run(&self, id_or_prefix: &str) -> Result<Option<String>, StoreError> {
-        let run = self.audit_run(id_or_prefix)?;
-        if let Some(r) = run.meta.replay_of {
-            return Ok(Some(r));
-        }
-        Ok(self
-            .client
-            .borrow_mut()
-            .query_opt(
-                "SELECT id FROM audit_runs WHERE id < $1 AND cases_name = $2
-                 ORDER BY seq DESC LIMIT 1",
-                &[&run.meta.id, &run.meta.cases_name],
-            )
-            .map_err(self.pg("reading an audit run"))?
-            .map(|r| r.get(0)))
-    }
-}
-
-/// `?` placeholders as `$1`, `$2`, … (the conditions hold no other `?`).
-fn numbered(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len() + 8);
-    let mut i = 0;
-    for ch in sql.chars() {
-        if ch == '?' {
-            i += 1;
-            out.push_str(&format!("${i}"));
-        } else {
-            out.push(ch);
-        }
-    }
-    out
-}
-
-/// The mean SQLite's `avg()` computes: a Kahan-Babuska-Neumaier sum divided by the count;
-/// `None` for no values.
-fn sqlite_avg(values: &[f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    let (mut sum, mut err) = (0.0f64, 0.0f64);
-    for &r in values {
-        let t = sum + r;
-        if sum.abs() > r.abs() {
-            err += (sum - t) + r;
-        } else {
-            err += (r - t) + sum;
-        }
-        sum = t;
-    }
-    if !err.is_nan() {
-        sum += err;
-    }
-    #[allow(clippy::cast_precision_loss)]
-    Some(sum / values.len() as f64)
+    };
+    Ok((client, location))
 }
 
 /// `host:port` (or the socket directory) the configuration connects to.
@@ -1826,16 +1019,15 @@ fn split_pgpass(line: &str) -> Vec<String> {
     }
     fields
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn placeholders_are_numbered_in_order() {
+    fn placeholders_are_numbered_as_postgresql_numbers_them() {
         assert_eq!(
-            numbered("WHERE a = ? AND b >= ? AND c < ?"),
-            "WHERE a = $1 AND b >= $2 AND c < $3"
+            dollars("WHERE a = ?1 AND b >= ?2 AND c < ?3 OR d = ?1"),
+            "WHERE a = $1 AND b >= $2 AND c < $3 OR d = $1"
         );
     }
 
@@ -1845,13 +1037,5 @@ mod tests {
             split_pgpass(r"db\:host:5432:*:ann:p\:w\\d"),
             ["db:host", "5432", "*", "ann", r"p:w\d"]
         );
-    }
-
-    #[test]
-    fn the_mean_is_sqlites() {
-        assert_eq!(sqlite_avg(&[]), None);
-        assert_eq!(sqlite_avg(&[1.0, 2.0]), Some(1.5));
-        // Compensated: 0.1 ten times sums to exactly 1.
-        assert_eq!(sqlite_avg(&[0.1; 10]), Some(0.1));
     }
 }

@@ -5,11 +5,12 @@
 //! with that fingerprint: runs on an unchanged corpus point to the earlier snapshot and
 //! add no body. Append-only like the other tables.
 
-use crate::{SqliteHistory, StoreError};
+use crate::backend::{values, Backend, Conn, ConnExt, Lock};
+use crate::seal::{self, SealKind};
+use crate::StoreError;
 use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
-use rusqlite::{params, OptionalExtension};
 use std::io::{Read, Write};
 use std::path::Path;
 use veredicto_core::snapshot::{fingerprint_of, ChunkSnapshot};
@@ -67,135 +68,125 @@ pub(crate) fn read_body(
     ChunkSnapshot::decode(&raw).map_err(corrupt)
 }
 
-impl SqliteHistory {
-    /// Keeps the chunks run `run` read, in one transaction; the body only when no earlier
-    /// row has the same fingerprint. Returns the bytes stored (0 for a known snapshot).
-    pub fn record_run_chunks(
-        &self,
-        run: &str,
-        snapshot: &ChunkSnapshot,
-    ) -> Result<usize, StoreError> {
-        const OP: &str = "recording the run's chunks";
-        let raw = snapshot.encode();
-        let fingerprint = fingerprint_of(&raw);
-        let tx = self.begin(OP)?;
-        let e = |e| self.sql(OP, e);
-        if !has_table(&tx).map_err(e)? {
-            // A version-3 file made before the table existed.
-            tx.execute_batch(SQLITE_TABLE)
-                .and_then(|()| tx.execute_batch(&crate::schema::run_chunks_triggers()))
-                .map_err(e)?;
+/// Keeps the chunks run `run` read, in one transaction; the body only when no earlier row
+/// has the same fingerprint. Returns the bytes stored (0 for a known snapshot).
+pub(crate) fn record_run_chunks(
+    b: &impl Backend,
+    run: &str,
+    snapshot: &ChunkSnapshot,
+) -> Result<usize, StoreError> {
+    const OP: &str = "recording the run's chunks";
+    let raw = snapshot.encode();
+    let fingerprint = fingerprint_of(&raw);
+    b.write(OP, Lock::RunChunks, |c| {
+        if !c.has_table("run_chunks")? {
+            c.create_run_chunks(OP)?;
         }
-        let known: bool = tx
-            .prepare_cached(
-                "SELECT count(*) > 0 FROM run_chunks WHERE fingerprint = ?1 AND body IS NOT NULL",
-            )
-            .and_then(|mut st| st.query_row([&fingerprint], |r| r.get(0)))
-            .map_err(e)?;
+        let (seq, known) = c.one(
+            OP,
+            "SELECT coalesce(max(seq), 0) + 1,
+                    (SELECT count(*) FROM run_chunks WHERE fingerprint = ?1 AND body IS NOT NULL)
+             FROM run_chunks",
+            &values![&fingerprint],
+            |r| Ok((r.int(0)?, r.int(1)? > 0)),
+        )?;
         let body = if known {
             None
         } else {
             Some(compress(&raw).map_err(|err| StoreError::Invalid {
-                path: self.path.clone(),
+                path: c.location().to_owned(),
                 field: "run_chunks",
                 message: format!("cannot compress: {err}"),
             })?)
         };
-        tx.prepare_cached(
-            "INSERT INTO run_chunks (run, fingerprint, chunks, encoding, body)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-        )
-        .and_then(|mut st| {
-            st.execute(params![
+        c.execute(
+            OP,
+            "INSERT INTO run_chunks (seq, run, fingerprint, chunks, encoding, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &values![
+                seq,
                 run,
-                fingerprint,
-                i64::try_from(snapshot.chunks.len()).unwrap_or(i64::MAX),
+                &fingerprint,
+                snapshot.chunks.len(),
                 body.as_ref().map(|_| ENCODING),
-                body,
-            ])
-        })
-        .map_err(e)?;
-        tx.commit().map_err(e)?;
+                body.clone(),
+            ],
+        )?;
+        seal::seal(c, SealKind::RunChunks, run, 0)?;
         Ok(body.map_or(0, |b| b.len()))
-    }
-
-    /// The chunks run `run` (a full ID) read, when they were kept.
-    pub fn run_chunks(&self, run: &str) -> Result<Option<ChunkSnapshot>, StoreError> {
-        const OP: &str = "reading the run's chunks";
-        let e = |e| self.sql(OP, e);
-        if !has_table(&self.conn).map_err(e)? {
-            return Ok(None);
-        }
-        let Some(fingerprint): Option<String> = self
-            .conn
-            .prepare_cached("SELECT fingerprint FROM run_chunks WHERE run = ?1")
-            .and_then(|mut st| st.query_row([run], |r| r.get(0)).optional())
-            .map_err(e)?
-        else {
-            return Ok(None);
-        };
-        let (encoding, body): (String, Vec<u8>) = self
-            .conn
-            .prepare_cached(
-                "SELECT encoding, body FROM run_chunks
-                 WHERE fingerprint = ?1 AND body IS NOT NULL ORDER BY seq LIMIT 1",
-            )
-            .and_then(|mut st| st.query_row([&fingerprint], |r| Ok((r.get(0)?, r.get(1)?))))
-            .map_err(e)?;
-        read_body(&self.path, run, &fingerprint, &encoding, &body).map(Some)
-    }
-
-    /// IDs of the runs whose chunks were kept, in recording order.
-    pub fn runs_with_chunks(&self) -> Result<Vec<String>, StoreError> {
-        let e = |e| self.sql("reading the runs' chunks", e);
-        if !has_table(&self.conn).map_err(e)? {
-            return Ok(Vec::new());
-        }
-        self.conn
-            .prepare("SELECT run FROM run_chunks ORDER BY seq")
-            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
-            .map_err(e)
-    }
-
-    /// `(rows, stored bodies, runs whose chunks do not read back)` for `check`.
-    pub(crate) fn check_run_chunks(&self) -> Result<(usize, usize, Vec<String>), StoreError> {
-        let runs = self.runs_with_chunks()?;
-        let mut bodies = 0;
-        let mut bad = Vec::new();
-        if !runs.is_empty() {
-            bodies = self
-                .conn
-                .query_row(
-                    "SELECT count(*) FROM run_chunks WHERE body IS NOT NULL",
-                    [],
-                    |r| r.get::<_, i64>(0),
-                )
-                .map_err(|e| self.sql("checking the runs' chunks", e))?;
-        }
-        for run in &runs {
-            match self.run_chunks(run) {
-                Ok(Some(s)) if self.chunk_count(run)? == s.chunks.len() => {}
-                _ => bad.push(run.clone()),
-            }
-        }
-        Ok((runs.len(), usize::try_from(bodies).unwrap_or(0), bad))
-    }
-
-    fn chunk_count(&self, run: &str) -> Result<usize, StoreError> {
-        self.conn
-            .query_row("SELECT chunks FROM run_chunks WHERE run = ?1", [run], |r| {
-                r.get::<_, i64>(0)
-            })
-            .map(|n| usize::try_from(n).unwrap_or(0))
-            .map_err(|e| self.sql("checking the runs' chunks", e))
-    }
+    })
 }
 
-fn has_table(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'run_chunks'",
-        [],
-        |r| r.get::<_, i64>(0),
+/// The chunks run `run` (a full ID) read, when they were kept.
+pub(crate) fn run_chunks(c: &dyn Conn, run: &str) -> Result<Option<ChunkSnapshot>, StoreError> {
+    const OP: &str = "reading the run's chunks";
+    if !c.has_table("run_chunks")? {
+        return Ok(None);
+    }
+    let Some(fingerprint) = c.first(
+        OP,
+        "SELECT fingerprint FROM run_chunks WHERE run = ?1",
+        &values![run],
+        |r| r.text(0),
+    )?
+    else {
+        return Ok(None);
+    };
+    let Some((encoding, body)) = c.first(
+        OP,
+        "SELECT encoding, body FROM run_chunks
+         WHERE fingerprint = ?1 AND body IS NOT NULL ORDER BY seq LIMIT 1",
+        &values![&fingerprint],
+        |r| Ok((r.text(0)?, r.blob(1)?)),
+    )?
+    else {
+        return Err(StoreError::Corrupt {
+            path: c.location().to_owned(),
+            run: run.to_owned(),
+            what: "chunk snapshot",
+            message: format!("no stored snapshot has its fingerprint {fingerprint}"),
+        });
+    };
+    read_body(c.location(), run, &fingerprint, &encoding, &body).map(Some)
+}
+
+/// IDs of the runs whose chunks were kept, in recording order.
+pub(crate) fn runs_with_chunks(c: &dyn Conn) -> Result<Vec<String>, StoreError> {
+    if !c.has_table("run_chunks")? {
+        return Ok(Vec::new());
+    }
+    c.rows(
+        "reading the runs' chunks",
+        "SELECT run FROM run_chunks ORDER BY seq",
+        &[],
+        |r| r.text(0),
     )
-    .map(|n| n > 0)
+}
+
+/// `(rows, stored bodies, runs whose chunks do not read back)` for `check`.
+pub(crate) fn check_run_chunks(c: &dyn Conn) -> Result<(usize, usize, Vec<String>), StoreError> {
+    const OP: &str = "checking the runs' chunks";
+    if !c.has_table("run_chunks")? {
+        return Ok((0, 0, Vec::new()));
+    }
+    let rows = c.rows(
+        OP,
+        "SELECT run, chunks FROM run_chunks ORDER BY seq",
+        &[],
+        |r| Ok((r.text(0)?, r.count(1)?)),
+    )?;
+    let bodies = c.one(
+        OP,
+        "SELECT count(*) FROM run_chunks WHERE body IS NOT NULL",
+        &[],
+        |r| r.count(0),
+    )?;
+    let mut bad = Vec::new();
+    for (run, count) in &rows {
+        match run_chunks(c, run) {
+            Ok(Some(s)) if s.chunks.len() == *count => {}
+            _ => bad.push(run.clone()),
+        }
+    }
+    Ok((rows.len(), bodies, bad))
 }

@@ -1,4 +1,5 @@
-//! The database schema, version 1 (documented in `docs/history.md`).
+//! The database schema (documented in `docs/history.md`): version 1 below, then each later
+//! version's tables.
 //!
 //! - `runs`: one row per recorded run. `seq` (the rowid) is the internal key, in recording
 //!   order; `id` is the public, sortable run ID. Provenance, the configuration's filterable
@@ -19,9 +20,10 @@
 pub(crate) const APPLICATION_ID: i64 = 0x5652_4443;
 
 /// `PRAGMA user_version` of the schema below: 1 (exam runs), 2 (adds the grounding audit
-/// tables), 3 (adds the ingestion gate's written acceptances and the chunks each run read). An older file is upgraded in
-/// place, in one transaction, when opened for writing.
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+/// tables), 3 (adds the ingestion gate's written acceptances and the chunks each run read),
+/// 4 (adds the seals, `chain`). An older file is upgraded in place, in one transaction, when
+/// opened for writing.
+pub(crate) const SCHEMA_VERSION: i64 = 4;
 
 /// Tables, indices and append-only triggers of version 1.
 pub(crate) const SCHEMA_V1: &str = r#"
@@ -170,6 +172,31 @@ CREATE TABLE gate_acceptances (
 );
 CREATE INDEX gate_acceptances_by_batch ON gate_acceptances (batch_fingerprint, seq);
 "#;
+
+/// Version 4: the seals (`seal.rs`), one row per sealed item, in chain order.
+pub(crate) const SCHEMA_V4_CHAIN: &str = r#"
+CREATE TABLE chain (
+    seq     INTEGER PRIMARY KEY,
+    kind    TEXT    NOT NULL CHECK (kind IN ('run', 'audit_run', 'review', 'suggestion',
+                                             'gate_acceptance', 'run_chunks')),
+    item    TEXT    NOT NULL,
+    part    INTEGER NOT NULL,
+    origin  TEXT    NOT NULL CHECK (origin IN ('recorded', 'upgrade')),
+    content TEXT    NOT NULL,
+    digest  TEXT    NOT NULL,
+    UNIQUE (kind, item, part)
+);
+"#;
+
+/// Append-only triggers of the seals: never changed or removed, appended in order.
+pub(crate) fn chain_triggers() -> String {
+    guard(
+        "chain",
+        "EXISTS (SELECT 1 FROM chain WHERE seq = NEW.seq \
+         OR (kind = NEW.kind AND item = NEW.item AND part = NEW.part)) \
+         OR NEW.seq <= (SELECT max(seq) FROM chain)",
+    )
+}
 
 /// Append-only triggers of the runs' chunk snapshots (`run_chunks`, version 3): one row
 /// per run, never changed or removed.

@@ -191,9 +191,9 @@ fn acceptances_migrate_both_ways() {
     assert_eq!(to_back.check().expect("checks").gate_acceptances, 3);
 }
 
-/// A version-2 file (exam and audit runs, no acceptances table), as the previous release
-/// wrote it: read-only it lists no acceptance and is left alone; opened for writing it is
-/// upgraded in place to version 3, keeps its runs, and records acceptances.
+/// A version-2 file (exam and audit runs, no acceptances table), as that release wrote it:
+/// read-only it lists no acceptance and is left alone; opened for writing it is upgraded in
+/// place to the current version, keeps its runs, and records acceptances.
 #[test]
 fn a_version_2_file_is_upgraded_to_hold_acceptances() {
     let fx = Fixture::new(Backend::Sqlite);
@@ -216,6 +216,8 @@ fn a_version_2_file_is_upgraded_to_hold_acceptances() {
          DROP TRIGGER gate_acceptances_no_replace; DROP TABLE gate_acceptances;
          DROP TRIGGER run_chunks_no_update; DROP TRIGGER run_chunks_no_delete;
          DROP TRIGGER run_chunks_no_replace; DROP TABLE run_chunks;
+         DROP TRIGGER chain_no_update; DROP TRIGGER chain_no_delete;
+         DROP TRIGGER chain_no_replace; DROP TABLE chain;
          PRAGMA user_version = 2;",
     )
     .expect("downgrades");
@@ -231,7 +233,7 @@ fn a_version_2_file_is_upgraded_to_hold_acceptances() {
     };
     assert_eq!(version(&fx), 2, "a read-only open changes nothing");
     let h = History::open_existing(std::path::Path::new(&fx.spec)).expect("upgrades");
-    assert_eq!(version(&fx), 3);
+    assert_eq!(version(&fx), 4);
     assert_eq!(h.get(&id).expect("keeps its run").report.cases.len(), 12);
     h.record_acceptance(&acceptance("nightly", "2026-11-30T09:00:00Z", 1))
         .expect("records");

@@ -11,7 +11,10 @@ use rusqlite::Connection;
 use veredicto_core::exam::{ExamReport, Verdict};
 use veredicto_core::history::RunMeta;
 use veredicto_store::synthetic::{meta, Synthetic};
-use veredicto_store::{History, Metric, RunFilter, StoreError, TrendQuery};
+use veredicto_store::{
+    AuditCounts, AuditRecordKind, AuditRunMeta, GateAcceptance, History, Metric, RunFilter,
+    SealKind, SealOrigin, SealProblem, StoreError, TrendQuery,
+};
 
 fn exam(cases: usize, seed: u64, skill: f64, golden_version: u32) -> ExamReport {
     Synthetic {
@@ -689,15 +692,15 @@ fn foreign_and_newer_files_are_refused_untouched() {
     let newer = dir.path().join("newer.db");
     drop(History::open(&newer).expect("creates"));
     Connection::open(&newer)
-        .and_then(|c| c.execute_batch("PRAGMA user_version = 4;"))
+        .and_then(|c| c.execute_batch("PRAGMA user_version = 5;"))
         .expect("bumps the version");
     let err = History::open(&newer).expect_err("newer schema");
     assert!(
         matches!(
             err,
             StoreError::NewerSchema {
-                found: 4,
-                supported: 3,
+                found: 5,
+                supported: 4,
                 ..
             }
         ),
@@ -787,6 +790,321 @@ fn check_finds_runs_with_missing_rows(b: Backend) {
     assert_eq!(check.incomplete_runs, [first, second, third]);
 }
 
+/// The issue's attack: a run's verdict and its case rows rewritten with the append-only
+/// guards switched off and on again (anyone who owns the database can). `check` said `ok`;
+/// every run is now sealed with a digest of what was recorded, chained to the previous
+/// run's, and `check` recomputes the chain and names the rewritten run.
+fn check_finds_a_run_rewritten_with_the_guards_off(b: Backend) {
+    let fx = Fixture::new(b);
+    let h = fx.open();
+    let stop = exam(20, 2, 0.7, 1);
+    assert_eq!(stop.verdict, Verdict::Stop);
+    let first = record(&h, &exam(20, 1, 1.0, 1), "2025-11-14T09:30:00Z", None);
+    let second = record(&h, &stop, "2025-11-14T09:31:00Z", None);
+    let third = record(&h, &exam(20, 3, 1.0, 1), "2025-11-14T09:32:00Z", None);
+    assert!(h.check().expect("checks").is_ok());
+    drop(h);
+    let rewrite = "UPDATE runs SET verdict = 'accept', reasons = '[]', failing = 0,
+             failing_gold = 0 WHERE seq = 2;
+         UPDATE cases SET passed = 1, reasons = '[]' WHERE run = 2;";
+    let mut raw = fx.raw();
+    match b {
+        Backend::Sqlite => {
+            // Drop the guards, rewrite, and put the very same guards back.
+            let guards: Vec<String> = raw
+                .query(
+                    "SELECT sql FROM sqlite_master WHERE type = 'trigger'
+                     AND name IN ('runs_no_update', 'cases_no_update') ORDER BY name",
+                )
+                .into_iter()
+                .map(|r| match &r[0] {
+                    V::Text(sql) => sql.clone(),
+                    other => panic!("trigger SQL: {other:?}"),
+                })
+                .collect();
+            assert_eq!(guards.len(), 2);
+            raw.exec(&format!(
+                "DROP TRIGGER runs_no_update; DROP TRIGGER cases_no_update; {rewrite} {};",
+                guards.join(";\n")
+            ))
+            .expect("tampers");
+        }
+        Backend::Postgres => raw
+            .exec(&format!(
+                "ALTER TABLE runs DISABLE TRIGGER ALL; ALTER TABLE cases DISABLE TRIGGER ALL;
+                 {rewrite}
+                 ALTER TABLE runs ENABLE TRIGGER ALL; ALTER TABLE cases ENABLE TRIGGER ALL;"
+            ))
+            .expect("tampers"),
+    }
+    drop(raw);
+    let h = fx.open();
+    assert_eq!(
+        h.summary(&second).expect("summary").verdict,
+        Verdict::Accept,
+        "the rewrite took"
+    );
+    let check = h.check().expect("checks");
+    assert_eq!(check.integrity, ["ok"], "the guards are all back");
+    assert!(check.incomplete_runs.is_empty(), "{check:?}");
+    assert!(!check.is_ok(), "the rewritten run must be found: {check:?}");
+    let broken = check.seals.first_break.as_ref().expect("a broken seal");
+    assert_eq!(
+        (
+            broken.kind,
+            broken.id.as_str(),
+            broken.problem,
+            broken.position
+        ),
+        (SealKind::Run, second.as_str(), SealProblem::Content, 2),
+        "{check:?}"
+    );
+    assert_eq!(broken.item, format!("run {second}"));
+    assert_eq!(check.seals.broken, 1, "only that run: {check:?}");
+    assert!(check.seals.unsealed.is_empty());
+    assert_eq!((check.seals.seals, check.seals.sealed_at_upgrade), (3, 0));
+    let seals = h.seals().expect("seals");
+    assert_eq!(
+        seals.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        [first.as_str(), second.as_str(), third.as_str()]
+    );
+    assert!(seals.iter().all(|s| s.origin == SealOrigin::Recorded));
+}
+
+/// Removing or rewriting a seal itself shows as a broken link: the seal after a removed one
+/// does not follow from the one before it, and the removed seal's run is unsealed.
+fn check_finds_a_removed_or_rewritten_seal(b: Backend) {
+    let fx = Fixture::new(b);
+    let h = fx.open();
+    let report = exam(10, 1, 1.0, 1);
+    let ids: Vec<String> = (0..4)
+        .map(|i| record(&h, &report, &format!("2025-11-14T09:3{i}:00Z"), None))
+        .collect();
+    assert!(h.check().expect("checks").is_ok());
+    drop(h);
+    let off = |sql: &str| match b {
+        Backend::Sqlite => {
+            format!("DROP TRIGGER chain_no_update; DROP TRIGGER chain_no_delete; {sql}")
+        }
+        Backend::Postgres => format!(
+            "ALTER TABLE chain DISABLE TRIGGER ALL; {sql} ALTER TABLE chain ENABLE TRIGGER ALL;"
+        ),
+    };
+    fx.raw()
+        .exec(&off("DELETE FROM chain WHERE seq = 2;
+             UPDATE chain SET content = 'sha256:00' WHERE seq = 4;"))
+        .expect("tampers");
+    let check = fx.open().check().expect("checks");
+    assert!(!check.is_ok());
+    let broken = check.seals.first_break.expect("a broken link");
+    assert_eq!(
+        (broken.problem, broken.position, broken.id.as_str()),
+        (SealProblem::Link, 3, ids[2].as_str()),
+        "the seal after the removed one"
+    );
+    assert_eq!(check.seals.broken, 2, "and the rewritten one");
+    assert_eq!(check.seals.unsealed, [format!("run {}", ids[1])]);
+}
+
+/// Audit runs, their reviews, gate acceptances and chunk lists are sealed like exam runs: a
+/// review rewritten with the guards off is named, so is an acceptance's reason.
+fn check_finds_a_rewritten_review_or_acceptance(b: Backend) {
+    let fx = Fixture::new(b);
+    let h = fx.open();
+    let report = exam(10, 1, 1.0, 1);
+    let run = record(&h, &report, "2025-11-14T09:30:00Z", None);
+    let audit = h
+        .record_audit_run(
+            &AuditRunMeta {
+                id: String::new(),
+                created_at: "2026-11-30T10:00:00Z".into(),
+                label: None,
+                replay_of: None,
+                cases_name: "q.yaml".into(),
+                cases_sha256: String::new(),
+                counts: AuditCounts::default(),
+                tool_version: "0.1.0".into(),
+                git_revision: None,
+            },
+            b"schema: x\n",
+            None,
+            &[(
+                AuditRecordKind::Review,
+                "{\"verdict\":\"supported\"}".into(),
+            )],
+        )
+        .expect("records an audit run");
+    h.append_audit_records(
+        &audit,
+        &[
+            (
+                AuditRecordKind::Review,
+                "{\"verdict\":\"unsupported\"}".into(),
+            ),
+            (
+                AuditRecordKind::Suggestion,
+                "{\"verdict\":\"supported\"}".into(),
+            ),
+        ],
+    )
+    .expect("appends");
+    let accepted = h
+        .record_acceptance(&GateAcceptance {
+            id: String::new(),
+            created_at: "2026-11-30T09:00:00Z".into(),
+            index: "kb".into(),
+            batch: "b".into(),
+            batch_fingerprint: "sha256:00".into(),
+            reason: "known gaps".into(),
+            rejected: 0,
+            rejections: Vec::new(),
+            who: None,
+            tool_version: "0.1.0".into(),
+        })
+        .expect("accepts");
+    let check = h.check().expect("checks");
+    assert!(check.is_ok(), "{check:?}");
+    let kinds: Vec<(SealKind, usize)> = h
+        .seals()
+        .expect("seals")
+        .iter()
+        .map(|s| (s.kind, s.part))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (SealKind::Run, 0),
+            (SealKind::AuditRun, 0),
+            (SealKind::Review, 0),
+            (SealKind::Review, 1),
+            (SealKind::Suggestion, 0),
+            (SealKind::GateAcceptance, 0),
+        ]
+    );
+    drop(h);
+    let (review, acceptance) = (
+        "UPDATE audit_records SET body = '{\"verdict\":\"supported\"}'
+         WHERE body = '{\"verdict\":\"unsupported\"}';",
+        "UPDATE gate_acceptances SET reason = 'all fine';",
+    );
+    let tamper = |sql: &str, tables: &[&str]| {
+        let sql = match b {
+            Backend::Sqlite => {
+                let drops: String = tables
+                    .iter()
+                    .map(|t| format!("DROP TRIGGER {t}_no_update;"))
+                    .collect();
+                format!("{drops}{sql}")
+            }
+            Backend::Postgres => {
+                let switch = |how: &str| -> String {
+                    tables
+                        .iter()
+                        .map(|t| format!("ALTER TABLE {t} {how} TRIGGER ALL;"))
+                        .collect()
+                };
+                format!("{}{sql}{}", switch("DISABLE"), switch("ENABLE"))
+            }
+        };
+        fx.raw().exec(&sql).expect("tampers");
+    };
+    tamper(review, &["audit_records"]);
+    let check = fx.open().check().expect("checks");
+    let broken = check.seals.first_break.expect("the review");
+    assert_eq!(
+        (broken.kind, broken.id.as_str(), broken.part, broken.problem),
+        (SealKind::Review, audit.as_str(), 1, SealProblem::Content)
+    );
+    assert_eq!(broken.item, format!("review 2 of audit run {audit}"));
+    assert!(
+        check.altered_audit_runs.is_empty(),
+        "the case file is untouched"
+    );
+    tamper(acceptance, &["gate_acceptances"]);
+    let check = fx.open().check().expect("checks");
+    assert_eq!(check.seals.broken, 2);
+    assert!(
+        check.unreadable_acceptances.is_empty(),
+        "it still reads back"
+    );
+    let _ = (run, accepted);
+}
+
+/// A history written before seals existed (schema version 3) is upgraded in place when
+/// opened for writing, and every item already there is sealed in the upgrade's transaction,
+/// marked as sealed at upgrade time (a change made before then cannot be detected); items
+/// written afterwards are sealed when written. Read-only, the old file is left as it is and
+/// reported as not sealed yet.
+fn a_version_3_history_is_sealed_when_upgraded(b: Backend) {
+    let fx = Fixture::new(b);
+    let h = fx.open();
+    let report = exam(10, 1, 1.0, 1);
+    let old: Vec<String> = (0..3)
+        .map(|i| record(&h, &report, &format!("2025-11-14T09:3{i}:00Z"), None))
+        .collect();
+    drop(h);
+    // Back to version 3, exactly: without the seals' table and triggers.
+    match b {
+        Backend::Sqlite => fx.raw().exec(
+            "DROP TRIGGER chain_no_update; DROP TRIGGER chain_no_delete;
+             DROP TRIGGER chain_no_replace; DROP TABLE chain; PRAGMA user_version = 3;",
+        ),
+        Backend::Postgres => fx
+            .raw()
+            .exec("DROP TABLE chain; UPDATE veredicto_schema SET version = 3;"),
+    }
+    .expect("downgrades");
+    if b == Backend::Sqlite {
+        let ro = History::open_read_only(std::path::Path::new(&fx.spec)).expect("read-only");
+        let check = ro.check().expect("checks");
+        assert!(!check.seals.sealed && check.is_ok(), "{check:?}");
+        assert!(ro.seals().expect("seals").is_empty());
+    }
+    let h = fx.open();
+    let check = h.check().expect("checks");
+    assert!(check.is_ok(), "{check:?}");
+    assert!(check.seals.sealed);
+    assert_eq!(
+        (
+            check.seals.seals,
+            check.seals.sealed_at_upgrade,
+            check.seals.runs_sealed_at_upgrade
+        ),
+        (3, 3, 3)
+    );
+    let new = record(&h, &report, "2025-11-14T09:40:00Z", None);
+    let seals = h.seals().expect("seals");
+    let origins: Vec<(&str, SealOrigin)> =
+        seals.iter().map(|s| (s.id.as_str(), s.origin)).collect();
+    assert_eq!(
+        origins,
+        [
+            (old[0].as_str(), SealOrigin::Upgrade),
+            (old[1].as_str(), SealOrigin::Upgrade),
+            (old[2].as_str(), SealOrigin::Upgrade),
+            (new.as_str(), SealOrigin::Recorded),
+        ]
+    );
+    drop(h);
+    // Opening again does not upgrade or seal twice; a change after the upgrade is found.
+    let rewrite = "UPDATE runs SET label = 'edited' WHERE seq = 1;";
+    fx.raw()
+        .exec(&match b {
+            Backend::Sqlite => format!("DROP TRIGGER runs_no_update; {rewrite}"),
+            Backend::Postgres => format!(
+                "ALTER TABLE runs DISABLE TRIGGER ALL; {rewrite} ALTER TABLE runs ENABLE TRIGGER ALL;"
+            ),
+        })
+        .expect("tampers");
+    let check = fx.open().check().expect("checks");
+    assert_eq!(check.seals.seals, 4);
+    let broken = check.seals.first_break.expect("the changed run");
+    assert_eq!(
+        (broken.id.as_str(), broken.problem),
+        (old[0].as_str(), SealProblem::Content)
+    );
+}
+
 both_backends!(
     a_recorded_run_reads_back_identical,
     per_case_rows_hold_every_case_measure_and_expected_chunk,
@@ -798,4 +1116,8 @@ both_backends!(
     bad_runs_are_refused_and_nothing_is_written,
     concurrent_writers_all_succeed_with_distinct_ids,
     check_finds_runs_with_missing_rows,
+    check_finds_a_run_rewritten_with_the_guards_off,
+    check_finds_a_removed_or_rewritten_seal,
+    check_finds_a_rewritten_review_or_acceptance,
+    a_version_3_history_is_sealed_when_upgraded,
 );

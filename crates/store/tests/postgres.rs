@@ -9,8 +9,8 @@ use common::{admin, server, unique_name, with_database, Backend, Fixture};
 use veredicto_core::exam::ExamReport;
 use veredicto_store::synthetic::{meta, Synthetic};
 use veredicto_store::{
-    migrate, AuditCounts, AuditRecordKind, AuditRunMeta, History, Metric, RunFilter, StoreError,
-    TrendQuery,
+    migrate, AuditCounts, AuditRecordKind, AuditRunMeta, History, Metric, RunFilter, SealKind,
+    SealOrigin, StoreError, TrendQuery,
 };
 
 fn exam(cases: usize, seed: u64, skill: f64, golden_version: u32) -> ExamReport {
@@ -180,6 +180,93 @@ fn migrating_both_ways_keeps_every_output_identical() {
     assert_eq!(o.count().expect("counts"), 1);
 }
 
+/// `history migrate` carries every seal: the copy seals each item with the source's content
+/// and origin (sealed at upgrade time stays so), and its chain verifies. A run changed in
+/// the source after it was sealed is not copied, and a source whose chain does not verify is
+/// refused before anything is copied.
+#[test]
+fn migration_carries_seals_and_refuses_a_changed_source() {
+    let file = Fixture::new(Backend::Sqlite);
+    fill(&file.open());
+    // As a history written before seals existed: sealed when reopened, at upgrade time.
+    file.raw()
+        .exec(
+            "DROP TRIGGER chain_no_update; DROP TRIGGER chain_no_delete;
+             DROP TRIGGER chain_no_replace; DROP TABLE chain; PRAGMA user_version = 3;",
+        )
+        .expect("downgrades");
+    let src = file.open();
+    let report = exam(80, 7, 0.9, 1);
+    let last = src
+        .record(&meta(&report, "2025-11-20T08:00:00Z", None), &report)
+        .expect("records");
+    let key = |h: &History| -> Vec<(SealKind, String, usize, SealOrigin, String)> {
+        let mut k: Vec<_> = h
+            .seals()
+            .expect("seals")
+            .into_iter()
+            .map(|s| (s.kind, s.id, s.part, s.origin, s.content))
+            .collect();
+        k.sort();
+        k
+    };
+    let want = key(&src);
+    assert_eq!(want.len(), 12, "7 runs, 2 audit runs, 3 records");
+    assert_eq!(
+        want.iter().filter(|k| k.3 == SealOrigin::Upgrade).count(),
+        11
+    );
+
+    let pg = Fixture::new(Backend::Postgres);
+    let dst = pg.open();
+    let r = migrate(&src, &dst, |_, _| {}).expect("migrates");
+    assert_eq!(r.seals, 12);
+    assert_eq!(key(&dst), want, "every seal, with its content and origin");
+    assert_eq!(
+        r.head,
+        dst.seals().expect("seals").last().map(|s| s.digest.clone())
+    );
+    let check = dst.check().expect("checks");
+    assert!(check.is_ok(), "{check:?}");
+    assert_eq!(
+        (
+            check.seals.sealed_at_upgrade,
+            check.seals.runs_sealed_at_upgrade
+        ),
+        (11, 6)
+    );
+    // And back into a file: the same seals again.
+    let back = Fixture::new(Backend::Sqlite);
+    migrate(&dst, &back.open(), |_, _| {}).expect("migrates back");
+    assert_eq!(key(&back.open()), want);
+
+    // The newest run changed in the source with its guard dropped: refused, not copied.
+    file.raw()
+        .exec("DROP TRIGGER runs_no_update; UPDATE runs SET label = 'edited' WHERE seq = 7;")
+        .expect("tampers");
+    let fresh = Fixture::new(Backend::Postgres);
+    let d2 = fresh.open();
+    let err = migrate(&src, &d2, |_, _| {}).expect_err("a changed run");
+    assert!(matches!(err, StoreError::Migrate { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("run {last}")) && msg.contains("history check"),
+        "{msg}"
+    );
+    assert_eq!(d2.count().expect("counts"), 6, "the runs before it only");
+    assert!(d2.check().expect("checks").is_ok());
+
+    // A seal removed from the source: refused before anything is copied.
+    file.raw()
+        .exec("DROP TRIGGER chain_no_delete; DELETE FROM chain WHERE seq = 3;")
+        .expect("tampers");
+    let empty = Fixture::new(Backend::Postgres);
+    let d3 = empty.open();
+    let err = migrate(&src, &d3, |_, _| {}).expect_err("a broken chain");
+    assert!(err.to_string().contains("do not verify"), "{err}");
+    assert_eq!(d3.count().expect("counts"), 0);
+}
+
 /// The same runs recorded into both backends give the same outputs, apart from the IDs
 /// (drawn at random) which are replaced by their order.
 #[test]
@@ -267,15 +354,15 @@ fn foreign_newer_and_older_schemas() {
     drop(newer.open());
     newer
         .raw()
-        .exec("UPDATE veredicto_schema SET version = 4")
+        .exec("UPDATE veredicto_schema SET version = 5")
         .expect("bumps");
     let err = History::open_spec(&newer.spec).expect_err("newer");
     assert!(
         matches!(
             err,
             StoreError::NewerSchema {
-                found: 4,
-                supported: 3,
+                found: 5,
+                supported: 4,
                 ..
             }
         ),
@@ -292,7 +379,8 @@ fn foreign_newer_and_older_schemas() {
     drop(h);
     old.raw()
         .exec(
-            "DROP TABLE run_chunks; DROP TABLE gate_acceptances; DROP FUNCTION veredicto_acceptances_in_order();
+            "DROP TABLE chain; DROP TABLE run_chunks; DROP TABLE gate_acceptances;
+             DROP FUNCTION veredicto_acceptances_in_order();
              DROP TABLE audit_records; DROP TABLE audit_runs;
              DROP FUNCTION veredicto_audit_in_order();
              UPDATE veredicto_schema SET version = 1;",
@@ -317,7 +405,7 @@ fn foreign_newer_and_older_schemas() {
     })
     .expect("the acceptances table is there");
     let v = old.raw().query("SELECT version FROM veredicto_schema");
-    assert_eq!(v[0][0].int(), 3);
+    assert_eq!(v[0][0].int(), 4);
 }
 
 #[test]

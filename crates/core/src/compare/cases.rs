@@ -208,6 +208,10 @@ pub struct Displacement {
     /// The chunks above it now, as far as the new report lists them (its diagnosis keeps at
     /// most ten per buried chunk of a failing case).
     pub by: Vec<Displacer>,
+    /// The collection the new run's retriever said no longer holds it (then nothing
+    /// displaced it: it is gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gone_from: Option<String>,
 }
 
 /// One shared case compared between the two runs.
@@ -299,6 +303,19 @@ pub(crate) fn outrankers<'a>(
         .flat_map(|f| f.outranked_by.iter())
 }
 
+/// The collection a case's diagnosis says no longer holds expected chunk `chunk`.
+pub(crate) fn gone_from(c: &CaseResult, chunk: &str) -> Option<String> {
+    use crate::diagnosis::DiagnosisFinding as D;
+    c.diagnosis
+        .iter()
+        .filter(|f| f.chunk.as_deref() == Some(chunk))
+        .find_map(|f| match f.detail.as_ref()? {
+            D::NotInCollection { collection } => Some(collection.clone()),
+            D::NotInCorpus { source } if source == "index" => Some("index".to_owned()),
+            _ => None,
+        })
+}
+
 /// The delta of one shared case. `corpus` fills in missing `ingest_batch`es;
 /// `base_batches` are the batches the base run's corpus held (empty when it did not say).
 pub(crate) fn case_delta(
@@ -368,6 +385,7 @@ pub(crate) fn case_delta(
                 above_before,
                 above_now: new_rank.map(|r| non_expected_above(new, r)),
                 by,
+                gone_from: gone_from(new, &e.id),
             });
         }
     }

@@ -31,8 +31,9 @@ pub use compat::{
     CaseChange, CaseK, Compatibility, GoldenDiff, KChange, PolicyDiff, SettingChange,
 };
 pub use patterns::{
-    diagnose_runs, short_time, CaseGroup, Decline, DiagnoseOptions, EnteredChunk, NoisyCase,
-    Pattern, PatternFinding, PatternSeen, RunsDiagnosis, RunsNote, Trend,
+    diagnose_runs, diagnose_runs_with_chunks, regression_baseline, short_time, CaseGroup, Decline,
+    DiagnoseOptions, EnteredChunk, NoisyCase, Pattern, PatternFinding, PatternSeen, RunsDiagnosis,
+    RunsNote, Sighting, Trend,
 };
 pub use stats::{Direction, Method, PermutationTest};
 

@@ -7,7 +7,8 @@
 //! | [`Pattern::DomainFailing`] | all or most cases of one domain fail while the others pass | ingestion / classification of that domain (chapters 6–9) |
 //! | [`Pattern::NumericFailing`] | the failing cases are (almost) only `numeric` / table cases | chunking of tables, missing descriptions (chapters 10–12) |
 //! | [`Pattern::GoldFailing`] | the failing cases are (almost) only gold cases | authority layer: the gold label and the boost calibration |
-//! | [`Pattern::IngestionRegression`] | a case that passed in the last accepted run fails now, and nothing entered its domain | regression by the latest ingestion: something new buried the old |
+//! | [`Pattern::ChunksMissing`] | a case that passed in the last accepted run fails now because the retriever no longer holds an expected chunk | chunks deleted or re-keyed since (rows deleted, a partial re-index) |
+//! | [`Pattern::IngestionRegression`] | a case that passed in the last accepted run fails now, and nothing entered its domain | regression by the latest ingestion when a newcomer outranks the old; otherwise what else changed |
 //! | [`Pattern::DomainIngestionRegression`] | the same, but new chunks entered the case's own domain | the new chunks of that domain and their classification |
 //! | [`Pattern::SlowDecline`] | mean recall / QS falls slowly over the last runs (significant negative slope, no single big step, several cases) | stale sources, validity windows not updated |
 //! | [`Pattern::NoiseHigh`] | cases pass recall but exceed the noise ceiling, or mean noise rises | generic descriptions, mixed chunks, loose facets (chapters 12, 10, 9) |
@@ -19,14 +20,15 @@
 //! case that passed (fully) in the last accepted run and fails recall now.
 
 use super::calibration::{calibrate_noise, NoiseCalibration};
-use super::cases::{distinct, outrankers, CaseMetrics};
+use super::cases::{distinct, gone_from, outrankers, CaseMetrics};
 use super::compat::{index, same_case};
 use super::rng::derive_seed;
 use super::stats::{self, Direction, Method};
 use super::Metric;
 use crate::case::Corpus;
-use crate::exam::{CaseReason, CaseResult, ExamReport, Verdict};
+use crate::exam::{CaseReason, CaseResult, ExamReport, ExpectedChunk, Verdict};
 use crate::history::RecordedRun;
+use crate::snapshot::ChunkSnapshot;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -37,6 +39,7 @@ pub enum Pattern {
     DomainFailing,
     NumericFailing,
     GoldFailing,
+    ChunksMissing,
     IngestionRegression,
     DomainIngestionRegression,
     SlowDecline,
@@ -50,6 +53,7 @@ impl Pattern {
             Pattern::DomainFailing => "domain_failing",
             Pattern::NumericFailing => "numeric_failing",
             Pattern::GoldFailing => "gold_failing",
+            Pattern::ChunksMissing => "chunks_missing",
             Pattern::IngestionRegression => "ingestion_regression",
             Pattern::DomainIngestionRegression => "domain_ingestion_regression",
             Pattern::SlowDecline => "slow_decline",
@@ -134,9 +138,21 @@ pub struct EnteredChunk {
     pub ingested_at: Option<String>,
     /// Its domain, from the corpus.
     pub domain: Option<String>,
-    /// `Some(true)` when its batch entered after the last accepted run, `None` when that
-    /// cannot be told (see `docs/compare.md`). Chunks known to be older are not listed.
+    /// `Some(true)` when it entered after the last accepted run (its batch, or the accepted
+    /// run's chunk list, says so), `Some(false)` when the accepted run itself retrieved it
+    /// (`in_accepted_run`), `None` when that cannot be told (see `docs/compare.md`). Chunks
+    /// known to be older by their batch or the accepted run's chunk list are not listed.
     pub entered_since: Option<bool>,
+    /// Where the accepted run itself retrieved this chunk (so it did not enter since).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_accepted_run: Option<Sighting>,
+}
+
+/// Where a run retrieved a chunk: a case and the chunk's rank there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sighting {
+    pub case: String,
+    pub rank: usize,
 }
 
 /// One named pattern, with what it saw.
@@ -208,6 +224,15 @@ pub enum PatternSeen {
     NoiseOverCeiling {
         recall_passing: usize,
         over: Vec<NoisyCase>,
+    },
+    /// `chunks_missing`: the finding's `cases` passed in the last accepted run and fail now
+    /// because the retriever's `collection` no longer holds their expected `chunks` (asked
+    /// by ID by the newest run's exam).
+    ChunksMissing {
+        accepted_run: String,
+        accepted_at: String,
+        collection: String,
+        chunks: Vec<String>,
     },
     /// `ingestion_regression`: the finding's `cases` passed in the last accepted run and
     /// fail now with no new chunk in their domain; `entered` lists what outranks them.
@@ -634,12 +659,42 @@ fn regressions(
     runs: &[RecordedRun],
     acc: usize,
     corpus: Option<&Corpus>,
+    accepted_chunks: Option<&ChunkSnapshot>,
     notes: &mut Vec<RunsNote>,
 ) -> Vec<PatternFinding> {
     let Some(newest) = runs.last() else {
         return Vec::new();
     };
     let accepted = &runs[acc];
+    // Chunks the accepted run retrieved (an expected chunk's rank, or a chunk listed above
+    // one): they were in the collection then. First sighting in case order.
+    let mut sightings: BTreeMap<&str, Sighting> = BTreeMap::new();
+    for c in &accepted.report.cases {
+        let ranked = c
+            .expected
+            .iter()
+            .filter_map(|e| Some((e.id.as_str(), e.rank?)))
+            .chain(
+                c.diagnosis
+                    .iter()
+                    .flat_map(|f| f.outranked_by.iter())
+                    .map(|o| (o.id.as_str(), o.rank)),
+            );
+        for (id, rank) in ranked {
+            sightings.entry(id).or_insert_with(|| Sighting {
+                case: c.id.clone(),
+                rank,
+            });
+        }
+    }
+    let in_accepted_chunks = |id: &str| -> Option<bool> {
+        let snap = accepted_chunks?;
+        Some(
+            snap.chunks
+                .binary_search_by(|c| c.id.as_str().cmp(id))
+                .is_ok(),
+        )
+    };
     let acc_time = utc_seconds(&accepted.meta.created_at);
     // Batches the accepted run or an earlier one read, or saw outranking something.
     let mut old_batches: BTreeSet<&str> = runs[..=acc]
@@ -656,7 +711,7 @@ fn regressions(
             .map(|b| b.name.as_str()),
     );
     let accepted_knows_batches = !accepted.report.batches.is_empty();
-    let entered_since = |batch: Option<&str>, at: Option<&str>| -> Option<bool> {
+    let batch_entered = |batch: Option<&str>, at: Option<&str>| -> Option<bool> {
         let b = batch?;
         if old_batches.contains(b) {
             return Some(false);
@@ -665,6 +720,17 @@ fn regressions(
             return Some(true);
         }
         Some(utc_seconds(at?)? >= acc_time?)
+    };
+    // Whether chunk `id` entered since the accepted run: by its batch when that tells;
+    // else not when the accepted run retrieved it or its chunk list holds it, yes when that
+    // list lacks it; else unknown.
+    let entered_since = |id: &str, batch: Option<&str>, at: Option<&str>| -> Option<bool> {
+        batch_entered(batch, at).or_else(|| {
+            if sightings.contains_key(id) {
+                return Some(false);
+            }
+            in_accepted_chunks(id).map(|held| !held)
+        })
     };
     let batch_of = |id: &str, listed: Option<&String>| -> Option<String> {
         listed.cloned().or_else(|| {
@@ -691,7 +757,7 @@ fn regressions(
         for o in c.diagnosis.iter().flat_map(|f| f.outranked_by.iter()) {
             let batch = batch_of(&o.id, o.ingest_batch.as_ref());
             let at = time_of(batch.as_deref(), o.ingested_at.as_ref());
-            if entered_since(batch.as_deref(), at.as_deref()) == Some(true) {
+            if entered_since(&o.id, batch.as_deref(), at.as_deref()) == Some(true) {
                 if let Some(d) = domain_of(&o.id) {
                     entered_domains.entry(d).or_default().insert(o.id.clone());
                 }
@@ -702,6 +768,9 @@ fn regressions(
     let accepted_cases = index(&accepted.report.cases);
     let mut unchanged: Vec<(String, Vec<EnteredChunk>)> = Vec::new();
     let mut changed: BTreeMap<String, Vec<(String, Vec<EnteredChunk>)>> = BTreeMap::new();
+    let mut missing_cases: Vec<String> = Vec::new();
+    let mut missing_chunks: BTreeSet<String> = BTreeSet::new();
+    let mut collection: Option<String> = None;
     let mut domain_unknown = false;
     for c in cases_of(&newest.report) {
         if !recall_failing(c) {
@@ -713,14 +782,38 @@ fn regressions(
         if !a.passed || !same_case(a, c) {
             continue;
         }
+        let fallen: Vec<&ExpectedChunk> = distinct(&c.expected).filter(|e| !e.in_top_k).collect();
+        // Expected chunks the retriever said it no longer holds: nothing buried them.
+        let gone: BTreeMap<&str, String> = fallen
+            .iter()
+            .filter_map(|e| Some((e.id.as_str(), gone_from(c, &e.id)?)))
+            .collect();
+        if fallen.iter().any(|e| gone.contains_key(e.id.as_str())) {
+            missing_cases.push(c.id.clone());
+            for e in fallen.iter().filter(|e| gone.contains_key(e.id.as_str())) {
+                missing_chunks.insert(e.id.clone());
+                collection.get_or_insert_with(|| gone[e.id.as_str()].clone());
+            }
+        }
+        if fallen.iter().all(|e| gone.contains_key(e.id.as_str())) {
+            continue;
+        }
         let mut entered: Vec<EnteredChunk> = Vec::new();
         let mut seen = BTreeSet::new();
-        for e in distinct(&c.expected).filter(|e| !e.in_top_k) {
+        for e in fallen.iter().filter(|e| !gone.contains_key(e.id.as_str())) {
             for o in outrankers(c, &e.id) {
                 let batch = batch_of(&o.id, o.ingest_batch.as_ref());
                 let ingested_at = time_of(batch.as_deref(), o.ingested_at.as_ref());
-                let since = entered_since(batch.as_deref(), ingested_at.as_deref());
-                if since == Some(false) || !seen.insert((e.id.clone(), o.id.clone())) {
+                let since = entered_since(&o.id, batch.as_deref(), ingested_at.as_deref());
+                // Older by batch or chunk list: not listed; of no batch but retrieved by the
+                // accepted run: listed with where, so that nobody reads it as a newcomer.
+                let sighting = (since == Some(false)
+                    && batch_entered(batch.as_deref(), ingested_at.as_deref()).is_none())
+                .then(|| sightings.get(o.id.as_str()).cloned())
+                .flatten();
+                if (since == Some(false) && sighting.is_none())
+                    || !seen.insert((e.id.clone(), o.id.clone()))
+                {
                     continue;
                 }
                 entered.push(EnteredChunk {
@@ -733,6 +826,7 @@ fn regressions(
                     ingested_at,
                     domain: domain_of(&o.id),
                     entered_since: since,
+                    in_accepted_run: sighting,
                 });
             }
         }
@@ -761,9 +855,28 @@ fn regressions(
     }
     let (accepted_run, accepted_at) = (accepted.meta.id.clone(), accepted.meta.created_at.clone());
     let mut out = Vec::new();
+    if !missing_cases.is_empty() {
+        let chunks: Vec<String> = missing_chunks.into_iter().collect();
+        let mut f = finding(
+            Pattern::ChunksMissing,
+            PatternSeen::ChunksMissing {
+                accepted_run: accepted_run.clone(),
+                accepted_at: accepted_at.clone(),
+                collection: collection.unwrap_or_else(|| "collection".to_owned()),
+                chunks: chunks.clone(),
+            },
+            missing_cases,
+        );
+        f.evidence = BTreeMap::from([("missing_chunks".to_owned(), chunks.len() as f64)]);
+        out.push(f);
+    }
     if !unchanged.is_empty() {
         let cases: Vec<String> = unchanged.iter().map(|(c, _)| c.clone()).collect();
         let entered: Vec<EnteredChunk> = unchanged.into_iter().flat_map(|(_, e)| e).collect();
+        let newcomers = entered
+            .iter()
+            .filter(|e| e.entered_since != Some(false))
+            .count();
         let mut f = finding(
             Pattern::IngestionRegression,
             PatternSeen::IngestionRegression {
@@ -772,7 +885,7 @@ fn regressions(
             },
             cases,
         );
-        f.evidence = BTreeMap::from([("entered_outranking".to_owned(), entered.len() as f64)]);
+        f.evidence = BTreeMap::from([("entered_outranking".to_owned(), newcomers as f64)]);
         f.entered = entered;
         out.push(f);
     }
@@ -1012,6 +1125,27 @@ pub fn diagnose_runs(
     corpus: Option<&Corpus>,
     opts: &DiagnoseOptions,
 ) -> RunsDiagnosis {
+    diagnose_runs_with_chunks(runs, corpus, None, opts)
+}
+
+/// The run the regression patterns compare the newest run with: the last accepted run
+/// before it (an index into `runs`).
+pub fn regression_baseline(runs: &[RecordedRun]) -> Option<usize> {
+    let n = runs.len().checked_sub(1)?;
+    runs[..n]
+        .iter()
+        .rposition(|r| r.report.verdict == Verdict::Accept)
+}
+
+/// [`diagnose_runs`], with the chunk list the history kept for the regression baseline
+/// ([`regression_baseline`]): a chunk in it was there then; a chunk of no known batch absent
+/// from it entered since.
+pub fn diagnose_runs_with_chunks(
+    runs: &[RecordedRun],
+    corpus: Option<&Corpus>,
+    accepted_chunks: Option<&ChunkSnapshot>,
+    opts: &DiagnoseOptions,
+) -> RunsDiagnosis {
     let Some(newest) = runs.last() else {
         return RunsDiagnosis {
             run: None,
@@ -1045,11 +1179,9 @@ pub fn diagnose_runs(
             }
         }
     }
-    let last_accepted = runs[..runs.len() - 1]
-        .iter()
-        .rposition(|r| r.report.verdict == Verdict::Accept);
+    let last_accepted = regression_baseline(runs);
     match last_accepted {
-        Some(i) => findings.extend(regressions(runs, i, corpus, &mut notes)),
+        Some(i) => findings.extend(regressions(runs, i, corpus, accepted_chunks, &mut notes)),
         None => notes.push(RunsNote::NoAcceptedRun),
     }
     let (trends, trend_findings) = trends(runs, opts, &mut notes);

@@ -25,7 +25,18 @@
 //!   list can fill (structural noise: even a perfect ranking, every expected chunk first,
 //!   leaves `min(K, results) − expected` results below them, more than ⌊ceiling × K⌋), a
 //!   `top_k` suggestion: the largest K at which a perfect ranking stays within the ceiling.
-//!   Cases within the ceiling get none, whatever their K: lowering K there buys nothing.
+//!   Cases within the ceiling get none, whatever their K: lowering K there buys nothing;
+//! - whether the calibrated ceiling can still fail any case of the suite
+//!   ([`NoiseRuleReach`]). A case that fails recall fails whatever its noise, so the rule
+//!   decides a case only while its recall passes. With `e` distinct expected chunks, recall
+//!   passes with `m` of them in the top K when `m / e ≥ recall_floor`; noise counts only
+//!   results that are not expected, so it is at most `K − m`, and `K − m_min` (`m_min` the
+//!   fewest that pass recall, at least 1) is reached by a result list with those `m_min`
+//!   chunks first and K results in all. The ceiling can fail the case exactly when
+//!   `K − m_min > ⌊ceiling × K⌋`. When no case of the suite can be failed, the rule is
+//!   uninformative there: with one expected chunk per case, `m_min = 1` and the healthy
+//!   cases' noise is `K − rank`, so the better the ranking, the more "noise", and the
+//!   calibrated ceiling ends at or above `K − 1`.
 //!
 //! Pure: a function of the exam report and the settings.
 
@@ -83,6 +94,49 @@ pub struct TopKSuggestion {
     pub suggested_top_k: u32,
 }
 
+/// Whether the calibrated ceiling can still fail a case of the suite (the module docs say
+/// how): the rule is informative when it can fail at least one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoiseRuleReach {
+    /// Cases that the calibrated ceiling can still fail while their recall passes.
+    pub cases_it_can_fail: usize,
+    /// Cases it can no longer fail: the most noise they can have while passing recall is
+    /// within their ceiling (or their recall can never pass).
+    pub cases_it_cannot_fail: usize,
+    /// Of the cases it cannot fail, those with one expected chunk.
+    pub one_expected_chunk: usize,
+    /// The case nearest to being failed (smallest `max_noise − most_noise`, the first in
+    /// golden-set order on a tie), among the cases whose recall can pass.
+    pub nearest: Option<CaseReach>,
+    /// Why the rule cannot fail any case; `None` while it can fail one.
+    pub uninformative: Option<Uninformative>,
+}
+
+/// One case's reach of the noise rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseReach {
+    pub case: String,
+    pub k: u32,
+    /// Distinct expected chunks.
+    pub expected: u32,
+    /// The most noise the case can have while its recall passes: `K − m_min`.
+    pub most_noise: u32,
+    /// `⌊calibrated ceiling × K⌋`.
+    pub max_noise: u32,
+}
+
+/// Why the calibrated ceiling cannot fail any case of the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Uninformative {
+    /// Every case has one expected chunk: the rule cannot tell a healthy case from a noisy
+    /// one, since a better ranking has more results below the chunk.
+    OneExpectedChunkPerCase,
+    /// The expected lists are too short for their K: the ceiling the healthy cases need is
+    /// at or above the most noise any case can have while passing recall.
+    ExpectedListsTooShort,
+}
+
 /// What happened to a domain's own noise ceiling.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DomainCeiling {
@@ -112,6 +166,11 @@ pub struct Calibration {
     pub domains: Vec<DomainCeiling>,
     /// Per case, in golden-set order.
     pub suggestions: Vec<TopKSuggestion>,
+    /// Whether the calibrated ceiling can still fail any case of the suite
+    /// (`noise_rule.cases_it_can_fail > 0`).
+    pub noise_rule_informative: bool,
+    /// How far the calibrated ceiling reaches over the suite's cases.
+    pub noise_rule: NoiseRuleReach,
     /// The examined policy with the calibrated ceilings.
     pub policy: Policy,
 }
@@ -178,7 +237,10 @@ pub fn calibrate(report: &ExamReport, settings: Settings) -> Result<Calibration,
         })
         .collect();
 
+    let noise_rule = reach(report, &policy);
     Ok(Calibration {
+        noise_rule_informative: noise_rule.cases_it_can_fail > 0,
+        noise_rule,
         settings,
         cases: report.cases.len(),
         reliable: noise.overall.reliable,
@@ -189,6 +251,63 @@ pub fn calibrate(report: &ExamReport, settings: Settings) -> Result<Calibration,
         suggestions,
         policy,
     })
+}
+
+/// The fewest expected chunks in the top K that pass recall: the smallest `m ≥ 1` with
+/// `m / e ≥ floor` (the exam's comparison), `None` when even `min(e, K)` does not.
+fn fewest_passing_recall(expected: u32, k: u32, floor: f64) -> Option<u32> {
+    (1..=expected.min(k)).find(|&m| f64::from(m) / f64::from(expected) >= floor)
+}
+
+/// How far `policy`'s noise ceilings reach over the cases of `report`.
+fn reach(report: &ExamReport, policy: &Policy) -> NoiseRuleReach {
+    let mut can = 0;
+    let mut cannot = 0;
+    let mut one = 0;
+    let mut nearest: Option<CaseReach> = None;
+    for c in &report.cases {
+        let mut ids: Vec<&str> = c.expected.iter().map(|e| e.id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let expected = ids.len() as u32;
+        let th = policy.thresholds(c.domain.as_deref());
+        let max = max_noise(th.noise_ceiling, c.top_k);
+        let most = fewest_passing_recall(expected, c.top_k, th.recall_floor).map(|m| c.top_k - m);
+        if most.is_some_and(|n| n > max) {
+            can += 1;
+        } else {
+            cannot += 1;
+            if expected == 1 {
+                one += 1;
+            }
+        }
+        if let Some(most_noise) = most {
+            let margin = |r: &CaseReach| i64::from(r.max_noise) - i64::from(r.most_noise);
+            let this = CaseReach {
+                case: c.id.clone(),
+                k: c.top_k,
+                expected,
+                most_noise,
+                max_noise: max,
+            };
+            if nearest.as_ref().is_none_or(|n| margin(&this) < margin(n)) {
+                nearest = Some(this);
+            }
+        }
+    }
+    let kind = if !report.cases.is_empty() && one == report.cases.len() {
+        Uninformative::OneExpectedChunkPerCase
+    } else {
+        Uninformative::ExpectedListsTooShort
+    };
+    let uninformative = (can == 0).then_some(kind);
+    NoiseRuleReach {
+        cases_it_can_fail: can,
+        cases_it_cannot_fail: cannot,
+        one_expected_chunk: one,
+        nearest,
+        uninformative,
+    }
 }
 
 #[cfg(test)]
@@ -381,5 +500,82 @@ mod tests {
         let c = calibrate(&r, Settings::default()).unwrap();
         assert_eq!(c.noise.overall.p90_fraction, Some(0.9));
         assert_eq!(c.noise_ceiling, 1.0);
+    }
+
+    #[test]
+    fn one_expected_chunk_per_case_leaves_a_ceiling_that_can_fail_no_case() {
+        // Thirty perfect one-chunk cases: noise 9 each, ceiling 1.0 (10 of 10); a case that
+        // passes recall has its chunk in the top 10, so at most 9 below it.
+        let r = report(&[(1, &[1][..], 10, None); 30], &Policy::default());
+        let c = calibrate(&r, Settings::default()).unwrap();
+        assert_eq!(c.noise_ceiling, 1.0);
+        assert!(!c.noise_rule_informative);
+        assert_eq!(
+            c.noise_rule,
+            NoiseRuleReach {
+                cases_it_can_fail: 0,
+                cases_it_cannot_fail: 30,
+                one_expected_chunk: 30,
+                nearest: Some(CaseReach {
+                    case: "q0".into(),
+                    k: 10,
+                    expected: 1,
+                    most_noise: 9,
+                    max_noise: 10,
+                }),
+                uninformative: Some(Uninformative::OneExpectedChunkPerCase),
+            }
+        );
+        // 0.9 would not do either: ⌊0.9 × 10⌋ = 9, the most a one-chunk case can have.
+        let mut p = c.policy.clone();
+        p.noise_ceiling = 0.9;
+        assert_eq!(reach(&r, &p).cases_it_can_fail, 0);
+        p.noise_ceiling = 0.85;
+        assert_eq!(reach(&r, &p).cases_it_can_fail, 30);
+    }
+
+    #[test]
+    fn short_expected_lists_leave_a_ceiling_that_can_fail_no_case() {
+        // Two chunks first (noise 8): ceiling 0.9 allows 9; a case passing recall has both
+        // chunks in the top 10 (recall 1/2 fails the floor), so at most 8 below them.
+        let r = report(&[(2, TWO, 10, None); 6], &Policy::default());
+        let c = calibrate(&r, Settings::default()).unwrap();
+        assert_eq!(c.noise_ceiling, 0.9);
+        assert!(!c.noise_rule_informative);
+        assert_eq!(
+            c.noise_rule.uninformative,
+            Some(Uninformative::ExpectedListsTooShort)
+        );
+        assert_eq!(c.noise_rule.one_expected_chunk, 0);
+        assert_eq!(c.noise_rule.nearest.as_ref().unwrap().most_noise, 8);
+    }
+
+    #[test]
+    fn a_case_the_ceiling_can_still_fail_keeps_the_rule_informative() {
+        // Nine three-chunk cases (7 below) and one one-chunk case: ceiling 0.8 allows 8; the
+        // one-chunk case can have 9 while passing recall, the others at most 7.
+        let mut specs: Vec<Spec<'_>> = vec![(3, THREE, 10, None); 9];
+        specs.push((1, &[1], 10, None));
+        let r = report(&specs, &Policy::default());
+        let c = calibrate(&r, Settings::default()).unwrap();
+        assert_eq!(c.noise_ceiling, 0.8);
+        assert!(c.noise_rule_informative);
+        assert_eq!(c.noise_rule.cases_it_can_fail, 1);
+        assert_eq!(c.noise_rule.cases_it_cannot_fail, 9);
+        assert_eq!(c.noise_rule.uninformative, None);
+        assert_eq!(c.noise_rule.nearest.as_ref().unwrap().case, "q9");
+    }
+
+    #[test]
+    fn the_fewest_chunks_that_pass_recall_follow_the_floor() {
+        assert_eq!(fewest_passing_recall(1, 10, 0.9), Some(1));
+        assert_eq!(fewest_passing_recall(3, 10, 0.9), Some(3));
+        // 9 of 10 is exactly the floor: it passes.
+        assert_eq!(fewest_passing_recall(10, 10, 0.9), Some(9));
+        assert_eq!(fewest_passing_recall(3, 10, 0.5), Some(2));
+        assert_eq!(fewest_passing_recall(4, 10, 0.0), Some(1));
+        // 20 expected at K = 10: recall at most 0.5, never passes 0.9.
+        assert_eq!(fewest_passing_recall(20, 10, 0.9), None);
+        assert_eq!(fewest_passing_recall(0, 10, 0.9), None);
     }
 }

@@ -56,13 +56,19 @@ pub struct ExamReport {
     /// (`veredicto calibrate`). Records written before this field read as `true`.
     #[serde(default = "yes")]
     pub policy_calibrated: bool,
-    /// Warnings about the exam's inputs (not about the retriever), in a fixed order.
+    /// Warnings about the exam's inputs and about what the retriever returned, in a fixed
+    /// order (the kinds' order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<ExamWarning>,
     pub golden_fingerprint: String,
     /// The exam date used for validity windows, when one was given.
     pub as_of: Option<String>,
     pub run: RunInfo,
+    /// The model that embedded the queries, when the exam loaded one (`--model`,
+    /// `--embedder`); absent when the queries came with their vectors or the retriever reads
+    /// text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_embedder: Option<QueryEmbedder>,
     /// Per-stage summaries when the retriever has several stages (retrieve wide, then
     /// rerank): stage 1's recall at N is the reranker's ceiling. Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -92,7 +98,18 @@ fn yes() -> bool {
     true
 }
 
-/// A warning about the exam's inputs. Renderers word it; JSON carries it tagged by `kind`.
+/// The query embedder of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryEmbedder {
+    /// The model's name (its folder, or the model a server was asked for).
+    pub name: String,
+    /// The fingerprint of everything that determines its vectors (`sha256:…`): the same
+    /// hash an index built with it records.
+    pub fingerprint: String,
+}
+
+/// A warning about the exam's inputs or about what the retriever returned. Renderers word
+/// it; JSON carries it tagged by `kind`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ExamWarning {
@@ -100,6 +117,75 @@ pub enum ExamWarning {
     /// labels from, and no case says `gold: true`: no case can be gold, so a failing case
     /// that should stop the suite may be excused by a note.
     GoldUnknown { gold_label: String },
+    /// The retriever returned fewer results than asked for `cases` (in case order, each with
+    /// what was asked and what came back); `cause` says why when the retriever can tell.
+    /// Added after the exam by the retriever pipeline (a run file is never short).
+    ShortResults {
+        cases: Vec<ShortCase>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cause: Option<ShortCause>,
+    },
+}
+
+/// One case for which the retriever returned fewer results than asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShortCase {
+    pub case: String,
+    /// Results asked (the exam's depth, at least the case's K).
+    pub asked: usize,
+    /// Results returned.
+    pub returned: usize,
+}
+
+/// Why a retriever returned fewer results than asked, as far as it can tell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ShortCause {
+    /// The rows the retriever searches (its table under the URI's condition) are fewer
+    /// than asked: a short answer is all there is.
+    FewerRows { rows: usize, asked: usize },
+    /// pgvector: the served query scans the HNSW index `index`, which yields at most
+    /// `hnsw.ef_search` candidates (before any `where` condition drops some).
+    /// `iterative_scan`: the extension (`version`) has iterative index scans (0.8.0 and
+    /// later), which go on scanning until the limit is reached.
+    HnswEfSearch {
+        index: String,
+        ef_search: u32,
+        asked: usize,
+        version: String,
+        iterative_scan: bool,
+    },
+    /// pgvector: the served query scans the IVFFlat index `index`, which only looks into
+    /// `ivfflat.probes` of its lists.
+    IvfflatProbes {
+        index: String,
+        probes: u32,
+        asked: usize,
+        version: String,
+    },
+}
+
+/// How an engine answers the served (approximate) query, as its planner says (pgvector:
+/// `EXPLAIN` of the served statement).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServedPlan {
+    /// The ANN index the served query scans; `None`: it scans none (a sequential scan and a
+    /// sort), so the served ranking is already the exact one.
+    pub ann_index: Option<String>,
+    /// That index's access method (`hnsw`, `ivfflat`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+}
+
+impl ServedPlan {
+    /// Whether the served query is exact (scans no ANN index).
+    pub fn exact(&self) -> bool {
+        self.ann_index.is_none()
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The exactness check over the suite: the served ranking against the engine's exact one.
@@ -115,7 +201,17 @@ pub struct Exactness {
     pub failing_lost_by_ann: usize,
     /// Failing cases whose exact ranking also misses an expected chunk in the top K (recall
     /// below the floor, or no results): embedding, chunking, labels, not the ANN index.
+    /// Cases whose exact misses are all chunks the collection does not hold are counted in
+    /// `failing_missing_chunks` instead.
     pub failing_under_exact_too: usize,
+    /// Failing cases whose exact ranking misses only expected chunks that the collection
+    /// does not hold (asked by ID): neither the ANN index nor the embedding.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failing_missing_chunks: usize,
+    /// How the engine answers the served query, when it can say: with no ANN index in the
+    /// plan the served ranking is already exact and the ANN recall above measures nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_plan: Option<ServedPlan>,
     /// The expected chunks lost by the ANN index, in case order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<AnnLoss>,
@@ -195,6 +291,13 @@ pub struct Summary {
     pub over_noise: usize,
     /// Cases whose noise is undefined (no expected chunk in the top-K, or no scores).
     pub noise_undefined: usize,
+    /// Failing cases whose only reason is structural noise (noise that a perfect ranking
+    /// of the case would also have). Records written before this field read 0.
+    #[serde(default)]
+    pub structural_only: usize,
+    /// Of those, gold cases.
+    #[serde(default)]
+    pub structural_only_gold: usize,
     /// Failing cases per reason.
     pub by_reason: BTreeMap<String, usize>,
     /// Number of cases per noise value (cases with undefined noise are not counted).
@@ -213,10 +316,6 @@ pub struct Summary {
     /// pipeline, which sees the retriever's errors.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retriever_failures: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 /// One case's result.
@@ -258,6 +357,15 @@ pub struct CaseResult {
     /// Diagnosis findings in checklist order: the full checklist for failing cases; for
     /// passing ones only expected chunks missing from the corpus.
     pub diagnosis: Vec<Finding>,
+}
+
+impl CaseResult {
+    /// The case fails, and only because of noise that a perfect ranking of it would also
+    /// have ([`CaseReason::StructuralNoise`]): its recall passes, its K exceeds what its
+    /// expected list can fill under the ceiling.
+    pub fn fails_on_structural_noise_only(&self) -> bool {
+        !self.passed && self.reasons == [CaseReason::StructuralNoise]
+    }
 }
 
 /// Where one expected chunk came out.
@@ -317,25 +425,9 @@ pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
         .collect();
 
     let summary = summarise(&cases, policy, &extra);
-    let mut reasons = Vec::new();
-    if summary.mean_quality < policy.min_mean_quality {
-        reasons.push(StopReason::MeanQuality);
-    }
-    if summary.failing_gold > 0 {
-        reasons.push(StopReason::GoldCaseFailed);
-    }
-    let failing_non_gold = summary.failing - summary.failing_gold;
-    if policy.require_notes && summary.failing_documented < failing_non_gold {
-        reasons.push(StopReason::UndocumentedFailures);
-    }
-    if failing_non_gold > summary.max_failing {
-        reasons.push(StopReason::TooManyFailures);
-    }
-    let verdict = if reasons.is_empty() {
-        Verdict::Accept
-    } else {
-        Verdict::Stop
-    };
+    let verdict = verdict::decide(&summary, policy);
+    let reasons = stop_reasons(&cases, &summary, policy);
+    debug_assert_eq!(verdict == Verdict::Stop, !reasons.is_empty());
 
     let golden: HashSet<&str> = input.cases.iter().map(|c| c.id.as_str()).collect();
     let ignored: Vec<String> = input
@@ -361,6 +453,7 @@ pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
             ignored_queries: ignored.len(),
             ignored_query_ids: ignored.into_iter().take(20).collect(),
         },
+        query_embedder: None,
         stages: Vec::new(),
         latency: BTreeMap::new(),
         exactness: None,
@@ -429,10 +522,8 @@ fn evaluate_case(
     if recall < th.recall_floor {
         reasons.push(CaseReason::Recall);
     }
-    if noise.is_some_and(|(n, _)| n > max_noise) {
-        reasons.push(CaseReason::Noise);
-    }
-    let passed = reasons.is_empty();
+    let over_noise = noise.is_some_and(|(n, _)| n > max_noise);
+    let passed = reasons.is_empty() && !over_noise;
     let note = input
         .notes
         .get(&case.id)
@@ -456,6 +547,13 @@ fn evaluate_case(
     };
     let diagnosis = diagnosis::diagnose_case(&view);
     let noise_finding = diagnosis::classify_noise(&view);
+    // Noise that a perfect ranking of the case would also have is its own reason.
+    if over_noise {
+        reasons.push(match noise_finding {
+            Some(NoiseFinding::Structural { .. }) => CaseReason::StructuralNoise,
+            _ => CaseReason::Noise,
+        });
+    }
     CaseResult {
         id: case.id.clone(),
         query: case.query.clone(),
@@ -484,6 +582,44 @@ fn evaluate_case(
         noise_finding,
         diagnosis,
     }
+}
+
+/// Why the suite stops, in [`StopReason`]'s order; empty exactly when
+/// [`verdict::decide`] accepts.
+///
+/// The cases that fail on structural noise alone ([`CaseResult::fails_on_structural_noise_only`])
+/// are set apart: `gold_case_failed`, `undocumented_failures` and `too_many_failures` count
+/// only the other failing cases, and `structural_noise` applies when the set-apart cases
+/// stop the suite by the same rules (a gold one, an undocumented one while notes are
+/// required, or non-gold failures over the tolerance counting them). Every failing case is
+/// still counted by the rule that decides the verdict: this only says which cases stop it.
+fn stop_reasons(cases: &[CaseResult], summary: &Summary, policy: &Policy) -> Vec<StopReason> {
+    let mut reasons = Vec::new();
+    if summary.mean_quality < policy.min_mean_quality {
+        reasons.push(StopReason::MeanQuality);
+    }
+    let failing = cases.iter().filter(|c| !c.passed);
+    let (structural, other): (Vec<&CaseResult>, Vec<&CaseResult>) =
+        failing.partition(|c| c.fails_on_structural_noise_only());
+    let other_non_gold = other.iter().filter(|c| !c.gold).count();
+    if other.iter().any(|c| c.gold) {
+        reasons.push(StopReason::GoldCaseFailed);
+    }
+    if policy.require_notes && other.iter().any(|c| !c.gold && !c.documented) {
+        reasons.push(StopReason::UndocumentedFailures);
+    }
+    if other_non_gold > summary.max_failing {
+        reasons.push(StopReason::TooManyFailures);
+    }
+    let structural_non_gold = structural.iter().filter(|c| !c.gold).count();
+    let failing_non_gold = summary.failing - summary.failing_gold;
+    if structural.iter().any(|c| c.gold)
+        || (policy.require_notes && structural.iter().any(|c| !c.gold && !c.documented))
+        || (structural_non_gold > 0 && failing_non_gold > summary.max_failing)
+    {
+        reasons.push(StopReason::StructuralNoise);
+    }
+    reasons
 }
 
 /// The input warnings, in [`ExamWarning`]'s order.
@@ -552,6 +688,14 @@ fn summarise(cases: &[CaseResult], policy: &Policy, extra: &[Measure]) -> Summar
             .filter(|c| c.noise.is_some_and(|nz| nz > c.max_noise))
             .count(),
         noise_undefined: cases.iter().filter(|c| c.noise.is_none()).count(),
+        structural_only: failing
+            .iter()
+            .filter(|c| c.fails_on_structural_noise_only())
+            .count(),
+        structural_only_gold: failing
+            .iter()
+            .filter(|c| c.gold && c.fails_on_structural_noise_only())
+            .count(),
         by_reason,
         noise_distribution,
         measures,

@@ -27,6 +27,7 @@ fn pattern_title(p: Pattern) -> &'static str {
         Pattern::DomainFailing => "A whole domain is failing",
         Pattern::NumericFailing => "Only numeric / table cases are failing",
         Pattern::GoldFailing => "Only gold cases are failing",
+        Pattern::ChunksMissing => "Expected chunks missing from the collection",
         Pattern::IngestionRegression => "Regression by the latest ingestion",
         Pattern::DomainIngestionRegression => "Regression by new chunks of the case's domain",
         Pattern::SlowDecline => "Slow, generalised decline",
@@ -179,10 +180,15 @@ fn pattern_card(f: &PatternFinding) -> String {
                 e.score.map_or("—".to_owned(), score),
                 e.ingest_batch.as_deref().map_or("—".to_owned(), |b| format!("<code>{}</code>", escape(b))),
                 escape(e.domain.as_deref().unwrap_or("—")),
-                match e.entered_since {
-                    Some(true) => "yes",
-                    Some(false) => "no",
-                    None => "unknown",
+                match (e.entered_since, &e.in_accepted_run) {
+                    (Some(true), _) => "yes".to_owned(),
+                    (Some(false), Some(s)) => format!(
+                        "no: retrieved by that run at rank {} for <code>{}</code>",
+                        s.rank,
+                        escape(&s.case)
+                    ),
+                    (Some(false), None) => "no".to_owned(),
+                    (None, _) => "unknown".to_owned(),
                 }
             ));
         }

@@ -33,10 +33,13 @@ pub fn nav(input: &HtmlInput<'_>) -> String {
     s
 }
 
+/// Failing cases other than those failing on structural noise alone (those are named by
+/// `structural_noise`).
 fn failing_ids(r: &ExamReport, gold: bool, undocumented_only: bool) -> Vec<&str> {
     r.cases
         .iter()
-        .filter(|c| !c.passed && c.gold == gold && (!undocumented_only || !c.documented))
+        .filter(|c| !c.passed && !c.fails_on_structural_noise_only())
+        .filter(|c| c.gold == gold && (!undocumented_only || !c.documented))
         .map(|c| c.id.as_str())
         .collect()
 }
@@ -69,18 +72,40 @@ fn reason_sentence(r: &ExamReport, reason: StopReason) -> String {
                 id_list(&ids, 12)
             )
         }
-        StopReason::TooManyFailures => format!(
-            "<strong>{}</strong> failed; the policy tolerates at most <strong>{}</strong> \
-             ({} of {} cases).",
-            plural(
-                s.failing - s.failing_gold,
-                "non-gold case",
-                "non-gold cases"
-            ),
-            s.max_failing,
-            pct(r.policy.max_failing_fraction),
-            s.cases
-        ),
+        StopReason::TooManyFailures => {
+            let structural = r
+                .cases
+                .iter()
+                .filter(|c| !c.gold && c.fails_on_structural_noise_only())
+                .count();
+            format!(
+                "<strong>{}</strong> failed; the policy tolerates at most <strong>{}</strong> \
+                 ({} of {} cases){}.",
+                plural(
+                    failing_ids(r, false, false).len(),
+                    "non-gold case",
+                    "non-gold cases"
+                ),
+                s.max_failing,
+                pct(r.policy.max_failing_fraction),
+                s.cases,
+                if structural > 0 {
+                    format!(", besides {structural} on structural noise alone")
+                } else {
+                    String::new()
+                }
+            )
+        }
+        StopReason::StructuralNoise => {
+            let text = fmt::structural_noise_reason(r);
+            let text = text.strip_prefix("structural_noise: ").unwrap_or(&text);
+            let mut chars = text.chars();
+            let first: String = chars
+                .next()
+                .map(|c| c.to_uppercase().collect())
+                .unwrap_or_default();
+            format!("{}{}.", escape(&first), escape(chars.as_str()))
+        }
     };
     format!(
         "<li><span class=\"tag fail\">{}</span> {body}</li>",
@@ -276,7 +301,11 @@ pub fn provenance(run: &RecordedRun) -> String {
     };
     s.push_str(&format!(
         "<dt>Field</dt><dd>{}</dd>",
-        dd(Some(cfg.field.as_deref().unwrap_or(policy_field)))
+        // A live retriever's table was not embedded by veredicto: no field to state.
+        dd(cfg
+            .field
+            .as_deref()
+            .or(matches!(cfg.retriever.as_str(), "index" | "run-file").then_some(policy_field)))
     ));
     s.push_str(&format!("<dt>K</dt><dd>{}</dd>", cfg.top_k));
     s.push_str(&format!(

@@ -1,8 +1,9 @@
 //! A tiny `cmd:` retriever, for the tests and as a model to copy: it reads a JSON object
 //! `{"QUERY TEXT": ["chunk-1", "chunk-2", ...], ...}` from the file given as its argument,
-//! then answers each request line (`{"query": ..., "k": N, ...}`) with
-//! `{"results": [{"id": ..., "score": ...}, ...]}`, at most `k` results, scores descending.
-//! A query it does not know gets an empty list.
+//! then answers each request line (`{"id": N, "query": ..., "k": K, ...}`) with one line
+//! `{"id": N, "results": [{"id": ..., "score": ...}, ...]}`: the request's `id` echoed, at
+//! most `k` results, scores descending. A query it does not know gets an empty list.
+//! Exactly one line per request, flushed at once; logs go to standard error.
 
 use std::io::{BufRead, Write};
 
@@ -38,7 +39,8 @@ fn main() {
             .enumerate()
             .map(|(i, id)| serde_json::json!({"id": id, "score": 1.0 - i as f64 / 100.0}))
             .collect();
-        let answer = serde_json::json!({ "results": results });
+        // The `id` echoed as received: veredicto refuses an answer without it.
+        let answer = serde_json::json!({ "id": request["id"], "results": results });
         if writeln!(out, "{answer}")
             .and_then(|()| out.flush())
             .is_err()

@@ -1,0 +1,179 @@
+//! What the exam asks a retriever after the search, so that the diagnosis names the real
+//! cause: which expected chunks that came back nowhere the collection holds at all
+//! ([`Retriever::holds`]), why some answers were shorter than asked
+//! ([`Retriever::short_cause`]), and how the engine plans the served query
+//! ([`Retriever::served_plan`], for the exactness check). Each question is asked once per
+//! exam, after every case ran, in case order: the answers do not depend on the thread count.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use veredicto_core::case::Case;
+use veredicto_core::diagnosis::{Check, DiagnosisFinding, Finding};
+use veredicto_core::exam::{ExamReport, ExamWarning, ServedPlan, ShortCase};
+
+use crate::exam::{Retrieval, Settings};
+use crate::{Request, RetrieveError, Retriever, HOLDS_MAX};
+
+/// Expected chunks the retriever says its collection does not hold.
+pub(crate) struct Absent {
+    /// The collection, as findings name it.
+    pub collection: String,
+    pub ids: BTreeSet<String>,
+}
+
+/// Asks the retriever, once, which of the expected chunks that no case retrieved it holds
+/// (cases the retriever failed for are left out: their failure is the cause). `None` when
+/// it cannot tell or nothing is to be asked.
+pub(crate) fn absent_expected(
+    retriever: &dyn Retriever,
+    report: &ExamReport,
+    failures: &BTreeMap<String, String>,
+) -> Result<Option<Absent>, RetrieveError> {
+    let unretrieved: BTreeSet<&str> = report
+        .cases
+        .iter()
+        .filter(|c| !failures.contains_key(&c.id))
+        .flat_map(|c| c.expected.iter())
+        .filter(|e| e.rank.is_none())
+        .map(|e| e.id.as_str())
+        .collect();
+    if unretrieved.is_empty() {
+        return Ok(None);
+    }
+    let asked: Vec<&str> = unretrieved.into_iter().take(HOLDS_MAX).collect();
+    let Some(holding) = retriever.holds(&asked)? else {
+        return Ok(None);
+    };
+    let ids: BTreeSet<String> = asked
+        .iter()
+        .filter(|id| !holding.present.contains(**id))
+        .map(|id| (*id).to_owned())
+        .collect();
+    Ok((!ids.is_empty()).then_some(Absent {
+        collection: holding.collection,
+        ids,
+    }))
+}
+
+/// Puts "expected chunk not in the collection" first in the diagnosis of every case (the
+/// retriever did not fail for) that expects an absent chunk, in place of the findings that
+/// would blame its chunking, description, labels, embedding or the retriever's ranking.
+/// Corpus findings stay (a corpus file that lacks the chunk too); a chunk the own index's
+/// records already name as not in the index is left as it is.
+pub(crate) fn mark_absent(
+    report: &mut ExamReport,
+    absent: &Absent,
+    failures: &BTreeMap<String, String>,
+) {
+    for case in &mut report.cases {
+        if failures.contains_key(&case.id) {
+            continue;
+        }
+        let mut seen = BTreeSet::new();
+        let missing: Vec<String> = case
+            .expected
+            .iter()
+            .filter(|e| e.rank.is_none() && absent.ids.contains(&e.id))
+            .filter(|e| seen.insert(e.id.clone()))
+            .filter(|e| {
+                !case.diagnosis.iter().any(|f| {
+                    f.chunk.as_deref() == Some(e.id.as_str())
+                        && matches!(&f.detail, Some(DiagnosisFinding::NotInCorpus { source }) if source == "index")
+                })
+            })
+            .map(|e| e.id.clone())
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        case.diagnosis.retain(|f| {
+            f.check == Check::Corpus || !f.chunk.as_ref().is_some_and(|c| missing.contains(c))
+        });
+        let first: Vec<Finding> = missing
+            .into_iter()
+            .map(|id| {
+                Finding::new(
+                    Check::Corpus,
+                    Some(id),
+                    DiagnosisFinding::NotInCollection {
+                        collection: absent.collection.clone(),
+                    },
+                )
+            })
+            .collect();
+        case.diagnosis.splice(0..0, first);
+    }
+}
+
+/// The request the one-off questions are asked with for `case`: its own query vector when
+/// the golden set gives one (the engine plans with one of its own otherwise), its filters.
+fn probe<'a>(case: &'a Case, depth: usize) -> Request<'a> {
+    Request {
+        case_id: &case.id,
+        query: &case.query,
+        vector: case.query_vector.as_deref(),
+        depth,
+        expected: &[],
+        exact: false,
+        filters: case.filters.as_ref(),
+    }
+}
+
+/// The warning for cases whose answer was shorter than asked (the stage-1 list with a
+/// reranker), with the retriever's reason when it can give one. `None` when every answer
+/// was full, for a run file (its depth is what it holds), and for cases the retriever
+/// failed for (their failure is reported).
+pub(crate) fn short_results(
+    retriever: &dyn Retriever,
+    cases: &[Case],
+    retrieval: &Retrieval,
+    settings: &Settings<'_>,
+    k_of: &dyn Fn(&Case) -> usize,
+) -> Result<Option<ExamWarning>, RetrieveError> {
+    if retriever.preloaded().is_some() {
+        return Ok(None);
+    }
+    let answers = retrieval.stage1.as_ref().unwrap_or(&retrieval.run);
+    let mut short = Vec::new();
+    let mut first = None;
+    for case in cases {
+        let Some(list) = answers.queries.get(&case.id) else {
+            continue;
+        };
+        if retrieval.failures.contains_key(&case.id) {
+            continue;
+        }
+        let asked = crate::exam::depth_of(settings, k_of(case));
+        if list.len() < asked {
+            first.get_or_insert((case, asked));
+            short.push(ShortCase {
+                case: case.id.clone(),
+                asked,
+                returned: list.len(),
+            });
+        }
+    }
+    let Some((case, asked)) = first else {
+        return Ok(None);
+    };
+    let cause = retriever.short_cause(&probe(case, asked))?;
+    Ok(Some(ExamWarning::ShortResults {
+        cases: short,
+        cause,
+    }))
+}
+
+/// How the engine plans the first case's served query, for the exactness check.
+pub(crate) fn served_plan(
+    retriever: &dyn Retriever,
+    cases: &[Case],
+    settings: &Settings<'_>,
+    k_of: &dyn Fn(&Case) -> usize,
+) -> Result<Option<ServedPlan>, RetrieveError> {
+    match cases.first() {
+        Some(case) => {
+            retriever.served_plan(&probe(case, crate::exam::depth_of(settings, k_of(case))))
+        }
+        None => Ok(None),
+    }
+}
