@@ -279,3 +279,19 @@ fn parameters_that_are_not_libpqs_are_handed_back_as_written() {
         ]
     );
 }
+
+#[test]
+fn password_file_lines_follow_libpqs_escapes() {
+    use veredicto_net::pg::lookup_pgpass;
+    let text = "# comment\ndb\\:host:5432:*:ann:p\\:w\\\\d:more\n";
+    assert_eq!(
+        lookup_pgpass(text, "db:host", "5432", "any", "ann").as_deref(),
+        Some(r"p:w\d:more")
+    );
+    assert_eq!(lookup_pgpass(text, "db", "5432", "any", "ann"), None);
+    assert_eq!(
+        lookup_pgpass("h:1:d:u\n", "h", "1", "d", "u"),
+        None,
+        "four fields: no line"
+    );
+}
