@@ -235,13 +235,18 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
 
     let embedder = match precomputed {
         Some(_) => None,
-        None => Some(args.embedder.load_for_index(
-            Some(&index_path),
-            Some((
-                std::time::Duration::from_secs_f64(args.timeout),
-                args.retries,
-            )),
-        )?),
+        None => Some(
+            args.embedder.load_for_index(
+                Some(&index_path),
+                Some(
+                    (
+                        std::time::Duration::from_secs_f64(args.timeout),
+                        args.retries,
+                    )
+                        .into(),
+                ),
+            )?,
+        ),
     };
     let (model, dimension) = match (&embedder, &precomputed) {
         (Some(e), _) => (index_fingerprint(e.as_ref()), e.dim()),

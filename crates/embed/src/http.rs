@@ -116,6 +116,15 @@ fn map_error(e: HttpError) -> EmbedError {
             attempts,
             reason,
         },
+        HttpError::Dropped {
+            url,
+            attempts,
+            reason,
+        } => EmbedError::HttpTransport {
+            url,
+            attempts,
+            reason,
+        },
         HttpError::TooLarge { url, limit } => EmbedError::BadResponse {
             url,
             reason: format!("the answer is larger than {limit} bytes"),

@@ -16,6 +16,7 @@
 //! TLS: rustls, trusting the system's roots (Mozilla's when it has none) plus a PEM file
 //! ([`HttpSettings::ca_file`]).
 
+use std::io::Read;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -203,6 +204,16 @@ pub enum HttpError {
         /// What went wrong, redacted.
         reason: String,
     },
+    /// The connection closed while the answer was being read (retried like a timeout).
+    #[error("{url}: {reason} ({attempts} attempt(s))")]
+    Dropped {
+        /// The URL, redacted.
+        url: String,
+        /// Requests made.
+        attempts: u32,
+        /// What the reader saw.
+        reason: String,
+    },
     /// A 2xx body larger than the cap.
     #[error("{url}: the answer is larger than {limit} bytes")]
     TooLarge {
@@ -307,13 +318,57 @@ impl HttpClient {
         self.answered.load(Ordering::Relaxed)
     }
 
-    /// POSTs `body` to `url` and parses the 2xx answer as JSON, under the rule of this
-    /// module.
+    /// POSTs `body` to `url` and parses the 2xx answer (at most `max_body` bytes) as JSON,
+    /// under the rule of this module.
     pub fn post_json(&self, url: &str, body: &Value) -> Result<Value, HttpError> {
         let payload = serde_json::to_vec(body).map_err(|e| HttpError::Setup {
             option: "request",
             reason: e.to_string(),
         })?;
+        let limit = self.settings.max_body;
+        let shown = redact::url(url);
+        let read = |reader: &mut dyn Read| -> Result<Value, ReadFailure<HttpError>> {
+            let mut text = Vec::new();
+            match reader.take(limit.saturating_add(1)).read_to_end(&mut text) {
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) => return Err(ReadFailure::TimedOut),
+                Err(e) => {
+                    return Err(ReadFailure::Dropped(format!(
+                        "connection closed while reading the answer ({})",
+                        redact::secrets_in_text(&e.to_string())
+                    )))
+                }
+            }
+            if text.len() as u64 > limit {
+                return Err(ReadFailure::Stop(HttpError::TooLarge {
+                    url: shown.clone(),
+                    limit,
+                }));
+            }
+            serde_json::from_slice(&text).map_err(|e| {
+                ReadFailure::Stop(HttpError::NotJson {
+                    url: shown.clone(),
+                    reason: e.to_string(),
+                    body: excerpt(&String::from_utf8_lossy(&text)),
+                })
+            })
+        };
+        match self.post_reading(url, &payload, read) {
+            Ok(v) => Ok(v),
+            Err(PostError::Http(e) | PostError::Read(e)) => Err(e),
+        }
+    }
+
+    /// POSTs `payload` (JSON) to `url` and hands the 2xx answer's body, as it streams in, to
+    /// `read` (which bounds what it reads), under the rule of this module.
+    /// [`ReadFailure::Dropped`] and [`ReadFailure::TimedOut`] from `read` are retried like a
+    /// timeout; [`ReadFailure::Stop`] ends the request with the reader's error.
+    pub fn post_reading<T, E>(
+        &self,
+        url: &str,
+        payload: &[u8],
+        read: impl Fn(&mut dyn Read) -> Result<T, ReadFailure<E>>,
+    ) -> Result<T, PostError<E>> {
         let (request_url, basic) = split_userinfo(url);
         let shown = redact::url(url);
         let has_authorization = self
@@ -333,7 +388,7 @@ impl HttpClient {
             let mut timeout = self.settings.timeout;
             if let Some(d) = &self.settings.deadline {
                 let Some(left) = d.left() else {
-                    return Err(deadline_error(d, attempt - 1));
+                    return Err(PostError::Http(deadline_error(d, attempt - 1)));
                 };
                 timeout = timeout.min(left);
             }
@@ -351,70 +406,84 @@ impl HttpClient {
             if let (Some(basic), false) = (&basic, has_authorization) {
                 req = req.header("Authorization", format!("Basic {basic}"));
             }
-            let (failure, retry_after) = match req.send(&payload[..]) {
+            let (failure, retry_after) = match req.send(payload) {
                 Ok(resp) => {
-                    self.answered.store(true, Ordering::Relaxed);
                     let status = resp.status().as_u16();
                     let header = |name: &str| {
                         resp.headers()
                             .get(name)
-                            .and_then(|v| v.to_str().ok())
-                            .map(str::to_owned)
+                            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
                     };
                     let retry_after = header("retry-after")
                         .and_then(|v| v.trim().parse::<u64>().ok())
                         .map(Duration::from_secs)
                         .filter(|_| status == 429 || status == 503);
-                    if (300..400).contains(&status) {
-                        return Err(HttpError::Redirect {
-                            url: shown,
-                            status,
-                            location: header("location")
-                                .map(|l| redact::short(&redact::url(&l)))
-                                .unwrap_or_default(),
-                        });
-                    }
-                    let text = resp
-                        .into_body()
-                        .with_config()
-                        .limit(self.settings.max_body)
-                        .read_to_string();
-                    match text {
-                        Ok(text) if (200..300).contains(&status) => {
-                            return serde_json::from_str(&text).map_err(|e| HttpError::NotJson {
-                                url: shown.clone(),
-                                reason: e.to_string(),
-                                body: excerpt(&text),
-                            });
-                        }
-                        Ok(text) => {
-                            let err = HttpError::Status {
-                                url: shown.clone(),
-                                status,
-                                attempts: attempt,
-                                body: excerpt(&text),
-                            };
-                            if status != 429 && !(500..600).contains(&status) {
-                                return Err(err);
+                    let location = header("location");
+                    let mut body = resp.into_body().into_with_config().reader();
+                    if (200..300).contains(&status) {
+                        match read(&mut body) {
+                            Ok(value) => {
+                                self.answered.store(true, Ordering::Relaxed);
+                                return Ok(value);
                             }
-                            (err, retry_after)
+                            Err(ReadFailure::Stop(e)) => {
+                                self.answered.store(true, Ordering::Relaxed);
+                                return Err(PostError::Read(e));
+                            }
+                            Err(ReadFailure::TimedOut) => {
+                                (self.timed_out(&shown, attempt, timeout), None)
+                            }
+                            Err(ReadFailure::Dropped(reason)) => (
+                                HttpError::Dropped {
+                                    url: shown.clone(),
+                                    attempts: attempt,
+                                    reason,
+                                },
+                                None,
+                            ),
                         }
-                        Err(ureq::Error::BodyExceedsLimit(limit))
-                            if (200..300).contains(&status) =>
-                        {
-                            return Err(HttpError::TooLarge { url: shown, limit });
+                    } else {
+                        if (300..400).contains(&status) {
+                            return Err(PostError::Http(HttpError::Redirect {
+                                url: shown,
+                                status,
+                                location: location
+                                    .map(|l| redact::short(&redact::url(&l)))
+                                    .unwrap_or_default(),
+                            }));
                         }
-                        Err(e) => (self.transport(&shown, attempt, timeout, e), None),
+                        // An error's body is quoted, not parsed: its first bytes are enough.
+                        let mut head = Vec::new();
+                        let closed = body.take(ERROR_BODY).read_to_end(&mut head).is_err();
+                        let text = String::from_utf8_lossy(&head);
+                        let err = HttpError::Status {
+                            url: shown.clone(),
+                            status,
+                            attempts: attempt,
+                            body: if closed {
+                                format!(
+                                    "(connection closed while reading the answer) {}",
+                                    excerpt(&text)
+                                )
+                            } else {
+                                excerpt(&text)
+                            },
+                        };
+                        if status != 429 && !(500..600).contains(&status) {
+                            return Err(PostError::Http(err));
+                        }
+                        self.answered.store(true, Ordering::Relaxed);
+                        (err, retry_after)
                     }
                 }
                 Err(e) => (self.transport(&shown, attempt, timeout, e), None),
             };
             let retryable = matches!(
                 failure,
-                HttpError::Timeout { .. } | HttpError::Status { .. }
+                HttpError::Timeout { .. } | HttpError::Status { .. } | HttpError::Dropped { .. }
             );
             if !retryable || attempt >= max_attempts {
-                return Err(failure);
+                return Err(PostError::Http(failure));
             }
             let mut wait = retry_after.unwrap_or_else(|| self.settings.retry_wait(attempt));
             if let Some(d) = &self.settings.deadline {
@@ -422,10 +491,10 @@ impl HttpClient {
                     Some(left) if left > wait => {}
                     // No time for another attempt after the wait: the deadline ends it.
                     _ => {
-                        return Err(match failure {
+                        return Err(PostError::Http(match failure {
                             HttpError::Timeout { .. } => deadline_error(d, attempt),
                             other => other,
-                        })
+                        }))
                     }
                 }
                 wait = wait.min(d.left().unwrap_or_default());
@@ -434,8 +503,8 @@ impl HttpClient {
         }
     }
 
-    fn transport(&self, url: &str, attempts: u32, timeout: Duration, e: ureq::Error) -> HttpError {
-        let timed_out = || match &self.settings.deadline {
+    fn timed_out(&self, url: &str, attempts: u32, timeout: Duration) -> HttpError {
+        match &self.settings.deadline {
             // The attempt was cut short by the total deadline, not by its own timeout.
             Some(d) if timeout < self.settings.timeout && d.left().is_none() => {
                 HttpError::Deadline {
@@ -449,10 +518,15 @@ impl HttpClient {
                 timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
                 attempts,
             },
-        };
+        }
+    }
+
+    fn transport(&self, url: &str, attempts: u32, timeout: Duration, e: ureq::Error) -> HttpError {
         match e {
-            ureq::Error::Timeout(_) => timed_out(),
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => timed_out(),
+            ureq::Error::Timeout(_) => self.timed_out(url, attempts, timeout),
+            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
+                self.timed_out(url, attempts, timeout)
+            }
             other => HttpError::Transport {
                 url: url.to_owned(),
                 attempts,
@@ -460,6 +534,42 @@ impl HttpClient {
             },
         }
     }
+}
+
+/// Whether an error from reading an answer's body is a timeout (ureq wraps its own
+/// timeout in the I/O error).
+pub fn is_timeout(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::TimedOut
+        || e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+            .is_some_and(|u| match u {
+                ureq::Error::Timeout(_) => true,
+                ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::TimedOut,
+                _ => false,
+            })
+}
+
+/// How much of an error answer's body is read, to quote it.
+const ERROR_BODY: u64 = 64 << 10;
+
+/// What the reader of a 2xx body ([`HttpClient::post_reading`]) says went wrong.
+#[derive(Debug)]
+pub enum ReadFailure<E> {
+    /// A final error of the caller's (the answer breaks its contract): not retried.
+    Stop(E),
+    /// The connection closed mid-answer (what was seen): retried.
+    Dropped(String),
+    /// Reading timed out: retried.
+    TimedOut,
+}
+
+/// Why [`HttpClient::post_reading`] failed.
+#[derive(Debug)]
+pub enum PostError<E> {
+    /// The request failed under the rule of this module.
+    Http(HttpError),
+    /// The reader refused the answer.
+    Read(E),
 }
 
 /// The first 300 characters of a body, secrets redacted, for error messages.

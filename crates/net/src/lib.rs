@@ -12,7 +12,7 @@ pub mod http;
 pub mod pg;
 pub mod tls;
 
-pub use http::{Deadline, HttpClient, HttpError, HttpSettings, Proxy};
+pub use http::{Deadline, HttpClient, HttpError, HttpSettings, PostError, Proxy, ReadFailure};
 pub use pg::{PgConnectError, PgConnector, PgEnv, PgTarget, PgTargetError, SslMode};
 
 /// Percent-decodes `s` (`%41` → `A`; a `%` not followed by two hex digits stays).
