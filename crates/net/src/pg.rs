@@ -428,7 +428,13 @@ impl PgTarget {
         }
         .transpose()
         .map_err(|e| PgConnectError::Setup(format!("sslrootcert: {e}")))?;
+        let roots = match &plan {
+            Plan::Tls(_, _, Some(Roots::File(p))) => Some(format!("sslrootcert {}", p.display())),
+            Plan::Tls(_, _, Some(_)) => Some("sslrootcert=system".to_owned()),
+            _ => None,
+        };
         Ok(PgConnector {
+            roots,
             plan,
             tls: tls.map(tokio_postgres_rustls::MakeRustlsConnect::new),
             target: self.describe(),
@@ -505,6 +511,8 @@ enum Plan {
 #[derive(Clone)]
 pub struct PgConnector {
     plan: Plan,
+    /// The root certificates checked against, for messages.
+    roots: Option<String>,
     tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     target: String,
     sslmode: SslMode,
@@ -551,8 +559,10 @@ impl PgConnector {
     }
 
     fn error(&self, e: postgres::Error) -> PgConnectError {
-        let tls_problem =
-            tls::certificate_problem(&e).map(|p| format!("{p} (sslmode={})", self.sslmode));
+        let tls_problem = tls::certificate_problem(&e).map(|p| match &self.roots {
+            Some(roots) => format!("{p} (sslmode={}, {roots})", self.sslmode),
+            None => format!("{p} (sslmode={})", self.sslmode),
+        });
         let message = connect_message(&e);
         let no_tls = e.as_db_error().is_none() && message.contains("server does not support TLS");
         let hint = if no_tls {

@@ -890,9 +890,10 @@ fn connect_client(url: &str) -> Result<(Client, PathBuf), StoreError> {
         attempts,
         message,
     };
-    let connector = target
-        .connector()
-        .map_err(|e| connect_error(0, e.to_string()))?;
+    let connector = target.connector().map_err(|e| StoreError::BadUrl {
+        path: location.clone(),
+        message: e.to_string(),
+    })?;
     let mut config = target.config(CONNECT_TIMEOUT);
     let timeout = config
         .get_connect_timeout()
