@@ -99,7 +99,7 @@ impl Net {
         let outcome = self.client.post_reading(url, payload, |body| {
             let mut capped = Capped::new(body, limit);
             let outcome = read(&mut BufReader::with_capacity(64 << 10, &mut capped));
-            let stop = |reason: String| ReadFailure::Stop(setup(reason));
+            let stop = ReadFailure::Stop;
             match outcome {
                 Ok(value) => Ok(value),
                 Err(_) if capped.tally.over => Err(stop(format!(
@@ -129,7 +129,7 @@ impl Net {
         });
         let e = match outcome {
             Ok(value) => return Ok(value),
-            Err(PostError::Read(e)) => return Err(e),
+            Err(PostError::Read(reason)) => return Err(setup(reason)),
             Err(PostError::Http(e)) => e,
         };
         // (what went wrong, whether it is a timeout, attempts) of a retryable failure
