@@ -549,6 +549,12 @@ pub fn is_timeout(e: &std::io::Error) -> bool {
             })
 }
 
+/// An error from reading an answer's body as the client words it (`io: Peer
+/// disconnected`).
+pub fn read_error_text(e: std::io::Error) -> String {
+    ureq::Error::from(e).to_string()
+}
+
 /// How much of an error answer's body is read, to quote it.
 const ERROR_BODY: u64 = 64 << 10;
 

@@ -123,7 +123,9 @@ impl Net {
                 Err(Failure::Io(e)) => Err(ReadFailure::Dropped(format!(
                     "connection closed while reading the answer, after {} ({})",
                     bytes(capped.tally.bytes()),
-                    redact::short(&redact::secrets_in_text(&e.to_string()))
+                    redact::short(&redact::secrets_in_text(
+                        &veredicto_net::http::read_error_text(e)
+                    ))
                 ))),
             }
         });
