@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs Debian's `chromium` package, which the HTML report test
-# (crates/report/tests/html_chromium.rs) drives headless. Idempotent: does nothing when
+# (crates/report/tests/report/html_chromium.rs) drives headless. Idempotent: does nothing when
 # /usr/bin/chromium already exists. Needs root (or sudo) and apt-get; CI calls it before
 # `cargo test`.
 set -eu

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Reference logits of the tiny DeBERTa-v2 test models, from transformers + PyTorch.
 
-    VEREDICTO_DEBERTA_DUMP=/tmp/dv2 cargo test -p veredicto-embed --test deberta_tiny \
+    VEREDICTO_DEBERTA_DUMP=/tmp/dv2 cargo test -p veredicto-embed --test embed deberta_tiny \
         dump_models_for_the_python_reference -- --ignored
     python3 scripts/reference_deberta.py /tmp/dv2 \
         --out crates/embed/tests/data/deberta_tiny_reference.json
 
-The first command writes the random-weight model folders of `crates/embed/tests/deberta_tiny.rs`
+The first command writes the random-weight model folders of `crates/embed/tests/embed/deberta_tiny.rs`
 (one per variant: config.json, model.safetensors, tokenizer.json) and `pairs.json` (the
 premise / hypothesis pairs with the token ids the test expects). This script loads each
 folder with `DebertaV2ForSequenceClassification.from_pretrained` (no other code of ours is

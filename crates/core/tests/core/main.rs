@@ -1,0 +1,16 @@
+//! veredicto-core's integration tests as one binary (one link for the crate): each
+//! module below was a test file of its own.
+
+mod compare_compat;
+mod compare_patterns;
+mod compare_rack;
+mod compare_significance;
+mod compare_stats;
+mod compare_support;
+mod diagnosis_checklist;
+mod exam_props;
+mod measure_props;
+mod measures_doc;
+mod noise_findings;
+mod seed_examples;
+mod structural_noise_reasons;

@@ -1,0 +1,11 @@
+//! veredicto-store's integration tests as one binary (one link for the crate): each
+//! module below was a test file of its own.
+
+#[macro_use]
+mod common;
+mod acceptances;
+mod crash;
+mod history;
+mod hygiene;
+mod postgres;
+mod run_chunks;
