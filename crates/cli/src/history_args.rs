@@ -108,73 +108,7 @@ impl HistoryArgs {
 /// Runs of history the cross-run diagnosis and the trends look at, in every command.
 pub const DEFAULT_WINDOW: usize = 20;
 
-/// `--baseline`, the same values in every command: `previous` (the last earlier run with
-/// the same golden set and policy), `last-accepted` (the last accepted run before it),
-/// `none` (no comparison), or a run ID / unique prefix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Baseline {
-    Previous,
-    LastAccepted,
-    None,
-    Run(String),
-}
-
-impl std::str::FromStr for Baseline {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s.trim() {
-            "previous" => Baseline::Previous,
-            "last-accepted" => Baseline::LastAccepted,
-            "none" => Baseline::None,
-            "" => return Err("expected previous, last-accepted, none or a run ID".to_owned()),
-            other => {
-                // Run IDs are ULIDs: Crockford base32 (no I, L, O, U), 26 characters; a
-                // unique prefix is enough.
-                let crockford = |c: char| {
-                    c.is_ascii_alphanumeric()
-                        && !matches!(c.to_ascii_uppercase(), 'I' | 'L' | 'O' | 'U')
-                };
-                if other.len() > 26 || !other.chars().all(crockford) {
-                    let hint = veredicto_formats::config::did_you_mean(
-                        other,
-                        ["previous", "last-accepted", "none"],
-                    )
-                    .map(|s| format!(" (did you mean `{s}`?)"))
-                    .unwrap_or_default();
-                    return Err(format!(
-                        "`{}` is neither previous, last-accepted, none nor a run ID{hint}",
-                        veredicto_core::redact::short(other)
-                    ));
-                }
-                Baseline::Run(other.to_owned())
-            }
-        })
-    }
-}
-
-impl std::fmt::Display for Baseline {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Baseline::Previous => f.write_str("previous"),
-            Baseline::LastAccepted => f.write_str("last-accepted"),
-            Baseline::None => f.write_str("none"),
-            Baseline::Run(id) => f.write_str(id),
-        }
-    }
-}
-
-impl Baseline {
-    /// Checks, before anything is recorded, that a baseline named by run ID is in the
-    /// history (a typo found after the run was written left a run nobody wanted).
-    pub fn check(&self, history: &History) -> anyhow::Result<()> {
-        if let Baseline::Run(id) = self {
-            history
-                .resolve(id)
-                .map_err(|e| anyhow::anyhow!("--baseline {id}: {e}"))?;
-        }
-        Ok(())
-    }
-}
+pub use veredicto_app::Baseline;
 
 /// The baseline run `which` names for `run`; `None` when the history holds no such run yet
 /// or `which` is `none`.
@@ -183,12 +117,7 @@ pub fn baseline_of(
     run: &RunMeta,
     which: &Baseline,
 ) -> anyhow::Result<Option<String>> {
-    Ok(match which {
-        Baseline::Previous => history.previous_compatible(run)?.map(|s| s.id),
-        Baseline::LastAccepted => history.last_accepted(Some(&run.id), None)?.map(|s| s.id),
-        Baseline::None => None,
-        Baseline::Run(other) => Some(history.resolve(other)?),
-    })
+    Ok(which.resolve(history, run)?)
 }
 
 /// The git revision of the working directory (`HEAD`, with `-dirty` when the tree has
