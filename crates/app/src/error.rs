@@ -41,6 +41,9 @@ pub enum Error {
     /// The grounding audit.
     #[error(transparent)]
     Grounding(#[from] veredicto_grounding::GroundingError),
+    /// An audit target (a case file or a recorded audit run).
+    #[error(transparent)]
+    Target(#[from] crate::audit::TargetError),
     /// Reading or writing a file, or a pipe.
     #[error(transparent)]
     Io(#[from] std::io::Error),

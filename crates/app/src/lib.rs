@@ -11,8 +11,7 @@
 //!   revision is read from, the environment the settings are resolved from);
 //! - errors are [`Error`] values whose message names the file, line and field.
 
-#![warn(missing_docs)]
-
+pub mod audit;
 mod error;
 pub mod events;
 pub mod exam;

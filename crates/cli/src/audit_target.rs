@@ -4,10 +4,9 @@
 use crate::history_args::HistoryArgs;
 use anyhow::bail;
 use std::path::Path;
-use veredicto_grounding as g;
-use veredicto_grounding::target::{self, TargetRef};
+use veredicto_app::audit::target::{self, TargetRef};
 
-pub use g::AuditTarget as Target;
+pub use veredicto_app::audit::AuditTarget as Target;
 
 /// A case file when `arg` names an existing file, else an audit run (ID, unique prefix
 /// or `latest`) in the history.

@@ -1,7 +1,7 @@
 //! The run history as text: the table of `veredicto runs list`.
 
 use veredicto_core::exam::Verdict;
-use veredicto_store::{short_fingerprint, RunSummary};
+use veredicto_core::history::{short_fingerprint, RunSummary};
 
 /// The run history as a table, newest first (`veredicto runs list`).
 pub fn list_table(runs: &[RunSummary]) -> String {
