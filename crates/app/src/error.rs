@@ -41,6 +41,13 @@ pub enum Error {
     /// The grounding audit.
     #[error(transparent)]
     Grounding(#[from] veredicto_grounding::GroundingError),
+    /// Suggestions of a model or a judge.
+    #[error(transparent)]
+    Suggest(#[from] veredicto_grounding::SuggestError),
+    /// A judge's reply that could not be read: the suggestions that could are in it (and
+    /// were stored).
+    #[error(transparent)]
+    UnreadableReply(Box<crate::audit::suggest::UnreadableReply>),
     /// An audit target (a case file or a recorded audit run).
     #[error(transparent)]
     Target(#[from] crate::audit::TargetError),

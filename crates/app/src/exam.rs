@@ -233,12 +233,7 @@ impl ExamOutcome {
                 }
                 Format::Markdown => text.push_str(&veredicto_report::comparison::markdown(c)),
                 Format::Json => {
-                    let mut value = serde_json::to_value(report)?;
-                    if let Some(map) = value.as_object_mut() {
-                        map.insert("comparison".to_owned(), serde_json::to_value(c)?);
-                    }
-                    text = serde_json::to_string_pretty(&value)?;
-                    text.push('\n');
+                    text = veredicto_report::json::exam_with_comparison(report, Some(c));
                 }
                 // Newly failing cases carry type="regression", and a `regression` test
                 // case fails when the comparison found one.
@@ -372,7 +367,8 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
             git_revision: rec.git_revision.clone(),
             latency: retrieval.latency.clone(),
         };
-        let id = history.record(&meta, &report)?;
+        // The history keeps the report in its wire format, sentences included.
+        let id = history.record(&meta, &veredicto_report::findings::worded_exam(&report))?;
         if let Some(c) = &corpus {
             // The chunks this run read, for `corpus check`'s drift since an accepted run
             // (stored once per distinct corpus; a separate transaction after the run's).
@@ -399,8 +395,7 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
                         corpus: corpus.as_ref(),
                         ..CompareOptions::default()
                     };
-                    let mut c = compare::compare(&base, &new, &opts);
-                    veredicto_report::findings::fill_comparison(&mut c);
+                    let c = compare::compare(&base, &new, &opts);
                     regression = rec.fail_on_regression && c.regression;
                     comparison = Some(c);
                 }
@@ -609,7 +604,6 @@ pub fn examine(
         veredicto_core::exam::stages::mark_absent(&mut report, absent, &retrieval.failures);
     }
     report.warnings.extend(short);
-    veredicto_report::findings::fill_exam(&mut report);
     Ok(Examined {
         report,
         retrieval,
@@ -800,9 +794,10 @@ mod tests {
         assert_eq!(out.notices.len(), 1);
         assert!(out.report.latency.contains_key("search"));
         let q3 = out.report.cases.iter().find(|c| c.id == "q3").unwrap();
-        assert!(q3.diagnosis[0]
-            .finding
-            .starts_with("the retriever failed for this case: "));
+        assert!(
+            veredicto_report::findings::finding_sentence(&q3.diagnosis[0])
+                .starts_with("the retriever failed for this case: ")
+        );
         // The verdict says the case failed in the retriever, not in the knowledge base.
         assert_eq!(out.report.summary.retriever_failures, 1);
         let text = out.render(Format::Human, false).unwrap();

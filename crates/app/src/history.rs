@@ -9,7 +9,7 @@ use std::process::Command;
 use veredicto_core::history::{RecordedRun, RunMeta};
 use veredicto_store::{History, RunFilter};
 
-use crate::{Error, Result};
+use crate::{Error, Events, Result};
 
 /// The default history file without a project file, relative to the working folder.
 pub const DEFAULT_HISTORY: &str = ".veredicto/history.db";
@@ -240,4 +240,236 @@ pub fn git_revision(dir: &Path) -> Option<String> {
         .ok()
         .is_some_and(|o| o.status.success() && !o.stdout.is_empty());
     Some(if dirty { format!("{rev}-dirty") } else { rev })
+}
+
+/// A comparison of a recorded run with its baseline (`compare`).
+#[derive(Debug, Clone)]
+pub struct CompareRequest<'a> {
+    /// The run to judge (ID, unique prefix, `latest`).
+    pub run: &'a str,
+    /// Its baseline (`none` is refused: a comparison needs one).
+    pub baseline: Baseline,
+    /// The current corpus, to tell the ingest batch of chunks that displaced expected ones.
+    pub corpus: Option<&'a Path>,
+    /// Seed of the randomisation test and the bootstrap.
+    pub seed: u64,
+    /// Monte-Carlo sign patterns when exact enumeration is too large.
+    pub permutations: usize,
+    /// Bootstrap resamples for the confidence intervals.
+    pub bootstrap: usize,
+    /// Runs of history the cross-run diagnosis looks at.
+    pub window: usize,
+}
+
+/// A run, its baseline, their comparison and the cross-run diagnosis.
+#[derive(Debug, Clone)]
+pub struct Compared {
+    /// The baseline run.
+    pub base: RecordedRun,
+    /// The run judged.
+    pub new: RecordedRun,
+    /// The comparison (significance, displaced chunks).
+    pub comparison: veredicto_core::compare::Comparison,
+    /// The cross-run diagnosis of the recent history.
+    pub diagnosis: veredicto_core::compare::RunsDiagnosis,
+}
+
+/// Compares a recorded run of the history at `spec` with its baseline.
+pub fn compare_runs(spec: &HistorySpec, req: &CompareRequest<'_>) -> Result<Compared> {
+    use veredicto_core::compare::{self, CompareOptions, DiagnoseOptions};
+    if req.baseline == Baseline::None {
+        crate::bail!(
+            "--baseline none: compare needs a baseline (previous, last-accepted or a run ID)"
+        );
+    }
+    let history = spec.open_read_only()?;
+    let new = history.get(req.run)?;
+    let Some(base_id) = req.baseline.resolve(&history, &new.meta)? else {
+        crate::bail!(
+            "no {} baseline for run {} in {}",
+            req.baseline,
+            new.meta.id,
+            spec.display()
+        );
+    };
+    let base = history.get(&base_id)?;
+    let corpus = read_corpus(req.corpus)?;
+    let comparison = compare::compare(
+        &base,
+        &new,
+        &CompareOptions {
+            seed: req.seed,
+            permutations: req.permutations,
+            bootstrap: req.bootstrap,
+            corpus: corpus.as_ref(),
+            ..CompareOptions::default()
+        },
+    );
+    let runs = recent_runs(&history, &new, req.window)?;
+    let accepted_chunks = baseline_chunks(&history, &runs)?;
+    let diagnosis = compare::diagnose_runs_with_chunks(
+        &runs,
+        corpus.as_ref(),
+        accepted_chunks.as_ref(),
+        &DiagnoseOptions {
+            seed: req.seed,
+            ..DiagnoseOptions::default()
+        },
+    );
+    Ok(Compared {
+        base,
+        new,
+        comparison,
+        diagnosis,
+    })
+}
+
+/// One recorded run to report on (`report`).
+#[derive(Debug, Clone)]
+pub struct ReportRequest<'a> {
+    /// The run (ID, unique prefix, `latest`).
+    pub run: &'a str,
+    /// The baseline of the comparison (`none`: no comparison).
+    pub baseline: Baseline,
+    /// The current corpus (ingest batches of displacing chunks).
+    pub corpus: Option<&'a Path>,
+    /// Runs of history for the trends and the cross-run diagnosis.
+    pub window: usize,
+    /// Seed of the randomisation test and the bootstrap.
+    pub seed: u64,
+}
+
+/// Everything a run's report shows: the run, its comparison with the baseline (when there
+/// is one), the cross-run diagnosis and the recent runs the trends are drawn from.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The run reported on.
+    pub current: RecordedRun,
+    /// Its comparison with the baseline, when the history holds one.
+    pub comparison: Option<veredicto_core::compare::Comparison>,
+    /// The cross-run diagnosis.
+    pub diagnosis: veredicto_core::compare::RunsDiagnosis,
+    /// The recent runs of its golden set, oldest first, ending with it.
+    pub history: Vec<RecordedRun>,
+}
+
+/// Gathers what the report of a recorded run of the history at `spec` shows.
+pub fn report_run(spec: &HistorySpec, req: &ReportRequest<'_>) -> Result<RunReport> {
+    use veredicto_core::compare::{self, CompareOptions, DiagnoseOptions};
+    let history = spec.open_read_only()?;
+    let current = history.get(req.run)?;
+    let corpus = read_corpus(req.corpus)?;
+    let comparison = match req.baseline.resolve(&history, &current.meta)? {
+        Some(id) => {
+            let base = history.get(&id)?;
+            Some(compare::compare(
+                &base,
+                &current,
+                &CompareOptions {
+                    seed: req.seed,
+                    corpus: corpus.as_ref(),
+                    ..CompareOptions::default()
+                },
+            ))
+        }
+        None => None,
+    };
+    let runs = recent_runs(&history, &current, req.window)?;
+    let accepted_chunks = baseline_chunks(&history, &runs)?;
+    let diagnosis = compare::diagnose_runs_with_chunks(
+        &runs,
+        corpus.as_ref(),
+        accepted_chunks.as_ref(),
+        &DiagnoseOptions {
+            seed: req.seed,
+            ..DiagnoseOptions::default()
+        },
+    );
+    Ok(RunReport {
+        current,
+        comparison,
+        diagnosis,
+        history: runs,
+    })
+}
+
+/// The corpus at `path`, when given.
+fn read_corpus(path: Option<&Path>) -> Result<Option<veredicto_core::case::Corpus>> {
+    Ok(match path {
+        Some(p) => Some(veredicto_core::case::Corpus::new(
+            veredicto_formats::corpus::read_corpus(p)?,
+        )),
+        None => None,
+    })
+}
+
+/// A history copied into another.
+#[derive(Debug, Clone)]
+pub struct Migrated {
+    /// What was copied and verified.
+    pub report: veredicto_store::MigrateReport,
+    /// The source, as messages show it.
+    pub from: String,
+    /// The target, as messages show it.
+    pub to: String,
+}
+
+/// Copies every run of the history at `from` (which must exist) into the one at `to`
+/// (created when absent): runs keep their IDs and seals, runs already there are skipped
+/// (an interrupted copy is resumed by running it again), everything copied is verified.
+/// Progress goes to `events` as runs copied.
+pub fn migrate(from: &str, to: &str, events: Events<'_>) -> Result<Migrated> {
+    let source = History::open_spec_existing(from)?;
+    let target = History::open_spec(to)?;
+    let report = veredicto_store::migrate(&source, &target, |done, total| {
+        if done % 100 == 0 || done == total {
+            events.progress("runs migrated", done as u64, total as u64, done == total);
+        }
+    })?;
+    Ok(Migrated {
+        report,
+        from: source.path().display().to_string(),
+        to: target.path().display().to_string(),
+    })
+}
+
+/// A history checked.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The history, as messages show it.
+    pub path: String,
+    /// What the check found.
+    pub report: veredicto_store::IntegrityReport,
+    /// The digest of the newest seal, if any.
+    pub head: Option<String>,
+}
+
+/// Checks the history at `spec`: database integrity, append-only guards, incomplete runs,
+/// altered audit case files, and every seal.
+pub fn check(spec: &HistorySpec) -> Result<Checked> {
+    let history = spec.open_existing()?;
+    let report = history.check()?;
+    let head = history.seals()?.last().map(|s| s.digest.clone());
+    Ok(Checked {
+        path: history.path().display().to_string(),
+        report,
+        head,
+    })
+}
+
+/// The written acceptances of ingestion batches' rejected lines in the history at `spec`
+/// (of `batch` only, when given), oldest first; none when there is no history yet.
+pub fn acceptances(
+    spec: &HistorySpec,
+    batch: Option<&str>,
+) -> Result<Vec<veredicto_store::GateAcceptance>> {
+    if !spec.is_file() {
+        return Ok(Vec::new());
+    }
+    Ok(spec
+        .open_read_only()?
+        .acceptances(None)?
+        .into_iter()
+        .filter(|x| batch.is_none_or(|b| x.batch == b))
+        .collect())
 }

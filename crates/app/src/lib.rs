@@ -15,8 +15,12 @@ pub mod audit;
 mod error;
 pub mod events;
 pub mod exam;
+pub mod files;
 pub mod history;
 mod live;
+pub mod matrix;
+pub mod signals;
+pub mod trec;
 
 pub use error::{Context, Error, Result};
 pub use events::{Events, Message, Progress};
