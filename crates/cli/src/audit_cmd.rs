@@ -1,14 +1,17 @@
-//! `veredicto audit`: grounding audit of recorded answers. Thin: resolves the
-//! arguments, calls `veredicto-grounding`, renders with `veredicto_report::audit` and prints. Exit 0 ok, 1 policy missed / package differs,
-//! 2 error (returned as `Err`).
+//! `veredicto audit`: grounding audit of recorded answers. Thin: parses the arguments,
+//! calls `veredicto_app::audit`, renders with `veredicto_report::audit` and prints. Exit 0
+//! ok, 1 policy missed / package differs / claims need re-review, 2 error (returned as
+//! `Err`).
 
 use crate::audit_target::{self as target, Target};
 use crate::history_args::HistoryArgs;
-use crate::printer::ExitStatus;
+use crate::printer::{self, ExitStatus, Format};
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
+use veredicto_app::audit as app;
+use veredicto_app::audit::suggest::{JudgeSettings, Suggester};
 use veredicto_grounding as g;
 use veredicto_report::audit as report;
 
@@ -333,30 +336,19 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitStatus> {
 
 fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
-    let opts = g::CheckOptions {
-        policy: match &a.policy {
-            Some(p) => g::load_policy(p)?,
-            None => g::GroundingPolicy::default(),
-        },
-        k: a.k.clone(),
-    };
-    let out = g::check(&t.set, &t.reviews, &opts);
+    let out = app::check(&t, a.policy.as_deref(), &a.k)?;
     let run = t.run_meta().map(|m| m.id.as_str());
-    let human = if a.format == crate::printer::Format::Markdown && !a.json {
+    let human = if a.format == Format::Markdown && !a.json {
         report::check_markdown(&out, &t.origin)
     } else {
         report::check_human(&out)
     };
     print(
-        a.json || a.format == crate::printer::Format::Json,
+        a.json || a.format == Format::Json,
         &report::check_json(&out, &t.origin, run),
         &human,
     )?;
-    Ok(if out.pass {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Stop
-    })
+    Ok(ExitStatus::stop_if(!out.pass))
 }
 
 /// Prints one rendering to stdout: the JSON as is, the human text escaped for the terminal.
@@ -399,82 +391,57 @@ fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
 fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
-    let rec = g::new_review(
-        &t.set,
-        &a.claim,
-        a.support,
-        &a.reason,
-        &a.reviewer,
-        &time,
-        a.diagnosis.clone(),
-    )
-    .map_err(|e| anyhow::anyhow!("{}: {e}", t.origin))?;
-    let original = t
-        .claim(&a.claim)
-        .and_then(|c| g::effective_support(c, &t.reviews));
-    let appended = t.append_reviews(std::slice::from_ref(&rec))?;
-    target::warn(&appended.warnings);
-    let place = appended.place;
-    if let Some(note) = target::recorded_elsewhere(&t, h) {
-        eprintln!("{note}");
-    }
-    let kind = match original {
+    let done = app::record::review(
+        &t,
+        &app::record::Review {
+            claim: &a.claim,
+            support: a.support,
+            reason: &a.reason,
+            reviewer: &a.reviewer,
+            diagnosis: a.diagnosis.clone(),
+            time: &time,
+        },
+    )?;
+    target::appended(&t, &done.warnings, h);
+    let kind = match done.original {
         None => "original verdict".to_string(),
         Some(o) if o == a.support => format!("annex (agrees with {})", o.as_str()),
         Some(o) => format!("annex (disagrees with {})", o.as_str()),
     };
-    eprintln!(
-        "appended {} on {} by {} to {place}: {kind}",
+    printer::status(&format!(
+        "appended {} on {} by {} to {}: {kind}",
         a.support.as_str(),
         a.claim,
         a.reviewer,
-    );
+        done.place,
+    ));
     Ok(ExitStatus::Success)
 }
 
 fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
-    // The previous recording: as asked, else (for a run) the run it replays or the
-    // previous run of the same case file.
-    let previous = match &a.previous {
-        Some(p) => Some(target::open(p, h)?),
-        None => match t.default_previous()? {
-            Some(id) => Some(Target::from_run(h.open_existing()?, &id)?),
-            None => None,
+    let done = app::package::package(
+        &t,
+        &a.out,
+        &app::package::PackageRequest {
+            previous: a.previous.as_deref(),
+            notes: a.notes.as_deref(),
+            created: a.created.as_deref(),
+            tool_version: env!("CARGO_PKG_VERSION"),
         },
-    };
-    let notes = match &a.notes {
-        Some(p) => Some(std::fs::read(p).with_context(|| p.display().to_string())?),
-        None => None,
-    };
-    let files = t.package_files(
-        previous.as_ref(),
-        notes.as_deref(),
-        a.created.as_deref(),
-        env!("CARGO_PKG_VERSION"),
+        &h.spec(),
+        printer::events(),
     )?;
-    let out = a.out.to_string_lossy();
-    if out.ends_with(".tar.gz") || out.ends_with(".tgz") {
-        let b = g::tar_gz(&files)?;
-        crate::output::write_atomic(&a.out, &b)?;
-    } else {
-        g::write_dir(&a.out, &files)?;
-    }
-    let m: g::Manifest = veredicto_formats::json::from_slice(&files[g::MANIFEST])?;
-    eprintln!(
+    printer::status(&format!(
         "wrote {} ({} files; missing: {})",
         a.out.display(),
-        files.len(),
-        if m.missing.is_empty() {
+        done.files,
+        if done.missing.is_empty() {
             "none".to_string()
         } else {
-            m.missing
-                .iter()
-                .map(|x| x.part.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            done.missing.join(", ")
         }
-    );
+    ));
     Ok(ExitStatus::Success)
 }
 
@@ -484,78 +451,21 @@ fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
         max_total_bytes: a.max_total_bytes,
         max_members: a.max_members,
     };
-    let mut v = g::verify_package(&a.package, &limits)?;
-    check_against_history(&mut v, h)?;
+    let v = app::package::verify(&a.package, &limits, &h.spec())?;
     let package = a.package.display().to_string();
     print(
-        a.json || a.format == crate::printer::Format::Json,
+        a.json || a.format == Format::Json,
         &report::verification_json(&v, &package),
         &report::verification_human(&v, &package),
     )?;
-    Ok(if v.verified() {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Stop
-    })
-}
-
-/// Ties a package naming a recorded run to that run in the history, when there is a history:
-/// a run missing from a history given with --history is a difference; from the default one,
-/// it is only reported as not checked.
-fn check_against_history(v: &mut g::Verification, h: &HistoryArgs) -> anyhow::Result<()> {
-    let Some(run) = v.run.clone() else {
-        return Ok(());
-    };
-    let label = h.history.display().to_string();
-    let explicit = h.history.is_explicit();
-    if !h.history.is_file() {
-        if explicit {
-            bail!("no history at {label}");
-        }
-        return Ok(());
-    }
-    let history = h.open_existing()?;
-    let found = match history.audit_run(&run.id) {
-        Ok(r) if r.meta.id == run.id => Some(r),
-        Ok(_)
-        | Err(veredicto_store::StoreError::AuditRunNotFound { .. })
-        | Err(veredicto_store::StoreError::BadRunRef { .. }) => None,
-        Err(e) => return Err(e.into()),
-    };
-    let Some(r) = found else {
-        if explicit {
-            g::check_recorded_run(v, None, &label);
-        } else {
-            v.not_checked.push(format!(
-                "audit run {}: not in the default history {label} (give --history)",
-                veredicto_core::redact::short(&run.id)
-            ));
-        }
-        return Ok(());
-    };
-    let reviews = history.audit_records(&r.meta.id, veredicto_store::AuditRecordKind::Review)?;
-    let suggestions =
-        history.audit_records(&r.meta.id, veredicto_store::AuditRecordKind::Suggestion)?;
-    g::check_recorded_run(
-        v,
-        Some(g::RecordedRun {
-            id: &r.meta.id,
-            cases_sha256: &r.meta.cases_sha256,
-            reviews: &reviews,
-            suggestions: &suggestions,
-        }),
-        &label,
-    );
-    Ok(())
+    Ok(ExitStatus::stop_if(!v.verified()))
 }
 
 fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
-    let new = g::load_sources(&a.sources)?;
-    let hits = g::impact(&t.set, &new);
-    let reopened = g::reopened_absences(&t.set, &new);
+    let (hits, reopened) = app::impact(&t, &a.sources)?;
     print(
-        a.json || a.format == crate::printer::Format::Json,
+        a.json || a.format == Format::Json,
         &report::impact_json(
             &hits,
             &reopened,
@@ -564,49 +474,27 @@ fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
         ),
         &report::impact_human(&hits, &reopened),
     )?;
-    Ok(if hits.is_empty() && reopened.is_empty() {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Stop
-    })
+    Ok(ExitStatus::stop_if(
+        !(hits.is_empty() && reopened.is_empty()),
+    ))
 }
 
 fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitStatus> {
-    let set = g::scifact_cases(&a.corpus, &a.claims)?;
-    let json = a.out.extension().and_then(|e| e.to_str()) == Some("json");
-    let text = if json {
-        let mut t = serde_json::to_string_pretty(&set)?;
-        t.push('\n');
-        t
-    } else {
-        serde_norway::to_string(&set)?
-    };
-    crate::output::write_atomic(&a.out, text.as_bytes())
-        .with_context(|| a.out.display().to_string())?;
-    let with_evidence = set
-        .cases
-        .iter()
-        .filter(|c| !c.valid_sources.is_empty())
-        .count();
-    eprintln!(
+    let done = app::from_scifact(&a.corpus, &a.claims, &a.out)?;
+    printer::status(&format!(
         "wrote {}: {} cases, {} with rationale evidence",
         a.out.display(),
-        set.cases.len(),
-        with_evidence
-    );
+        done.cases,
+        done.with_evidence
+    ));
     Ok(ExitStatus::Success)
 }
 
 fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
-    let pairs = if a.suggestions {
-        g::suggestion_pairs(&t.set, &t.reviews, &t.suggestions)
-    } else {
-        g::reviewer_pairs(&t.set, &t.reviews)
-    };
-    let ag = g::cohen_kappa(&pairs);
+    let ag = app::agreement(&t, a.suggestions);
     print(
-        a.json || a.format == crate::printer::Format::Json,
+        a.json || a.format == Format::Json,
         &report::agreement_json(&ag),
         &report::agreement_human(&ag, a.suggestions),
     )?;
@@ -616,17 +504,13 @@ fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
 fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let base = target::open(&a.base, h)?;
     let new = target::open(&a.new, h)?;
-    print_comparison(
-        &base,
-        &new,
-        a.json || a.format == crate::printer::Format::Json,
-    )?;
+    print_comparison(&base, &new, a.json || a.format == Format::Json)?;
     Ok(ExitStatus::Success)
 }
 
 /// Prints the comparison of two recordings (text, or JSON with both origins).
 fn print_comparison(base: &Target, new: &Target, json: bool) -> anyhow::Result<()> {
-    let c = g::compare(&base.set, &base.reviews, &new.set, &new.reviews);
+    let c = app::compare(base, new);
     print(
         json,
         &report::comparison_json(&c, &base.reference(), &new.reference()),
@@ -637,206 +521,103 @@ fn print_comparison(base: &Target, new: &Target, json: bool) -> anyhow::Result<(
 fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
-    let (recs, failures) = match (&a.nli, &a.judge) {
-        (Some(dir), _) => (nli_suggestions(&t, dir, &time)?, Vec::new()),
-        (None, Some(url)) => judge_suggestions(&t, &a, url, &time)?,
+    let by = match (&a.nli, &a.judge) {
+        (Some(dir), _) => Suggester::Nli(dir.clone()),
+        (None, Some(url)) => {
+            let model = a
+                .judge_model
+                .clone()
+                .context("--judge needs --judge-model")?;
+            let api_key = match &a.api_key_env {
+                Some(var) => Some(
+                    std::env::var(var)
+                        .with_context(|| format!("--api-key-env {var}: the variable is not set"))?,
+                ),
+                None => None,
+            };
+            Suggester::Judge(JudgeSettings {
+                url: url.clone(),
+                model,
+                api_key,
+                seed: a.seed,
+                timeout: std::time::Duration::from_secs(a.timeout),
+                retries: a.retries,
+            })
+        }
         (None, None) => bail!("give --nli DIR or --judge URL"),
     };
-    let appended = t.append_suggestions(&recs)?;
-    target::warn(&appended.warnings);
-    let place = appended.place;
-    if let Some(note) = target::recorded_elsewhere(&t, h) {
-        eprintln!("{note}");
-    }
+    // A reply that could not be read is an error; the suggestions that could are shown
+    // (and were stored) before it.
+    let (done, unreadable) = match app::suggest::suggest(&t, &by, &time) {
+        Ok(done) => (done, None),
+        Err(veredicto_app::Error::UnreadableReply(u)) => (u.suggested.clone(), Some(u)),
+        Err(e) => return Err(e.into()),
+    };
+    target::appended(&t, &done.warnings, h);
     let reviewer = |claim: &str| {
         t.claim(claim)
             .and_then(|c| g::effective_support(c, &t.reviews))
     };
     print(
-        a.json || a.format == crate::printer::Format::Json,
-        &report::suggestions_json(&recs),
-        &report::suggestions_human(&recs, &reviewer),
+        a.json || a.format == Format::Json,
+        &report::suggestions_json(&done.records),
+        &report::suggestions_human(&done.records, &reviewer),
     )?;
-    for f in &failures {
-        eprintln!(
-            "veredicto: no suggestion: {}",
-            veredicto_core::redact::message(f)
-        );
-    }
-    eprintln!(
-        "appended {} suggestion(s) to {place} (claims without cited passage text are skipped)",
-        recs.len(),
-    );
-    Ok(if failures.is_empty() {
-        ExitStatus::Success
-    } else {
-        eprintln!(
-            "{} claim(s) got no suggestion: the judge's reply could not be read",
-            failures.len()
-        );
-        ExitStatus::Stop
-    })
-}
-
-/// A local NLI sequence-classification model, for `veredicto_grounding::nli_suggestions`.
-struct Nli(veredicto_embed::CrossEncoder);
-
-impl g::NliModel for Nli {
-    fn labels(&self) -> &[String] {
-        self.0.labels()
-    }
-    fn logits(
-        &self,
-        premise: &str,
-        hypothesis: &str,
-    ) -> Result<Option<Vec<f32>>, g::suggest::ModelError> {
-        Ok(self.0.logits(premise, &[hypothesis])?.into_iter().next())
+    printer::status(&format!(
+        "appended {} suggestion(s) to {} (claims without cited passage text are skipped)",
+        done.records.len(),
+        done.place,
+    ));
+    match unreadable {
+        Some(u) => Err(veredicto_app::Error::UnreadableReply(u).into()),
+        None => Ok(ExitStatus::Success),
     }
 }
 
-/// Suggestions from a local NLI sequence-classification model.
-fn nli_suggestions(
-    t: &Target,
-    dir: &std::path::Path,
-    time: &str,
-) -> anyhow::Result<Vec<g::SuggestionRecord>> {
-    use veredicto_embed::Reranker;
-    let model = veredicto_embed::CrossEncoder::load(dir)
-        .with_context(|| format!("loading NLI model {}", dir.display()))?;
-    let fp = model.fingerprint();
-    let model_id = format!(
-        "{} ({}; {})",
-        fp.name,
-        fp.architecture,
-        fp.files
-            .get("model.safetensors")
-            .cloned()
-            .unwrap_or_default()
-    );
-    let name = dir.display().to_string();
-    Ok(g::nli_suggestions(
-        &t.set,
-        &Nli(model),
-        &name,
-        &model_id,
-        time,
-    )?)
-}
-
-/// An OpenAI-compatible chat client, for `veredicto_grounding::judge_suggestions`.
-struct ChatJudge(veredicto_embed::ChatClient);
-
-impl g::Judge for ChatJudge {
-    fn complete(&self, system: &str, user: &str) -> Result<g::JudgeReply, g::suggest::ModelError> {
-        let r = self.0.complete(system, user)?;
-        Ok(g::JudgeReply {
-            content: r.content,
-            model: r.model,
-        })
+/// What a new audit run records, from the flags.
+fn recording(r: Recording) -> app::record::Recording {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    app::record::Recording {
+        label: r.label,
+        notes: r.notes,
+        time: r.time.unwrap_or_else(crate::clock::now_rfc3339),
+        git_revision: veredicto_app::history::git_revision(&cwd),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
     }
-}
-
-/// Suggestions from a chat model asked with the fixed `judge/1` prompt. Replies that cannot
-/// be read are returned as failures (named by claim), not stored.
-fn judge_suggestions(
-    t: &Target,
-    a: &SuggestArgs,
-    url: &str,
-    time: &str,
-) -> anyhow::Result<(Vec<g::SuggestionRecord>, Vec<String>)> {
-    let model = a
-        .judge_model
-        .clone()
-        .context("--judge needs --judge-model")?;
-    let mut cfg = veredicto_embed::ChatConfig::new(url, model.clone());
-    cfg.seed = Some(a.seed);
-    cfg.timeout = std::time::Duration::from_secs(a.timeout);
-    cfg.retries = a.retries;
-    if let Some(var) = &a.api_key_env {
-        cfg.api_key = Some(
-            std::env::var(var)
-                .with_context(|| format!("--api-key-env {var}: the variable is not set"))?,
-        );
-    }
-    let client = veredicto_embed::ChatClient::new(cfg)?;
-    let url = client.url().to_string();
-    let out = g::judge_suggestions(&t.set, &ChatJudge(client), &model, &url, time)?;
-    Ok((out.records, out.failures))
 }
 
 fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::from_file(&a.cases)?;
-    let id = record_target(&t, None, a.recording, h)?;
+    let id = app::record::record(&t, None, &recording(a.recording), &h.spec())?;
     let c = t.counts();
-    eprintln!(
+    printer::status(&format!(
         "recorded audit run {id} in {}: {} cases, {} answers, {} claims, {} record(s) carried over",
         h.history.display(),
         c.cases,
         c.answers,
         c.claims,
         t.raw_records().len()
-    );
-    crate::printer::stdout(&format!("{id}\n"))?;
+    ));
+    printer::stdout(&format!("{id}\n"))?;
     Ok(ExitStatus::Success)
 }
 
-/// Records `t` as a new audit run (with the reviews and suggestions beside its file).
-fn record_target(
-    t: &Target,
-    replay_of: Option<String>,
-    Recording { label, notes, time }: Recording,
-    h: &HistoryArgs,
-) -> anyhow::Result<String> {
-    let notes = match notes {
-        Some(p) => Some(std::fs::read(&p).with_context(|| p.display().to_string())?),
-        None => None,
-    };
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let meta = veredicto_store::AuditRunMeta {
-        id: String::new(),
-        created_at: time.unwrap_or_else(crate::clock::now_rfc3339),
-        label,
-        replay_of,
-        cases_name: t.name.clone(),
-        cases_sha256: String::new(),
-        counts: t.counts(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        git_revision: crate::history_args::git_revision(&cwd),
-    };
-    let history = h.open()?;
-    Ok(history.record_audit_run(&meta, &t.bytes, notes.as_deref(), &t.raw_records())?)
-}
-
 fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
-    if !h.history.is_file() {
-        bail!(
-            "no history at {}: record the base first (`veredicto audit record CASES`)",
-            h.history.display()
-        );
-    }
-    let base = Target::from_run(h.open_existing()?, &a.base)?;
-    let base_id = base.run_meta().map(|m| m.id.clone()).unwrap_or_default();
-    let new = target::from_file(&a.cases)?;
-    let c = g::compare(&base.set, &base.reviews, &new.set, &new.reviews);
-    if c.compared.is_empty() {
-        let reasons: Vec<String> = c
-            .not_compared
-            .iter()
-            .map(|n| format!("{}: {}", n.case, n.reason))
-            .collect();
-        bail!(
-            "{}: not a replay of audit run {base_id}: no case is compatible ({})",
-            a.cases.display(),
-            reasons.join("; ")
-        );
-    }
-    let id = record_target(&new, Some(base_id.clone()), a.recording, h)?;
-    eprintln!("recorded audit run {id} (replay of {base_id})");
-    let recorded = Target::from_run(h.open_existing()?, &id)?;
+    let done = app::record::replay(
+        &a.base,
+        &a.cases,
+        &recording(a.recording),
+        &h.spec(),
+        printer::events(),
+    )?;
+    printer::status(&format!(
+        "recorded audit run {} (replay of {})",
+        done.id, done.base_id
+    ));
     print_comparison(
-        &base,
-        &recorded,
-        a.json || a.format == crate::printer::Format::Json,
+        &done.base,
+        &done.recorded,
+        a.json || a.format == Format::Json,
     )?;
     Ok(ExitStatus::Success)
 }
@@ -844,7 +625,7 @@ fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
 fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let history = h.open_read_only()?;
     let list = history.audit_runs(a.limit)?;
-    match a.json || a.format == crate::printer::Format::Json {
+    match a.json || a.format == Format::Json {
         true => print_raw(report::runs_json(&list).as_bytes())?,
         false => print_raw(report::runs_human(&list, &h.history.display()).as_bytes())?,
     }

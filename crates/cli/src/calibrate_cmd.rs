@@ -7,14 +7,13 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use veredicto_app::ExamRequest;
 use veredicto_core::case::Corpus;
 use veredicto_core::exam::calibrate::{self, Settings};
 use veredicto_core::exam::{evaluate, ExamInput};
 use veredicto_core::policy::Policy;
 use veredicto_formats as formats;
 use veredicto_report::calibration::{self as render, Verdicts};
-use veredicto_retrieve::conclude::Notice;
-use veredicto_retrieve::ExamRequest;
 
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("source").required(true).multiple(false))]
@@ -35,10 +34,10 @@ pub struct CalibrateArgs {
     #[command(flatten)]
     pub embedder: crate::models::EmbedderArgs,
     /// Results asked per case.
-    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::exam::DEFAULT_DEPTH)]
+    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::pass::DEFAULT_DEPTH)]
     pub depth: usize,
     /// Cases sent to the retriever at once.
-    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::exam::DEFAULT_CONCURRENCY, value_parser = crate::retriever_args::concurrency)]
+    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::pass::DEFAULT_CONCURRENCY, value_parser = crate::retriever_args::concurrency)]
     pub concurrency: usize,
     #[command(flatten)]
     pub net: crate::retriever_args::NetArgs,
@@ -125,9 +124,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         None => retriever.corpus()?,
     };
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
-    let print_notice = |n: &Notice| crate::printer::note(&n.to_string());
     // The exam library's entry point, without recording: a calibration is not a run.
-    let outcome = veredicto_retrieve::run_exam(ExamRequest {
+    let outcome = veredicto_app::run_exam(ExamRequest {
         retriever: retriever.as_ref(),
         embedder: embedder.as_deref(),
         cases: &cases,
@@ -136,7 +134,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         corpus_fingerprint: None,
         notes: &notes,
         as_of: &as_of,
-        settings: veredicto_retrieve::exam::Settings {
+        settings: veredicto_retrieve::pass::Settings {
             depth: args.depth,
             concurrency: args.concurrency,
             duplicates,
@@ -146,7 +144,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         rerank_spec: None,
         timings: false,
         record: None,
-        notify: Some(&print_notice),
+        events: crate::printer::events(),
     })?;
     let report = outcome.report;
     let examined = outcome.retrieval;

@@ -4,10 +4,8 @@
 use crate::history_args::{Baseline, HistoryArgs};
 use crate::printer::{self, ExitStatus, Format};
 use std::path::PathBuf;
-use veredicto_core::case::Corpus;
-use veredicto_core::compare::{self, CompareOptions, DiagnoseOptions};
-use veredicto_core::history::RecordedRun;
-use veredicto_store::{History, RunFilter};
+use veredicto_app::history::{compare_runs, CompareRequest, Compared};
+use veredicto_core::compare;
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
@@ -50,104 +48,41 @@ pub struct CompareArgs {
     pub history: HistoryArgs,
 }
 
-/// The last `window` runs of `run`'s golden set up to and including it, oldest first.
-pub fn recent_runs(
-    history: &History,
-    run: &RecordedRun,
-    window: usize,
-) -> anyhow::Result<Vec<RecordedRun>> {
-    let mut ids: Vec<String> = history
-        .list(&RunFilter {
-            golden_fingerprint: Some(run.meta.golden_fingerprint.clone()),
-            before: Some(run.meta.id.clone()),
-            limit: Some(window.saturating_sub(1)),
-            ..RunFilter::default()
-        })?
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
-    ids.reverse();
-    let mut runs = Vec::with_capacity(ids.len() + 1);
-    for id in ids {
-        runs.push(history.get(&id)?);
-    }
-    runs.push(run.clone());
-    Ok(runs)
-}
-
-/// The chunk list the history kept for the run the cross-run diagnosis compares the newest
-/// of `runs` with (the last accepted one before it), when it kept one.
-pub fn baseline_chunks(
-    history: &History,
-    runs: &[RecordedRun],
-) -> anyhow::Result<Option<veredicto_core::snapshot::ChunkSnapshot>> {
-    match compare::regression_baseline(runs) {
-        Some(i) => Ok(history.run_chunks(&runs[i].meta.id)?),
-        None => Ok(None),
-    }
-}
-
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
-    if args.baseline == Baseline::None && args.base.is_none() {
-        anyhow::bail!(
-            "--baseline none: compare needs a baseline (previous, last-accepted or a run ID)"
-        );
-    }
     let format = if args.markdown {
         Format::Markdown
     } else {
         args.format.or_json(args.json)
     };
-    let history = args.history.open_read_only()?;
-    let new = history.get(args.run.as_deref().unwrap_or("latest"))?;
-    let base_id = match &args.base {
-        Some(b) => history.resolve(b)?,
-        None => match crate::history_args::baseline_of(&history, &new.meta, &args.baseline)? {
-            Some(id) => id,
-            None => anyhow::bail!(
-                "no {} baseline for run {} in {}",
-                args.baseline,
-                new.meta.id,
-                args.history.history.display()
-            ),
-        },
+    // BASE names the baseline run; without it, --baseline says which.
+    let baseline = match &args.base {
+        Some(b) => Baseline::Run(b.clone()),
+        None => args.baseline.clone(),
     };
-    let base = history.get(&base_id)?;
     // The flag, else `corpus` of veredicto.toml.
-    let corpus_path = args
+    let corpus = args
         .corpus
         .clone()
         .or_else(|| crate::project::settings().ok()?.corpus.clone());
-    let corpus = match &corpus_path {
-        Some(p) => Some(Corpus::new(veredicto_formats::corpus::read_corpus(p)?)),
-        None => None,
-    };
-    let opts = CompareOptions {
-        seed: args.seed,
-        permutations: args.permutations,
-        bootstrap: args.bootstrap,
-        corpus: corpus.as_ref(),
-        ..CompareOptions::default()
-    };
-    let mut comparison = compare::compare(&base, &new, &opts);
-    veredicto_report::findings::fill_comparison(&mut comparison);
-    let runs = recent_runs(&history, &new, args.window)?;
-    let accepted_chunks = baseline_chunks(&history, &runs)?;
-    let mut diagnosis = compare::diagnose_runs_with_chunks(
-        &runs,
-        corpus.as_ref(),
-        accepted_chunks.as_ref(),
-        &DiagnoseOptions {
+    let Compared {
+        new,
+        comparison,
+        diagnosis,
+        ..
+    } = compare_runs(
+        &args.history.spec(),
+        &CompareRequest {
+            run: args.run.as_deref().unwrap_or("latest"),
+            baseline,
+            corpus: corpus.as_deref(),
             seed: args.seed,
-            ..DiagnoseOptions::default()
+            permutations: args.permutations,
+            bootstrap: args.bootstrap,
+            window: args.window,
         },
-    );
-    veredicto_report::findings::fill_runs(&mut diagnosis);
+    )?;
     let text = match format {
-        Format::Json => printer::json(&serde_json::json!({
-            "comparison": comparison,
-            "diagnosis": diagnosis,
-        }))?,
+        Format::Json => veredicto_report::json::comparison(&comparison, &diagnosis),
         Format::Markdown => veredicto_report::comparison::markdown(&comparison),
         Format::Junit => {
             veredicto_report::junit::render_with_comparison(&new.report, Some(&comparison))

@@ -95,7 +95,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
         }
         (None, Some(index)) => {
-            let corpus = veredicto_index::retriever::corpus_of(index)?;
+            let corpus = veredicto_index::records::corpus_of(index)?;
             for c in corpus.iter() {
                 input.sources.push(None);
                 input.vectors.push(None);

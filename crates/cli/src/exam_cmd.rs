@@ -4,13 +4,12 @@ use crate::history_args::HistoryArgs;
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use veredicto_app::{ExamRequest, Recording};
 use veredicto_core::case::Corpus;
 use veredicto_core::policy::Policy;
 use veredicto_formats as formats;
 use veredicto_formats::config::{PolicySource, Source};
 use veredicto_report::Format;
-use veredicto_retrieve::conclude::{Baseline, Notice, Recording};
-use veredicto_retrieve::ExamRequest;
 
 #[derive(Debug, Clone, clap::Args)]
 #[command(group = clap::ArgGroup::new("source").multiple(false))]
@@ -38,10 +37,10 @@ pub struct ExamArgs {
     #[command(flatten)]
     pub embedder: crate::models::EmbedderArgs,
     /// Results asked per case (ranks of expected chunks beyond it are "not within depth").
-    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::exam::DEFAULT_DEPTH)]
+    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::pass::DEFAULT_DEPTH)]
     pub depth: usize,
     /// Cases sent to the retriever at once (results are assembled in case order).
-    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::exam::DEFAULT_CONCURRENCY, value_parser = crate::retriever_args::concurrency)]
+    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::pass::DEFAULT_CONCURRENCY, value_parser = crate::retriever_args::concurrency)]
     pub concurrency: usize,
     /// Also ask the engine for its exact ranking and attribute misses to the ANN index.
     #[arg(long)]
@@ -68,7 +67,7 @@ pub struct ExamArgs {
     /// With the own index (one batched pass for all cases): cases searched again one at a
     /// time for the search stage's per-query latency, evenly spaced in the golden set; taken
     /// only when the latency is shown or recorded (human report, --timings, the history).
-    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::exam::DEFAULT_LATENCY_SAMPLE)]
+    #[arg(long, value_name = "N", default_value_t = veredicto_retrieve::pass::DEFAULT_LATENCY_SAMPLE)]
     pub latency_sample: usize,
     /// Chunk JSONL (or BEIR corpus.jsonl): gold labels, domains, validity, text for the diagnosis.
     #[arg(long, value_name = "CORPUS")]
@@ -142,10 +141,7 @@ pub fn run(args: ExamArgs) -> anyhow::Result<crate::printer::ExitStatus> {
 /// Runs the exam the arguments describe (recording it unless `--no-record`), with what the
 /// flags leave out taken from the environment and veredicto.toml; `top_k` overrides the
 /// policy's default K (the matrix's per-configuration top-K).
-pub fn outcome(
-    args: &ExamArgs,
-    top_k: Option<u32>,
-) -> anyhow::Result<veredicto_retrieve::ExamOutcome> {
+pub fn outcome(args: &ExamArgs, top_k: Option<u32>) -> anyhow::Result<veredicto_app::ExamOutcome> {
     let (args, golden, policy) = resolve(args.clone())?;
     outcome_of(&args, &golden, policy, top_k)
 }
@@ -207,7 +203,7 @@ fn outcome_of(
     golden: &std::path::Path,
     mut policy: Policy,
     top_k: Option<u32>,
-) -> anyhow::Result<veredicto_retrieve::ExamOutcome> {
+) -> anyhow::Result<veredicto_app::ExamOutcome> {
     if let Some(k) = top_k {
         policy.top_k = k;
     }
@@ -266,13 +262,12 @@ fn outcome_of(
             chunk_overlap: rec.chunk_overlap,
             compare: ((rec.compare || rec.fail_on_regression)
                 && rec.baseline != crate::history_args::Baseline::None)
-                .then(|| Baseline::parse(&rec.baseline.to_string())),
+                .then(|| rec.baseline.clone()),
             fail_on_regression: rec.fail_on_regression,
             seed: rec.seed,
         }
     });
     let (duplicates, max_retriever_failures) = args.answers.resolve()?;
-    let print_notice = |n: &Notice| crate::printer::note(&n.to_string());
     // Latency is shown by the human report, put in the JSON by --timings, and recorded.
     let latency_shown = args.timings
         || record.is_some()
@@ -280,17 +275,7 @@ fn outcome_of(
             args.format.or_json(args.json),
             crate::printer::Format::Human
         );
-    // A bar on a terminal, a line every few seconds in CI logs (stderr only).
-    let bar = std::sync::Mutex::new(crate::progress::Progress::new(
-        "cases examined",
-        cases.len() as u64,
-    ));
-    let tick = || {
-        if let Ok(mut b) = bar.lock() {
-            b.inc(1);
-        }
-    };
-    let outcome = veredicto_retrieve::run_exam(ExamRequest {
+    let outcome = veredicto_app::run_exam(ExamRequest {
         retriever: retriever.as_ref(),
         embedder: embedder.as_deref(),
         cases: &cases,
@@ -299,14 +284,14 @@ fn outcome_of(
         corpus_fingerprint,
         notes: &notes,
         as_of: &as_of,
-        settings: veredicto_retrieve::exam::Settings {
+        settings: veredicto_retrieve::pass::Settings {
             depth: args.depth,
             concurrency: args.concurrency,
             reranker: reranker.as_deref(),
             candidates: args.candidates,
             keep: args.keep,
             exactness_check: args.exactness_check,
-            progress: Some(&tick),
+            progress: None,
             latency_sample: if latency_shown {
                 args.latency_sample
             } else {
@@ -314,21 +299,20 @@ fn outcome_of(
             },
             duplicates,
             max_retriever_failures,
+            cancel: None,
         },
         rerank_spec: args.rerank.as_deref(),
         timings: args.timings,
         record,
-        notify: Some(&print_notice),
+        // A bar on a terminal, a line every few seconds in CI logs (stderr only).
+        events: crate::printer::events(),
     })?;
-    if let Ok(b) = bar.into_inner() {
-        b.finish();
-    }
     Ok(outcome)
 }
 
 fn render(
     args: &ExamArgs,
-    outcome: &veredicto_retrieve::ExamOutcome,
+    outcome: &veredicto_app::ExamOutcome,
 ) -> anyhow::Result<crate::printer::ExitStatus> {
     if let Some(path) = &args.save_run {
         crate::retrieval::save_run(path, &outcome.retrieval.run, "veredicto")?;

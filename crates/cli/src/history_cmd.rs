@@ -2,9 +2,8 @@
 //! one.
 
 use crate::history_args::HistoryArgs;
-use crate::printer::ExitStatus;
-use std::io::Write;
-use veredicto_store::History;
+use crate::printer::{self, ExitStatus, Format};
+use std::fmt::Write;
 
 #[derive(Debug, clap::Args)]
 pub struct HistoryCmdArgs {
@@ -37,7 +36,7 @@ struct AcceptancesArgs {
     batch: Option<String>,
     /// Output format.
     #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
-    format: crate::printer::Format,
+    format: Format,
     /// Alias of `--format json`.
     #[arg(long)]
     json: bool,
@@ -53,7 +52,7 @@ struct MigrateArgs {
     to: String,
     /// Output format.
     #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
-    format: crate::printer::Format,
+    format: Format,
     /// Alias of `--format json`.
     #[arg(long)]
     json: bool,
@@ -65,7 +64,7 @@ struct CheckArgs {
     history: HistoryArgs,
     /// Output format.
     #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
-    format: crate::printer::Format,
+    format: Format,
     /// Alias of `--format json`.
     #[arg(long)]
     json: bool,
@@ -80,44 +79,31 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<ExitStatus> {
 }
 
 fn acceptances(a: AcceptancesArgs) -> anyhow::Result<ExitStatus> {
-    let list: Vec<veredicto_store::GateAcceptance> = if a.history.history.is_file() {
-        a.history
-            .open_read_only()?
-            .acceptances(None)?
-            .into_iter()
-            .filter(|x| a.batch.as_ref().is_none_or(|b| &x.batch == b))
-            .collect()
+    let spec = a.history.spec();
+    let list = veredicto_app::history::acceptances(&spec, a.batch.as_deref())?;
+    let text = if a.json || a.format == Format::Json {
+        veredicto_report::gate::acceptances_json(&spec.display(), &list)
     } else {
-        Vec::new()
+        veredicto_report::gate::acceptances_human(&spec.display(), &list)
     };
-    let text = if a.json || a.format == crate::printer::Format::Json {
-        veredicto_report::gate::acceptances_json(&a.history.history.display(), &list)
-    } else {
-        veredicto_report::gate::acceptances_human(&a.history.history.display(), &list)
-    };
-    crate::output::print_stdout(&text)?;
+    printer::stdout(&text)?;
     Ok(ExitStatus::Success)
 }
 
 fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
-    let from = History::open_spec_existing(&a.from)?;
-    let to = History::open_spec(&a.to)?;
     let started = std::time::Instant::now();
-    let report = veredicto_store::migrate(&from, &to, |done, total| {
-        if done % 100 == 0 {
-            eprintln!("migrate: {done} of {total} runs");
-        }
-    })?;
-    let mut out = std::io::stdout().lock();
-    if a.json || a.format == crate::printer::Format::Json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    let done = veredicto_app::history::migrate(&a.from, &a.to, printer::events())?;
+    let report = &done.report;
+    let mut out = String::new();
+    if a.json || a.format == Format::Json {
+        writeln!(out, "{}", serde_json::to_string_pretty(report)?)?;
     } else {
         writeln!(
             out,
             "migrated {} -> {}: {} runs ({} copied, {} already there), {} audit runs ({} copied, \
              {} records appended), {} gate acceptances ({} copied) in {:.1} s; verified {}",
-            from.path().display(),
-            to.path().display(),
+            done.from,
+            done.to,
             report.runs,
             report.copied,
             report.skipped,
@@ -143,16 +129,16 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
             report.head.as_deref().unwrap_or("(none)")
         )?;
     }
+    printer::stdout(&out)?;
     Ok(ExitStatus::Success)
 }
 
 fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
-    let history = a.history.open_existing()?;
-    let report = history.check()?;
-    let head = history.seals()?.last().map(|s| s.digest.clone());
-    let mut out = std::io::stdout().lock();
-    if a.json || a.format == crate::printer::Format::Json {
-        let mut value = serde_json::to_value(&report)?;
+    let done = veredicto_app::history::check(&a.history.spec())?;
+    let (report, head) = (&done.report, done.head.as_deref());
+    let mut out = String::new();
+    if a.json || a.format == Format::Json {
+        let mut value = serde_json::to_value(report)?;
         if let Some(seals) = value.get_mut("seals").and_then(|s| s.as_object_mut()) {
             seals.insert("head".to_owned(), serde_json::json!(head));
         }
@@ -161,9 +147,7 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
         writeln!(
             out,
             "{}: {} runs, {} audit runs",
-            history.path().display(),
-            report.runs,
-            report.audit_runs
+            done.path, report.runs, report.audit_runs
         )?;
         writeln!(out, "integrity: {}", report.integrity.join("; "))?;
         if report.foreign_key_violations > 0 {
@@ -193,7 +177,7 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
         for id in &report.unreadable_run_chunks {
             writeln!(out, "run whose chunk list does not read back: {id}")?;
         }
-        write_seals(&mut out, &report.seals, head.as_deref())?;
+        write_seals(&mut out, &report.seals, head)?;
         writeln!(
             out,
             "{}",
@@ -204,19 +188,16 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
             }
         )?;
     }
-    Ok(if report.is_ok() {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Stop
-    })
+    printer::stdout(&out)?;
+    Ok(ExitStatus::stop_if(!report.is_ok()))
 }
 
 /// What `history check` says about the seals.
 fn write_seals(
-    out: &mut impl Write,
+    out: &mut String,
     seals: &veredicto_store::SealCheck,
     head: Option<&str>,
-) -> std::io::Result<()> {
+) -> std::fmt::Result {
     use veredicto_store::SealProblem;
     if !seals.sealed {
         return writeln!(

@@ -409,7 +409,7 @@ fn embed_with_progress(
     items: &[(&str, &str)],
     show: bool,
 ) -> anyhow::Result<(Vec<Vec<f32>>, Option<usize>)> {
-    let mut progress = crate::progress::Progress::new(
+    let progress = crate::progress::Progress::new(
         "chunks embedded",
         if show { items.len() as u64 } else { 0 },
     );
@@ -420,7 +420,7 @@ fn embed_with_progress(
         let (vectors, n) = e.embed_counting_truncated(&texts, TextKind::Passage)?;
         out.extend(vectors);
         truncated = truncated.zip(n).map(|(a, b)| a + b);
-        progress.inc(slice.len() as u64);
+        progress.set((out.len()) as u64);
     }
     progress.finish();
     Ok((out, truncated))

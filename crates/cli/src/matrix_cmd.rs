@@ -2,10 +2,11 @@
 //! each recorded in the history with its configuration and labelled with its name, and
 //! one table of the results.
 
-use anyhow::Context;
+use crate::printer::{self, ExitStatus};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use veredicto_app::matrix::{run_matrix, ConfigRun};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum MatrixFormat {
@@ -77,74 +78,25 @@ fn exam_argv(
 
 pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let matrix = veredicto_formats::matrix::read_matrix(&args.config)?;
-    let mut rows = Vec::new();
-    let mut history = None;
-    for c in &matrix.configs {
-        let argv = exam_argv(&matrix, c, &args);
-        let exam = ExamOnly::try_parse_from(&argv)
-            .map_err(|e| anyhow::anyhow!("{}", e.to_string().trim()))
-            .with_context(|| {
-                format!(
-                    "{}: configuration `{}`",
-                    args.config.display(),
-                    veredicto_core::redact::short(&c.name)
-                )
-            })?
-            .exam;
-        let outcome = crate::exam_cmd::outcome(&exam, c.top_k).with_context(|| {
-            format!(
-                "{}: configuration `{}`",
-                args.config.display(),
-                veredicto_core::redact::short(&c.name)
-            )
-        })?;
-        if !args.no_record {
-            history = Some(exam.record.history.clone());
-        }
-        let s = &outcome.report.summary;
-        rows.push(veredicto_report::matrix::MatrixRow {
-            name: c.name.clone(),
-            verdict: if outcome.accepted() { "accept" } else { "stop" }.into(),
-            top_k: outcome.report.policy.top_k,
-            cases: s.cases,
-            mean_quality: s.mean_quality,
-            mean_recall: s.mean_recall,
-            mrr: s.mrr,
-            mean_ndcg: s.mean_ndcg,
-            failing: s.failing,
-            run_id: outcome.run_id.clone(),
-            recall_trend: Vec::new(),
-        });
-    }
-    // Each configuration's trend: its recorded runs (by label) on this golden set.
-    if let Some(spec) = history {
-        let store = spec.open_read_only()?;
-        for row in rows.iter_mut() {
-            let runs = store.list(&veredicto_store::RunFilter {
-                label: Some(row.name.clone()),
-                limit: Some(10),
-                ..Default::default()
-            })?;
-            let golden = runs
-                .iter()
-                .find(|r| Some(&r.id) == row.run_id.as_ref())
-                .map(|r| r.golden_fingerprint.clone());
-            row.recall_trend = runs
-                .iter()
-                .rev()
-                .filter(|r| Some(&r.golden_fingerprint) == golden.as_ref())
-                .map(|r| r.mean_recall)
-                .collect();
-        }
-    }
+    // One configuration's exam, parsed and resolved as `veredicto exam` does.
+    let mut exam =
+        |c: &veredicto_formats::matrix::MatrixConfig| -> veredicto_app::Result<ConfigRun> {
+            let argv = exam_argv(&matrix, c, &args);
+            let exam = ExamOnly::try_parse_from(&argv)
+                .map_err(|e| veredicto_app::Error::msg(e.to_string().trim()))?
+                .exam;
+            let outcome = crate::exam_cmd::outcome(&exam, c.top_k)
+                .map_err(|e| veredicto_app::Error::msg(format!("{e:#}")))?;
+            Ok(ConfigRun {
+                outcome,
+                history: (!args.no_record).then(|| exam.record.history.spec()),
+            })
+        };
+    let outcome = run_matrix(&matrix, &args.config, &mut exam)?;
     let text = match args.format {
-        MatrixFormat::Human => veredicto_report::matrix::human(&rows),
-        MatrixFormat::Json => veredicto_report::matrix::json(&rows),
+        MatrixFormat::Human => veredicto_report::matrix::human(&outcome.rows),
+        MatrixFormat::Json => veredicto_report::matrix::json(&outcome.rows),
     };
-    crate::output::print_stdout(&text)?;
-    Ok(if rows.iter().all(|r| r.verdict == "accept") {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    printer::stdout(&text)?;
+    Ok(ExitStatus::stop_if(!outcome.accepted()).into())
 }

@@ -130,6 +130,70 @@ pub fn detail(text: &str) {
     }
 }
 
+/// A line saying what the command did (`appended … to …`), as it is, silenced by `-q`.
+pub fn status(text: &str) {
+    if get().verbosity >= Verbosity::Normal {
+        eprintln!("{text}");
+    }
+}
+
+/// One plain progress line (`veredicto: 10/200 chunks embedded …`), silenced by `-q`.
+pub fn progress_line(text: &str) {
+    if get().progress() {
+        eprintln!("veredicto: {text}");
+    }
+}
+
+/// Text for stderr as it is, shown even under `-q` (the report of a gate that stopped the
+/// command).
+pub fn stderr_text(text: &str) {
+    eprint!("{text}");
+}
+
+/// The bar or ticker of the long work in progress, if any.
+static PROGRESS: std::sync::Mutex<Option<(&'static str, crate::progress::Progress)>> =
+    std::sync::Mutex::new(None);
+
+/// Where the application's messages go: notes, statuses, details and warnings to stderr by
+/// the verbosity, progress as a bar or a line every few seconds.
+fn sink(message: veredicto_app::Message) {
+    use veredicto_app::Message;
+    match message {
+        Message::Note(t) => note(&t),
+        Message::Status(t) => status(&t),
+        Message::Detail(t) => detail(&t),
+        Message::Warning(t) => warn(&t),
+        Message::Progress(p) => {
+            let Ok(mut slot) = PROGRESS.lock() else {
+                return;
+            };
+            if p.finished {
+                if let Some((_, bar)) = slot.take_if(|(what, _)| *what == p.what) {
+                    bar.finish();
+                }
+                return;
+            }
+            match slot.as_ref() {
+                Some((what, bar)) if *what == p.what => bar.set(p.done),
+                _ => {
+                    if let Some((_, old)) = slot.take() {
+                        old.finish();
+                    }
+                    let bar = crate::progress::Progress::new(p.what, p.total);
+                    bar.set(p.done);
+                    *slot = Some((p.what, bar));
+                }
+            }
+        }
+    }
+}
+
+/// The application's [`veredicto_app::Events`] for this process: messages printed as the
+/// flags say (see [`sink`]).
+pub fn events() -> veredicto_app::Events<'static> {
+    veredicto_app::Events::new(&sink)
+}
+
 /// A warning: shown even under `-q` (it changes what the result means).
 pub fn warn(text: &str) {
     let p = get();

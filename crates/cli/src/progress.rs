@@ -1,30 +1,34 @@
-//! Progress of long work on stderr: a bar on a terminal; elsewhere (CI logs) one line at
-//! most every few seconds with done/total, rate and time left. Nothing under `-q`.
+//! Progress of long work on stderr: a bar on a terminal; elsewhere (CI logs) one line every
+//! few seconds with done/total, rate and time left, whether or not an item ended in that
+//! time (a ticker thread prints it). Nothing under `-q`.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How often a plain progress line is printed when stderr is not a terminal.
 pub const LINE_EVERY: Duration = Duration::from_secs(5);
 
 pub struct Progress {
-    what: &'static str,
     total: u64,
-    done: u64,
-    started: Instant,
-    last_line: Instant,
+    done: Arc<AtomicU64>,
     mode: Mode,
 }
 
 enum Mode {
     Hidden,
     Bar(indicatif::ProgressBar),
-    Lines,
+    Lines {
+        stop: Arc<AtomicBool>,
+        ticker: Option<std::thread::JoinHandle<()>>,
+    },
 }
 
 impl Progress {
     /// Progress over `total` items called `what` (e.g. "chunks embedded").
     pub fn new(what: &'static str, total: u64) -> Progress {
+        let done = Arc::new(AtomicU64::new(0));
         let mode = if !crate::printer::get().progress() || total == 0 {
             Mode::Hidden
         } else if std::io::stderr().is_terminal() {
@@ -37,50 +41,66 @@ impl Progress {
             );
             Mode::Bar(b)
         } else {
-            Mode::Lines
+            let stop = Arc::new(AtomicBool::new(false));
+            let ticker = {
+                let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
+                std::thread::Builder::new()
+                    .name("progress".into())
+                    .spawn(move || tick(what, total, &done, &stop))
+                    .ok()
+            };
+            Mode::Lines { stop, ticker }
         };
-        let now = Instant::now();
-        Progress {
-            what,
-            total,
-            done: 0,
-            started: now,
-            last_line: now,
-            mode,
+        Progress { total, done, mode }
+    }
+
+    /// `done` items done in all.
+    pub fn set(&self, done: u64) {
+        let done = done.min(self.total);
+        self.done.store(done, Ordering::Relaxed);
+        if let Mode::Bar(b) = &self.mode {
+            b.set_position(done);
         }
     }
 
-    /// `n` more items done.
-    pub fn inc(&mut self, n: u64) {
-        self.done = (self.done + n).min(self.total);
-        match &self.mode {
+    /// Clears the bar, stops the ticker.
+    pub fn finish(self) {
+        match self.mode {
             Mode::Hidden => {}
-            Mode::Bar(b) => b.inc(n),
-            Mode::Lines => {
-                let now = Instant::now();
-                if now.duration_since(self.last_line) >= LINE_EVERY && self.done < self.total {
-                    self.last_line = now;
-                    eprintln!("veredicto: {}", self.line(now));
+            Mode::Bar(b) => b.finish_and_clear(),
+            Mode::Lines { stop, ticker } => {
+                stop.store(true, Ordering::Relaxed);
+                if let Some(t) = ticker {
+                    t.thread().unpark();
+                    let _ = t.join();
                 }
             }
         }
     }
+}
 
-    /// `1024/5000 chunks embedded (20%) · 310.2/s · about 13 s left`.
-    fn line(&self, now: Instant) -> String {
-        line(
-            self.what,
-            self.done,
-            self.total,
-            now.duration_since(self.started),
-        )
-    }
-
-    /// Clears the bar.
-    pub fn finish(self) {
-        if let Mode::Bar(b) = self.mode {
-            b.finish_and_clear();
+/// The ticker: a line every [`LINE_EVERY`] until stopped or done.
+fn tick(what: &str, total: u64, done: &AtomicU64, stop: &AtomicBool) {
+    let started = Instant::now();
+    let mut next = started + LINE_EVERY;
+    loop {
+        let now = Instant::now();
+        if now < next {
+            std::thread::park_timeout(next - now);
         }
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = Instant::now();
+        if now < next {
+            continue;
+        }
+        next = now + LINE_EVERY;
+        let d = done.load(Ordering::Relaxed);
+        if d >= total {
+            continue;
+        }
+        crate::printer::progress_line(&line(what, d, total, now.duration_since(started)));
     }
 }
 

@@ -2,13 +2,12 @@
 //! comparison, the cross-run diagnosis and the trends: HTML (self-contained), Markdown,
 //! JUnit or JSON. Computed once, rendered many ways.
 
-use crate::compare_cmd::recent_runs;
 use crate::history_args::{Baseline, HistoryArgs};
 use crate::printer::{self, ExitStatus, Format};
 use anyhow::Context;
 use std::path::PathBuf;
-use veredicto_core::case::Corpus;
-use veredicto_core::compare::{self, CompareOptions, DiagnoseOptions};
+use veredicto_app::history::{report_run, ReportRequest, RunReport};
+use veredicto_core::compare;
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
@@ -40,49 +39,26 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
-    let history = args.history.open_read_only()?;
-    let current = history.get(&args.run)?;
     // The flag, else `corpus` of veredicto.toml.
-    let corpus_path = args
+    let corpus = args
         .corpus
         .clone()
         .or_else(|| crate::project::settings().ok()?.corpus.clone());
-    let corpus = match &corpus_path {
-        Some(p) => Some(Corpus::new(veredicto_formats::corpus::read_corpus(p)?)),
-        None => None,
-    };
-    let base_id = crate::history_args::baseline_of(&history, &current.meta, &args.baseline)?;
-    let mut comparison = match base_id {
-        Some(id) => {
-            let base = history.get(&id)?;
-            Some(compare::compare(
-                &base,
-                &current,
-                &CompareOptions {
-                    seed: args.seed,
-                    corpus: corpus.as_ref(),
-                    ..CompareOptions::default()
-                },
-            ))
-        }
-        None => None,
-    };
-    let runs = recent_runs(&history, &current, args.window)?;
-    let accepted_chunks = crate::compare_cmd::baseline_chunks(&history, &runs)?;
-    let mut diagnosis = compare::diagnose_runs_with_chunks(
-        &runs,
-        corpus.as_ref(),
-        accepted_chunks.as_ref(),
-        &DiagnoseOptions {
+    let RunReport {
+        current,
+        comparison,
+        diagnosis,
+        history: runs,
+    } = report_run(
+        &args.history.spec(),
+        &ReportRequest {
+            run: &args.run,
+            baseline: args.baseline.clone(),
+            corpus: corpus.as_deref(),
+            window: args.window,
             seed: args.seed,
-            ..DiagnoseOptions::default()
         },
-    );
-    // The JSON carries the sentences beside the typed findings.
-    if let Some(c) = comparison.as_mut() {
-        veredicto_report::findings::fill_comparison(c);
-    }
-    veredicto_report::findings::fill_runs(&mut diagnosis);
+    )?;
     let text = match args.format.or_json(args.json) {
         Format::Html => veredicto_report::html::render(&veredicto_report::html::HtmlInput {
             current: &current,
@@ -112,13 +88,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
             veredicto_report::junit::render_with_comparison(&current.report, comparison.as_ref())
         }
         Format::Json => {
-            let mut run = current.clone();
-            veredicto_report::findings::fill_exam(&mut run.report);
-            printer::json(&serde_json::json!({
-                "run": run,
-                "comparison": comparison,
-                "diagnosis": diagnosis,
-            }))?
+            veredicto_report::json::run_report(&current, comparison.as_ref(), &diagnosis)
         }
     };
     match &args.out {

@@ -268,7 +268,7 @@ pub fn load_embedder(
     cases: &[veredicto_core::case::Case],
 ) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
     let explicit = args.embedder.is_some() || args.model.is_some();
-    if !veredicto_retrieve::conclude::needs_embedder(retriever, cases, explicit) {
+    if !veredicto_app::exam::needs_embedder(retriever, cases, explicit) {
         return Ok(None);
     }
     // The own index remembers the model it was built with.

@@ -3,7 +3,7 @@
 use crate::history_args::HistoryArgs;
 use crate::printer::{self, ExitStatus, Format};
 use veredicto_core::exam::Verdict;
-use veredicto_store::{short_fingerprint, RunFilter};
+use veredicto_store::RunFilter;
 
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
@@ -105,45 +105,16 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitStatus> {
             printer::stdout(&text)?;
         }
         RunsCommand::Show(a) => {
-            let mut run = history.get(&a.run)?;
-            // Runs recorded with typed findings carry their sentences too.
-            veredicto_report::findings::fill_exam(&mut run.report);
-            let format = a.format.or_json(a.json);
-            let text = if format == Format::Json {
-                printer::json(&run)?
-            } else {
-                let m = &run.meta;
-                let mut s = format!(
-                    "run {} · {} · label {} · tool {} · git {}\ngolden {} · policy {} · corpus {} · retriever {} {}\n",
-                    m.id,
-                    m.created_at,
-                    m.label.as_deref().unwrap_or("-"),
-                    m.tool_version,
-                    m.git_revision.as_deref().unwrap_or("-"),
-                    short_fingerprint(&m.golden_fingerprint),
-                    short_fingerprint(&m.policy_fingerprint),
-                    m.corpus_fingerprint.as_deref().map(short_fingerprint).unwrap_or("-"),
-                    m.config.retriever,
-                    m.config.source.as_deref().unwrap_or(""),
-                );
-                for (stage, l) in &m.latency {
-                    s.push_str(&format!(
-                        "latency {stage}: p50 {:.2} ms · p95 {:.2} ms · p99 {:.2} ms ({} queries)\n",
-                        l.p50_ms, l.p95_ms, l.p99_ms, l.count
-                    ));
-                }
-                s.push('\n');
-                let format = match format {
-                    Format::Markdown => veredicto_report::Format::Markdown,
-                    Format::Junit => veredicto_report::Format::Junit,
-                    _ => veredicto_report::Format::Human,
-                };
-                if matches!(format, veredicto_report::Format::Human) {
+            let run = history.get(&a.run)?;
+            let text = match a.format.or_json(a.json) {
+                Format::Json => veredicto_report::json::run(&run),
+                Format::Markdown => veredicto_report::markdown::render(&run.report),
+                Format::Junit => veredicto_report::junit::render(&run.report),
+                _ => {
                     let color = printer::get().color_stdout();
-                    s.push_str(&veredicto_report::render(&run.report, format, color));
+                    let mut s = veredicto_report::runs::run_header(&run.meta);
+                    s.push_str(&veredicto_report::human::render(&run.report, color));
                     s
-                } else {
-                    veredicto_report::render(&run.report, format, false)
                 }
             };
             printer::stdout(&text)?;

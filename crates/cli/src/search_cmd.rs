@@ -193,7 +193,7 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
         .or(crate::project::settings()?.duplicates)
         .unwrap_or_default();
     let removed =
-        veredicto_retrieve::exam::dedup_answer(retriever.as_ref(), "search", rule, &mut ranking)?;
+        veredicto_retrieve::pass::dedup_answer(retriever.as_ref(), "search", rule, &mut ranking)?;
     if let Some(d) = &removed {
         crate::printer::note(&format!(
             "{} duplicate result(s) removed (first occurrence kept): {}; several chunks of one document mapped to one ID, or a hybrid merge that returned an ID twice, are common causes",

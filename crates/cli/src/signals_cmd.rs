@@ -2,16 +2,13 @@
 //! candidate golden cases (with the triage of failed answers) from them.
 
 use crate::models::EmbedderArgs;
-use anyhow::Context;
-use std::collections::HashSet;
-use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use crate::printer::{self, ExitStatus};
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
-use veredicto_core::signals::{self, Settings};
+use veredicto_app::signals::{self as app, CandidatesRequest, DEFAULT_SIGNALS};
+use veredicto_core::signals::Settings;
 use veredicto_formats::signals::FieldMap;
-
-/// The default signals file, beside the default history.
-pub const DEFAULT_SIGNALS: &str = ".veredicto/signals.jsonl";
 
 #[derive(Debug, clap::Args)]
 pub struct SignalsArgs {
@@ -92,233 +89,57 @@ pub struct CandidatesArgs {
 }
 
 pub fn run(args: SignalsArgs) -> anyhow::Result<ExitCode> {
-    match args.command {
-        SignalsCommand::Import(a) => import(a),
-        SignalsCommand::Candidates(a) => candidates(*a),
-    }
+    let status = match args.command {
+        SignalsCommand::Import(a) => import(a)?,
+        SignalsCommand::Candidates(a) => candidates(*a)?,
+    };
+    Ok(status.into())
 }
 
-fn field_map(pairs: &[String], events: &[String]) -> anyhow::Result<FieldMap> {
-    FieldMap::parse(pairs.iter().map(String::as_str))
-        .and_then(|m| m.with_events(events.iter().map(String::as_str)))
-        .map_err(anyhow::Error::msg)
-}
-
-fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let map = field_map(&args.map, &args.map_event)?;
-    // The whole log is validated before anything is appended (all or nothing), one line at
-    // a time: the canonical lines wait in an anonymous temporary file, not in memory.
-    let mut spool = std::io::BufWriter::new(
-        tempfile::tempfile().context("creating a temporary file for the validated events")?,
+fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
+    let map = app::field_map(&args.map, &args.map_event)?;
+    let done = app::import(&args.log, &map, &args.signals)?;
+    let (log, signals) = (
+        args.log.display().to_string(),
+        args.signals.display().to_string(),
     );
-    let events =
-        veredicto_formats::signals::for_each_event(&args.log, &map, |e| -> anyhow::Result<()> {
-            serde_json::to_writer(&mut spool, &e.event)?;
-            spool.write_all(b"\n")?;
-            Ok(())
-        })?;
-    let spool = spool
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .context("writing the validated events to a temporary file")?;
-    let (added, present) = append_new(&args.signals, spool)
-        .with_context(|| format!("appending to {}", args.signals.display()))?;
-    let out = match args.format {
-        OutFormat::Json => format!(
-            "{}\n",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "log": args.log.display().to_string(),
-                "signals": args.signals.display().to_string(),
-                "events": events,
-                "added": added,
-                "already_present": present,
-            }))?
-        ),
-        OutFormat::Human => format!(
-            "{events} events read from {}: {added} added to {}, {present} already there\n",
-            args.log.display(),
-            args.signals.display()
-        ),
+    let render = match args.format {
+        OutFormat::Json => veredicto_report::signals::import_json,
+        OutFormat::Human => veredicto_report::signals::import_human,
     };
-    crate::output::print_stdout(&out)?;
-    Ok(ExitCode::SUCCESS)
+    printer::stdout(&render(
+        &log,
+        &signals,
+        done.events,
+        done.added,
+        done.already_present,
+    ))?;
+    Ok(ExitStatus::Success)
 }
 
-/// A line's identity for the duplicate check: the first 128 bits of the SHA-256 of its
-/// bytes (without a trailing `\r`). Holding these instead of the lines keeps the check at
-/// 16 bytes per distinct line, whatever the lines' length.
-type LineKey = [u8; 16];
-
-/// The key of the next line of `reader` (read piece by piece: a line of any length costs
-/// no memory), or `None` at the end.
-fn next_line_key(reader: &mut impl BufRead) -> std::io::Result<Option<LineKey>> {
-    use sha2::Digest;
-    let mut hasher = sha2::Sha256::new();
-    let mut read_any = false;
-    // A `\r` is held back until we know whether it ends the line.
-    let mut held_cr = false;
-    loop {
-        let buf = reader.fill_buf()?;
-        if buf.is_empty() {
-            break;
-        }
-        read_any = true;
-        let (piece, consumed, done) = match buf.iter().position(|&b| b == b'\n') {
-            Some(i) => (&buf[..i], i + 1, true),
-            None => (buf, buf.len(), false),
-        };
-        if !piece.is_empty() {
-            if held_cr {
-                hasher.update(b"\r");
-            }
-            let (body, cr) = match piece.strip_suffix(b"\r") {
-                Some(body) => (body, true),
-                None => (piece, false),
-            };
-            hasher.update(body);
-            held_cr = cr;
-        }
-        reader.consume(consumed);
-        if done {
-            break;
-        }
-    }
-    if !read_any {
-        return Ok(None);
-    }
-    let digest = hasher.finalize();
-    let mut key = [0u8; 16];
-    key.copy_from_slice(&digest[..16]);
-    Ok(Some(key))
-}
-
-/// Appends the lines of `spool` not yet in `path` under an exclusive lock, then fsyncs (the
-/// file, and the folder when the file is new). Returns (added, already present). Memory:
-/// one key per distinct line ([`LineKey`]), one line at a time.
-fn append_new(path: &Path, mut spool: std::fs::File) -> std::io::Result<(usize, usize)> {
-    use std::io::{Read, Seek, SeekFrom};
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitStatus> {
+    let (source, map) = match &args.log {
+        Some(log) => (log, app::field_map(&args.map, &args.map_event)?),
+        None => (&args.signals, FieldMap::default()),
     };
-    std::fs::create_dir_all(&dir)?;
-    let existed = path.exists();
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(path)?;
-    file.lock()?;
-    let mut seen: HashSet<LineKey> = HashSet::new();
-    {
-        let mut existing = std::io::BufReader::with_capacity(1 << 16, &file);
-        while let Some(key) = next_line_key(&mut existing)? {
-            seen.insert(key);
-        }
-    }
-    // A file cut by a crash mid-line: start on a fresh line.
-    let mut last_newline = true;
-    if existed {
-        let len = file.metadata()?.len();
-        if len > 0 {
-            let mut last = [0u8; 1];
-            let mut f = &file;
-            f.seek(SeekFrom::Start(len - 1))?;
-            f.read_exact(&mut last)?;
-            last_newline = last[0] == b'\n';
-        }
-    }
-    spool.seek(SeekFrom::Start(0))?;
-    let mut lines = std::io::BufReader::with_capacity(1 << 16, spool);
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, &file);
-    let (mut added, mut present) = (0, 0);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if lines.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        let key = next_line_key(&mut line.as_slice())?.unwrap_or_default();
-        if seen.insert(key) {
-            if added == 0 && !last_newline {
-                out.write_all(b"\n")?;
-            }
-            out.write_all(&line)?;
-            added += 1;
-        } else {
-            present += 1;
-        }
-    }
-    out.flush()?;
-    drop(out);
-    if added > 0 {
-        file.sync_all()?;
-        if !existed {
-            if let Ok(d) = std::fs::File::open(&dir) {
-                let _ = d.sync_all();
-            }
-        }
-    }
-    file.unlock()?;
-    Ok((added, present))
-}
-
-fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitCode> {
-    if !(args.merge_cosine.is_finite() && args.merge_cosine > 0.0 && args.merge_cosine <= 1.0) {
-        anyhow::bail!(
-            "--merge-cosine must be above 0 and at most 1, got {}",
-            args.merge_cosine
-        );
-    }
-    let (log, map) = match &args.log {
-        Some(log) => (log, field_map(&args.map, &args.map_event)?),
-        None => {
-            if !args.signals.is_file() {
-                anyhow::bail!(
-                    "{}: no signals file (import a log with `veredicto signals import LOG.jsonl`, or give --log)",
-                    args.signals.display()
-                );
-            }
-            (&args.signals, FieldMap::default())
-        }
-    };
-    // The corpus resolves copied texts as the events are read.
-    let corpus = match &args.corpus {
-        Some(c) => Some(veredicto_formats::corpus::read_corpus(c)?),
-        None => None,
-    };
-    // One pass over the log, keeping per interaction only what the rules need (not the
-    // events): memory follows the interactions and distinct strings, not the log's size.
-    let mut acc = signals::Accumulator::new(corpus.as_deref());
-    veredicto_formats::signals::for_each_event(log, &map, |e| -> anyhow::Result<()> {
-        acc.push(&e.event, e.line as u64, e.time_ms);
-        Ok(())
-    })?;
-    let golden = match &args.golden {
-        Some(g) => veredicto_formats::golden::read_golden(g)?,
-        None => Vec::new(),
-    };
-    let vectors = if args.embedder.model.is_some() || args.embedder.embedder.is_some() {
-        let embedder = args.embedder.load_for_index(None, None)?;
-        let queries = acc.distinct_queries();
-        let texts: Vec<&str> = queries.iter().map(String::as_str).collect();
-        Some(embedder.embed(&texts, veredicto_embed::TextKind::Query)?)
+    let embedder = if args.embedder.model.is_some() || args.embedder.embedder.is_some() {
+        Some(args.embedder.load_for_index(None, None)?)
     } else {
         None
     };
-    let settings = Settings {
-        merge_cosine: args.merge_cosine,
-        rescue_depth: args.rescue_depth,
-    };
-    let shown = log.display().to_string();
-    let report = acc.finish(&golden, vectors.as_deref(), &settings, &|line| {
-        format!("{shown}:{line}")
-    });
-    crate::output::write_atomic(
-        &args.out,
-        veredicto_report::signals::candidates_jsonl(&report).as_bytes(),
-    )
-    .with_context(|| format!("writing {}", args.out.display()))?;
+    let report = app::candidates(CandidatesRequest {
+        source,
+        map,
+        from_log: args.log.is_some(),
+        out: &args.out,
+        golden: args.golden.as_deref(),
+        corpus: args.corpus.as_deref(),
+        settings: Settings {
+            merge_cosine: args.merge_cosine,
+            rescue_depth: args.rescue_depth,
+        },
+        embedder: embedder.as_deref(),
+    })?;
     let out_name = args.out.display().to_string();
     let text = match args.format {
         OutFormat::Json => veredicto_report::signals::json(&report, Some(&out_name)),
@@ -329,5 +150,5 @@ fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }

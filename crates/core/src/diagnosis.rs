@@ -56,15 +56,15 @@ pub struct Outranker {
 /// One observation about a failing case.
 ///
 /// What was seen is the typed [`DiagnosisFinding`] (`kind` and its fields in JSON); the
-/// sentence for people is worded by the report layer (`veredicto_report::findings`), which
-/// also fills [`Finding::finding`] before the report is written out. Reports recorded before
+/// sentence for people is worded by the report layer (`veredicto_report::findings`) when it
+/// renders, JSON included ([`Finding::finding`] is left empty here). Reports recorded before
 /// findings were typed carry only the sentence (`detail` is `None`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     pub check: Check,
     /// The expected chunk concerned, if the finding is about one.
     pub chunk: Option<String>,
-    /// The sentence for people: empty until the report layer words it.
+    /// The sentence for people: empty here, worded by the report layer when it renders.
     #[serde(default)]
     pub finding: String,
     /// What was seen, with its numbers.

@@ -2,7 +2,7 @@
 //! provenance and the configuration that produced it. The store (`crates/store`) persists
 //! [`RecordedRun`]s; comparisons and trends are computed from them here, purely.
 
-use crate::exam::ExamReport;
+use crate::exam::{ExamReport, StopReason, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -122,4 +122,155 @@ mod latency_tests {
         assert_eq!((one.p50_ms, one.p99_ms), (3.0, 3.0));
         assert_eq!(StageLatency::from_samples(&[]).count, 0);
     }
+}
+
+/// One line of `veredicto runs list`: a run's identity, provenance and headline numbers,
+/// read without its report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// The run ID.
+    pub id: String,
+    /// When the run was made (RFC 3339, as recorded).
+    pub created_at: String,
+    /// Version label of the corpus or index.
+    pub label: Option<String>,
+    /// The exam's verdict.
+    pub verdict: Verdict,
+    /// Why it stopped (empty when accepted).
+    pub reasons: Vec<StopReason>,
+    /// Cases in the golden set.
+    pub cases: usize,
+    /// Gold cases among them.
+    pub gold_cases: usize,
+    /// Failing cases.
+    pub failing: usize,
+    /// Failing gold cases.
+    pub failing_gold: usize,
+    /// Mean Quality Score, 0..100.
+    pub mean_quality: f64,
+    /// Mean recall at K.
+    pub mean_recall: f64,
+    /// Mean reciprocal rank at K.
+    pub mrr: f64,
+    /// Mean nDCG at K.
+    pub mean_ndcg: f64,
+    /// Golden-set fingerprint (`sha256:…`; [`short_fingerprint`] for display).
+    pub golden_fingerprint: String,
+    /// Policy fingerprint.
+    pub policy_fingerprint: String,
+    /// Corpus or index fingerprint, when known.
+    pub corpus_fingerprint: Option<String>,
+    /// The policy's default K.
+    pub top_k: u32,
+    /// veredicto version that made the run.
+    pub tool_version: String,
+    /// Git revision of the project, when there was one.
+    pub git_revision: Option<String>,
+}
+
+/// A fingerprint for display: the first 12 hex digits, without the `sha256:` scheme.
+pub fn short_fingerprint(fingerprint: &str) -> &str {
+    let hex = fingerprint
+        .split_once(':')
+        .map_or(fingerprint, |(_, hex)| hex);
+    hex.get(..12).unwrap_or(hex)
+}
+
+// What the grounding audit records in the history (its reviews and suggestions are JSON
+// records the history keeps without parsing them).
+
+/// What a recorded case file holds (for listings; the bytes are the truth).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditCounts {
+    pub cases: usize,
+    pub answers: usize,
+    pub claims: usize,
+    /// Answers with no material claim.
+    pub abstentions: usize,
+    /// Collection snapshot IDs of the cases, sorted, without repeats.
+    pub snapshots: Vec<String>,
+}
+
+/// An audit run's metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRunMeta {
+    /// Assigned by the history; must be empty when recording.
+    pub id: String,
+    /// RFC 3339.
+    pub created_at: String,
+    pub label: Option<String>,
+    /// The run this one replays (same frozen cases, new answers).
+    pub replay_of: Option<String>,
+    /// File name of the case file as given (`q017.yaml`); decides YAML or JSON.
+    pub cases_name: String,
+    /// `sha256:<hex>` of the case file's bytes (computed by the history).
+    pub cases_sha256: String,
+    pub counts: AuditCounts,
+    pub tool_version: String,
+    pub git_revision: Option<String>,
+}
+
+/// A listing line: the metadata plus how many records were appended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRunSummary {
+    #[serde(flatten)]
+    pub meta: AuditRunMeta,
+    pub reviews: usize,
+    pub suggestions: usize,
+}
+
+/// A whole audit run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRun {
+    pub meta: AuditRunMeta,
+    /// The case file, byte for byte.
+    pub cases: Vec<u8>,
+    /// Notes recorded with the run.
+    pub notes: Option<Vec<u8>>,
+}
+
+/// The kinds of record appended to an audit run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditRecordKind {
+    /// A reviewer's verdict (the first for a claim, or an annex).
+    Review,
+    /// A model's suggested verdict.
+    Suggestion,
+}
+
+impl AuditRecordKind {
+    /// The kind as stored (`review`, `suggestion`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditRecordKind::Review => "review",
+            AuditRecordKind::Suggestion => "suggestion",
+        }
+    }
+}
+
+// Written acceptances of an ingestion batch's rejected corpus lines (`veredicto gate accept`).
+
+/// One written acceptance of a batch's rejections.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateAcceptance {
+    /// Assigned by the history when recording (leave it empty); kept when migrated.
+    pub id: String,
+    /// When it was given (RFC 3339; the caller reads the clock).
+    pub created_at: String,
+    /// The index, as a path relative to the project (or as given when outside it).
+    pub index: String,
+    /// The batch's label.
+    pub batch: String,
+    /// `sha256:<hex>` of the batch's identity (label, time and rejections): what the gate
+    /// looks the acceptance up by, wherever the index has moved.
+    pub batch_fingerprint: String,
+    /// The written reason.
+    pub reason: String,
+    /// How many rejected lines were accepted.
+    pub rejected: usize,
+    /// The rejected lines accepted: file, line, chunk ID, reason, field, message.
+    pub rejections: Vec<crate::gate::Rejection>,
+    /// Who accepted (the git user name, else `$USER`); never a credential.
+    pub who: Option<String>,
+    pub tool_version: String,
 }

@@ -23,7 +23,6 @@ mod review;
 mod scifact;
 mod sheet;
 pub mod suggest;
-pub mod target;
 
 pub use absence::{
     absence_changes, absences, configuration_changes, fact_coverage, reopened_absences,
@@ -66,7 +65,6 @@ pub use suggest::{
     read_suggestion_log, read_suggestions, softmax, suggestion_log_path, suggestion_pairs, Judge,
     JudgeOutcome, JudgeReply, NliModel, SuggestError, SuggestionRecord, NLI_METHOD,
 };
-pub use target::{AuditTarget, TargetError};
 
 /// The JSON Schema of case files (same text as `docs/grounding-schema.json`).
 pub const CASE_SCHEMA_JSON: &str = include_str!("../schema/grounding-schema.json");

@@ -31,7 +31,7 @@ mod ingest;
 mod kernel;
 mod lock;
 mod manifest;
-pub mod retriever;
+pub mod records;
 mod search;
 mod table;
 mod write;

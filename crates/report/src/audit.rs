@@ -4,11 +4,11 @@
 
 use serde_json::{json, Value};
 use std::fmt::Write as _;
+use veredicto_core::history::AuditRunSummary;
 use veredicto_grounding::{
     Agreement, CheckOutcome, Comparison, Impact, ReopenedAbsence, SuggestionRecord, Support,
     Verification, VERDICTS,
 };
-use veredicto_store::AuditRunSummary;
 
 /// A ratio as a percentage with one decimal, or `undefined`.
 pub fn pct(v: Option<f64>) -> String {

@@ -1,6 +1,8 @@
 //! The words of the typed findings core returns: one function per family renders every
-//! variant to its sentence, and [`fill_exam`] writes those sentences into a report's
-//! `finding` fields so its JSON keeps them beside `kind` and the numbers.
+//! variant to its sentence. The renderers word at render time; the JSON renderers
+//! ([`crate::json`]) write a worded copy ([`worded_exam`], [`worded_runs`],
+//! [`worded_comparison`]) so the JSON keeps the sentences beside `kind` and the numbers
+//! without any caller having to remember to word the data first.
 
 use std::collections::BTreeMap;
 use veredicto_core::compare::{
@@ -111,13 +113,16 @@ pub fn finding_sentence(f: &Finding) -> String {
     }
 }
 
-/// Fills every typed finding's `finding` sentence in `report`.
-pub fn fill_exam(report: &mut ExamReport) {
+/// A copy of `report` whose typed findings carry their `finding` sentence (as its JSON
+/// shows them).
+pub fn worded_exam(report: &ExamReport) -> ExamReport {
+    let mut report = report.clone();
     for f in report.cases.iter_mut().flat_map(|c| c.diagnosis.iter_mut()) {
         if let Some(d) = &f.detail {
             f.finding = diagnosis(d);
         }
     }
+    report
 }
 
 /// `62%`: a share in whole percent, as the patterns print it.
@@ -500,8 +505,10 @@ pub fn runs_note(n: &RunsNote) -> String {
     }
 }
 
-/// Fills the `saw`, `cause` and `notes` sentences of a cross-run diagnosis.
-pub fn fill_runs(d: &mut RunsDiagnosis) {
+/// A copy of a cross-run diagnosis with its `saw`, `cause` and `notes` sentences (as its
+/// JSON shows them).
+pub fn worded_runs(d: &RunsDiagnosis) -> RunsDiagnosis {
+    let mut d = d.clone();
     for f in &mut d.findings {
         if !f.seen.is_empty() {
             f.saw = pattern_saw(f);
@@ -511,6 +518,7 @@ pub fn fill_runs(d: &mut RunsDiagnosis) {
     if !d.noted.is_empty() {
         d.notes = d.noted.iter().map(runs_note).collect();
     }
+    d
 }
 
 /// Up to 10 IDs, then how many more (the comparability notes' lists).
@@ -622,9 +630,11 @@ pub fn compat_differences(c: &Compatibility) -> Vec<String> {
     differences
 }
 
-/// Fills a comparison's `differences` sentences.
-pub fn fill_comparison(c: &mut Comparison) {
+/// A copy of a comparison with its `differences` sentences (as its JSON shows them).
+pub fn worded_comparison(c: &Comparison) -> Comparison {
+    let mut c = c.clone();
     c.compatibility.differences = compat_differences(&c.compatibility);
+    c
 }
 
 /// The notes of a cross-run diagnosis, worded (or as recorded, for an older diagnosis).
@@ -994,7 +1004,7 @@ mod tests {
         );
         assert!(pattern_cause(&all[2]).contains("1 rule)"));
         // The JSON keeps the sentences beside the kinds once filled.
-        let mut d = RunsDiagnosis {
+        let d = RunsDiagnosis {
             run: Some("r03".into()),
             runs: 3,
             last_accepted: None,
@@ -1004,8 +1014,7 @@ mod tests {
             notes: Vec::new(),
             noted: vec![RunsNote::NoAcceptedRun],
         };
-        fill_runs(&mut d);
-        let v = serde_json::to_value(&d).unwrap();
+        let v = serde_json::to_value(worded_runs(&d)).unwrap();
         assert_eq!(v["findings"][0]["seen"][0]["kind"], "domain_failing");
         assert_eq!(v["findings"][0]["seen"][0]["domain_failing"], 4);
         assert!(v["findings"][0]["saw"]

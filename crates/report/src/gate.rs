@@ -101,7 +101,10 @@ pub fn gate_json(index: &str, o: &GateOutcome) -> String {
 }
 
 /// `veredicto history acceptances` for people: one block per acceptance, oldest first.
-pub fn acceptances_human(history: &str, list: &[veredicto_store::GateAcceptance]) -> String {
+pub fn acceptances_human(
+    history: &str,
+    list: &[veredicto_core::history::GateAcceptance],
+) -> String {
     let mut out = format!(
         "{}: {} gate acceptance{}\n",
         escape_control(history),
@@ -135,7 +138,7 @@ pub fn acceptances_human(history: &str, list: &[veredicto_store::GateAcceptance]
 
 /// `veredicto history acceptances --json`: `{history, acceptances: [...]}`, pretty, with a
 /// final newline.
-pub fn acceptances_json(history: &str, list: &[veredicto_store::GateAcceptance]) -> String {
+pub fn acceptances_json(history: &str, list: &[veredicto_core::history::GateAcceptance]) -> String {
     let value = serde_json::json!({ "history": history, "acceptances": list });
     let mut s = serde_json::to_string_pretty(&value).unwrap_or_default();
     s.push('\n');

@@ -16,6 +16,7 @@ pub mod markdown;
 pub mod matrix;
 pub mod runs;
 pub mod signals;
+pub mod trec;
 
 mod fmt;
 

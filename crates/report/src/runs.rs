@@ -1,7 +1,7 @@
 //! The run history as text: the table of `veredicto runs list`.
 
 use veredicto_core::exam::Verdict;
-use veredicto_store::{short_fingerprint, RunSummary};
+use veredicto_core::history::{short_fingerprint, RunSummary};
 
 /// The run history as a table, newest first (`veredicto runs list`).
 pub fn list_table(runs: &[RunSummary]) -> String {
@@ -67,4 +67,30 @@ pub fn list_table(runs: &[RunSummary]) -> String {
         out.push_str("(no runs)\n");
     }
     out
+}
+
+/// The provenance lines above a recorded run's report (`veredicto runs show`): ID, time,
+/// label, tool, git revision, fingerprints, retriever, and the latency of each stage.
+pub fn run_header(m: &veredicto_core::history::RunMeta) -> String {
+    let mut s = format!(
+        "run {} · {} · label {} · tool {} · git {}\ngolden {} · policy {} · corpus {} · retriever {} {}\n",
+        m.id,
+        m.created_at,
+        m.label.as_deref().unwrap_or("-"),
+        m.tool_version,
+        m.git_revision.as_deref().unwrap_or("-"),
+        short_fingerprint(&m.golden_fingerprint),
+        short_fingerprint(&m.policy_fingerprint),
+        m.corpus_fingerprint.as_deref().map(short_fingerprint).unwrap_or("-"),
+        m.config.retriever,
+        m.config.source.as_deref().unwrap_or(""),
+    );
+    for (stage, l) in &m.latency {
+        s.push_str(&format!(
+            "latency {stage}: p50 {:.2} ms · p95 {:.2} ms · p99 {:.2} ms ({} queries)\n",
+            l.p50_ms, l.p95_ms, l.p99_ms, l.count
+        ));
+    }
+    s.push('\n');
+    s
 }

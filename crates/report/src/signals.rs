@@ -144,3 +144,37 @@ fn trunc(text: &str, max: usize) -> String {
         s
     }
 }
+
+/// What `signals import` did, for people: `events` read from `log`, `added` to `signals`,
+/// `present` already there.
+pub fn import_human(
+    log: &str,
+    signals: &str,
+    events: usize,
+    added: usize,
+    present: usize,
+) -> String {
+    format!(
+        "{events} events read from {log}: {added} added to {signals}, {present} already there\n"
+    )
+}
+
+/// What `signals import` did, as pretty JSON.
+pub fn import_json(
+    log: &str,
+    signals: &str,
+    events: usize,
+    added: usize,
+    present: usize,
+) -> String {
+    let mut s = serde_json::to_string_pretty(&serde_json::json!({
+        "log": log,
+        "signals": signals,
+        "events": events,
+        "added": added,
+        "already_present": present,
+    }))
+    .unwrap_or_default();
+    s.push('\n');
+    s
+}

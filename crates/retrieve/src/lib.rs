@@ -1,11 +1,10 @@
 //! The retriever seam of veredicto: one small trait, [`Retriever`], implemented by
 //! veredicto's own index, by run files and by every live retriever a team may deploy
 //! (an HTTP search service, a command, pgvector, OpenSearch / Elasticsearch, Qdrant), and
-//! the exam pipeline over it ([`exam`]): embedding the queries when the retriever needs
-//! vectors, running the cases with bounded concurrency, per-stage latency, the optional
-//! rerank stage and the exactness check (is it the embedding or the ANN index?), and the
-//! whole exam as one call ([`run_exam`]: recording, comparison with a baseline, the
-//! decision).
+//! one pass of a golden set over it ([`pass`]): embedding the queries when the retriever
+//! needs vectors, running the cases with bounded concurrency, per-stage latency, the
+//! optional rerank stage and the exactness check's exact search. The exam over a pass,
+//! recording and comparison live in the application layer (`veredicto-app`).
 //!
 //! A retriever is chosen by a URI ([`open`]); the scheme names the backend:
 //!
@@ -32,19 +31,16 @@ use veredicto_core::run::Run;
 
 mod answer;
 pub mod cmd;
-pub mod conclude;
 pub mod engines;
-pub mod exam;
 pub mod http;
-mod live;
 mod net;
 pub mod own_index;
+pub mod pass;
 pub mod pgvector;
 pub mod run_file;
 pub mod template;
 mod uri;
 
-pub use conclude::{run_exam, ExamError, ExamOutcome, ExamRequest};
 pub use uri::open;
 
 /// What the pipeline asks a retriever for one case.
@@ -441,6 +437,9 @@ pub enum RetrieveError {
     /// Reading standard input.
     #[error("reading the run from standard input: {0}")]
     Stdin(#[source] std::io::Error),
+    /// The caller stopped the pass ([`pass::Settings::cancel`]).
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// The text of [`RetrieveError::RetrieverFailed`] after the retriever's name.

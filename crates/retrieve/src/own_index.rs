@@ -70,14 +70,10 @@ impl OwnIndex {
         q
     }
 
-    fn records_error(&self, e: veredicto_index::retriever::RetrieveError) -> RetrieveError {
+    fn records_error(&self, e: veredicto_index::records::RecordError) -> RetrieveError {
         match e {
-            veredicto_index::retriever::RetrieveError::Index(e) => RetrieveError::Index(e),
-            veredicto_index::retriever::RetrieveError::Record(e) => RetrieveError::Format(e),
-            other => RetrieveError::Setup {
-                uri: self.uri.clone(),
-                reason: other.to_string(),
-            },
+            veredicto_index::records::RecordError::Index(e) => RetrieveError::Index(e),
+            veredicto_index::records::RecordError::Record(e) => RetrieveError::Format(e),
         }
     }
 
@@ -159,12 +155,12 @@ impl Retriever for OwnIndex {
     }
 
     fn corpus(&self) -> Result<Option<Corpus>, RetrieveError> {
-        let corpus = veredicto_index::retriever::corpus_of(&self.index);
+        let corpus = veredicto_index::records::corpus_of(&self.index);
         Ok(Some(corpus.map_err(|e| self.records_error(e))?))
     }
 
     fn corpus_for(&self, ids: &BTreeSet<&str>) -> Result<Option<Corpus>, RetrieveError> {
-        let corpus = veredicto_index::retriever::corpus_of_ids(&self.index, ids.iter().copied());
+        let corpus = veredicto_index::records::corpus_of_ids(&self.index, ids.iter().copied());
         Ok(Some(corpus.map_err(|e| self.records_error(e))?))
     }
 

@@ -6,34 +6,9 @@
 use crate::backend::{values, Backend, BadValue, Conn, ConnExt, Lock, Row};
 use crate::seal::{self, SealKind};
 use crate::{id, time, StoreError};
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 use veredicto_core::gate::Rejection;
-
-/// One written acceptance of a batch's rejections.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GateAcceptance {
-    /// Assigned by the history when recording (leave it empty); kept when migrated.
-    pub id: String,
-    /// When it was given (RFC 3339; the caller reads the clock).
-    pub created_at: String,
-    /// The index, as a path relative to the project (or as given when outside it).
-    pub index: String,
-    /// The batch's label.
-    pub batch: String,
-    /// `sha256:<hex>` of the batch's identity (label, time and rejections): what the gate
-    /// looks the acceptance up by, wherever the index has moved.
-    pub batch_fingerprint: String,
-    /// The written reason.
-    pub reason: String,
-    /// How many rejected lines were accepted.
-    pub rejected: usize,
-    /// The rejected lines accepted: file, line, chunk ID, reason, field, message.
-    pub rejections: Vec<Rejection>,
-    /// Who accepted (the git user name, else `$USER`); never a credential.
-    pub who: Option<String>,
-    pub tool_version: String,
-}
+use veredicto_core::history::GateAcceptance;
 
 pub(crate) const COLUMNS: &str = "id, created_at, index_name, batch, batch_fingerprint, reason, \
                                   rejected, rejections, who, tool_version";

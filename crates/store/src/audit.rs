@@ -10,77 +10,11 @@ use crate::backend::{values, Backend, BadValue, Col, Conn, ConnExt, Lock, Row};
 use crate::seal::{self, SealKind, SealOrigin};
 use crate::store::{resolve_in, Table};
 use crate::{id, time, StoreError};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
-
-/// What a recorded case file holds (for listings; the bytes are the truth).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditCounts {
-    pub cases: usize,
-    pub answers: usize,
-    pub claims: usize,
-    /// Answers with no material claim.
-    pub abstentions: usize,
-    /// Collection snapshot IDs of the cases, sorted, without repeats.
-    pub snapshots: Vec<String>,
-}
-
-/// An audit run's metadata.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditRunMeta {
-    /// Assigned by the history; must be empty when recording.
-    pub id: String,
-    /// RFC 3339.
-    pub created_at: String,
-    pub label: Option<String>,
-    /// The run this one replays (same frozen cases, new answers).
-    pub replay_of: Option<String>,
-    /// File name of the case file as given (`q017.yaml`); decides YAML or JSON.
-    pub cases_name: String,
-    /// `sha256:<hex>` of the case file's bytes (computed by the history).
-    pub cases_sha256: String,
-    pub counts: AuditCounts,
-    pub tool_version: String,
-    pub git_revision: Option<String>,
-}
-
-/// A listing line: the metadata plus how many records were appended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditRunSummary {
-    #[serde(flatten)]
-    pub meta: AuditRunMeta,
-    pub reviews: usize,
-    pub suggestions: usize,
-}
-
-/// A whole audit run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditRun {
-    pub meta: AuditRunMeta,
-    /// The case file, byte for byte.
-    pub cases: Vec<u8>,
-    /// Notes recorded with the run.
-    pub notes: Option<Vec<u8>>,
-}
-
-/// The kinds of record appended to an audit run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuditRecordKind {
-    /// A reviewer's verdict (the first for a claim, or an annex).
-    Review,
-    /// A model's suggested verdict.
-    Suggestion,
-}
-
-impl AuditRecordKind {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            AuditRecordKind::Review => "review",
-            AuditRecordKind::Suggestion => "suggestion",
-        }
-    }
-}
+use veredicto_core::history::{
+    AuditCounts, AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary,
+};
 
 pub(crate) fn sha256(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);

@@ -47,8 +47,6 @@ mod store;
 pub mod synthetic;
 use veredicto_core::time;
 
-pub use acceptance::GateAcceptance;
-pub use audit::{AuditCounts, AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary};
 pub use error::StoreError;
 pub use metric::{Metric, UnknownMetric};
 pub use migrate::{migrate, MigrateReport};
@@ -58,9 +56,13 @@ pub use seal::{
 };
 pub use sqlite::{SqliteHistory, BUSY_TIMEOUT};
 pub use store::{is_postgres_url, History, RunStore};
+pub use veredicto_core::history::{
+    short_fingerprint, AuditCounts, AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary,
+    GateAcceptance, RunSummary,
+};
 
 use serde::{Deserialize, Serialize};
-use veredicto_core::exam::{StopReason, Verdict};
+use veredicto_core::exam::Verdict;
 
 /// Which runs to list. Every field narrows the selection; the default selects all runs.
 /// Runs come newest first (recording order).
@@ -82,50 +84,6 @@ pub struct RunFilter {
     pub before: Option<String>,
     /// At most this many runs (the newest).
     pub limit: Option<usize>,
-}
-
-/// One line of `veredicto runs list`: a run's identity, provenance and headline numbers,
-/// read without its report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSummary {
-    /// The run ID.
-    pub id: String,
-    /// When the run was made (RFC 3339, as recorded).
-    pub created_at: String,
-    /// Version label of the corpus or index.
-    pub label: Option<String>,
-    /// The exam's verdict.
-    pub verdict: Verdict,
-    /// Why it stopped (empty when accepted).
-    pub reasons: Vec<StopReason>,
-    /// Cases in the golden set.
-    pub cases: usize,
-    /// Gold cases among them.
-    pub gold_cases: usize,
-    /// Failing cases.
-    pub failing: usize,
-    /// Failing gold cases.
-    pub failing_gold: usize,
-    /// Mean Quality Score, 0..100.
-    pub mean_quality: f64,
-    /// Mean recall at K.
-    pub mean_recall: f64,
-    /// Mean reciprocal rank at K.
-    pub mrr: f64,
-    /// Mean nDCG at K.
-    pub mean_ndcg: f64,
-    /// Golden-set fingerprint (`sha256:…`; [`short_fingerprint`] for display).
-    pub golden_fingerprint: String,
-    /// Policy fingerprint.
-    pub policy_fingerprint: String,
-    /// Corpus or index fingerprint, when known.
-    pub corpus_fingerprint: Option<String>,
-    /// The policy's default K.
-    pub top_k: u32,
-    /// veredicto version that made the run.
-    pub tool_version: String,
-    /// Git revision of the project, when there was one.
-    pub git_revision: Option<String>,
 }
 
 /// A trend: one metric averaged over the cases of each selected run.
@@ -207,12 +165,4 @@ impl IntegrityReport {
             && self.unreadable_run_chunks.is_empty()
             && self.seals.is_ok()
     }
-}
-
-/// A fingerprint for display: the first 12 hex digits, without the `sha256:` scheme.
-pub fn short_fingerprint(fingerprint: &str) -> &str {
-    let hex = fingerprint
-        .split_once(':')
-        .map_or(fingerprint, |(_, hex)| hex);
-    hex.get(..12).unwrap_or(hex)
 }

@@ -46,13 +46,13 @@
 //! opened for writing, in the upgrade's transaction: those seals have origin `upgrade`, and
 //! `check` says that a change made to those items before the upgrade cannot be detected.
 
-use crate::audit::AuditRecordKind;
 use crate::backend::{values, BadValue, Col, Conn, ConnExt, Lock, Row, Value};
 use crate::codec;
 use crate::StoreError;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
+use veredicto_core::history::AuditRecordKind;
 
 /// What a seal covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

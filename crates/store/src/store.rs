@@ -6,7 +6,6 @@
 //! The exam runs' logic is below; audit runs, gate acceptances and the runs' chunk lists
 //! have theirs in `audit.rs`, `acceptance.rs` and `run_chunks.rs`, over the same seam.
 
-use crate::audit::{AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary};
 use crate::backend::{values, Backend, BadValue, Col, Conn, ConnExt, Lock, Row, Value};
 use crate::pg::PgHistory;
 use crate::seal::{self, ItemRef, Seal, SealKind, StoredItem, RUN_COLUMNS};
@@ -16,6 +15,7 @@ use crate::{
 };
 use std::path::Path;
 use veredicto_core::exam::{ExamReport, Verdict};
+use veredicto_core::history::{AuditRecordKind, AuditRun, AuditRunMeta, AuditRunSummary};
 use veredicto_core::history::{RecordedRun, RunMeta};
 use veredicto_core::snapshot::ChunkSnapshot;
 

@@ -319,6 +319,42 @@ fn judge_reply(req: &tiny::Request) -> Reply {
 }
 
 #[test]
+fn an_unreadable_judge_reply_is_an_error_on_one_line_not_a_stop() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    let cases = example(d, "q017.yaml");
+    let id = record(d, &cases);
+    let server = Server::start(3, |_, req| judge_reply(req));
+    let o = run(
+        d,
+        &[
+            "audit",
+            "suggest",
+            &id,
+            "--judge",
+            &server.url,
+            "--judge-model",
+            "tiny-judge",
+            "--seed",
+            "7",
+            "--time",
+            "2026-11-30T13:00:00Z",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    // The line names the claim and what is wrong with the reply, and says what was kept.
+    assert!(
+        errors[0].starts_with("veredicto: error: the judge's reply for ")
+            && errors[0].contains("C-017-3 could not be read: ")
+            && errors[0].contains("2 suggestion(s) appended"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_chat_judge_suggests_beside_the_reviewer_and_agreement_is_measured() {
     let dir = tempfile::tempdir().expect("tmp");
     let d = dir.path();
@@ -342,9 +378,11 @@ fn a_chat_judge_suggests_beside_the_reviewer_and_agreement_is_measured() {
             "2026-11-30T13:00:00Z",
         ],
     );
+    // An unreadable reply is an error of the command (exit 2), not a stop of a gate; the
+    // readable suggestions are shown and kept.
     assert_eq!(
         o.status.code(),
-        Some(1),
+        Some(2),
         "one reply was unreadable: {}",
         stderr(&o)
     );

@@ -100,8 +100,8 @@ pub struct Compatibility {
     /// The corpus/index fingerprints differ (informational: that is usually the point).
     pub corpus_changed: bool,
     /// One sentence per difference, for people, worded by the report layer
-    /// (`veredicto_report::findings`) from `golden`, `policy`, `k` and `config` (empty until
-    /// then).
+    /// (`veredicto_report::findings`) from `golden`, `policy`, `k` and `config` when it
+    /// renders (empty here).
     #[serde(default)]
     pub differences: Vec<String>,
 }

@@ -158,8 +158,8 @@ pub struct Sighting {
 /// One named pattern, with what it saw.
 ///
 /// What was seen is typed in [`PatternFinding::seen`]; the sentences `saw` and `cause` are
-/// worded by the report layer (`veredicto_report::findings`), which fills them before the
-/// diagnosis is written out (empty until then).
+/// worded by the report layer (`veredicto_report::findings`) when it renders, JSON
+/// included (empty here).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PatternFinding {
     pub pattern: Pattern,
@@ -362,7 +362,7 @@ pub struct RunsDiagnosis {
     /// Noise calibration of the newest run.
     pub noise: Option<NoiseCalibration>,
     /// What could not be checked, and why: sentences for people, worded by the report
-    /// layer from `noted` (empty until then).
+    /// layer from `noted` when it renders (empty here).
     #[serde(default)]
     pub notes: Vec<String>,
     /// What could not be checked, typed.

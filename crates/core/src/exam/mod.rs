@@ -17,6 +17,7 @@
 pub mod calibrate;
 pub mod noise;
 pub mod quality;
+pub mod stages;
 pub mod verdict;
 
 use crate::case::{Case, Corpus};

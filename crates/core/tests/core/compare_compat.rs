@@ -18,9 +18,9 @@ fn compare(
     new: &RecordedRun,
     opts: &CompareOptions<'_>,
 ) -> veredicto_core::compare::Comparison {
-    let mut c = veredicto_core::compare::compare(base, new, opts);
-    veredicto_report::findings::fill_comparison(&mut c);
-    c
+    veredicto_report::findings::worded_comparison(&veredicto_core::compare::compare(
+        base, new, opts,
+    ))
 }
 
 /// Three expected chunks at ranks 1, 7 and 8 of 20 (noise 2): a healthy case.

@@ -17,9 +17,9 @@ fn diagnose_runs(
     corpus: Option<&Corpus>,
     opts: &DiagnoseOptions,
 ) -> veredicto_core::compare::RunsDiagnosis {
-    let mut d = veredicto_core::compare::diagnose_runs(runs, corpus, opts);
-    veredicto_report::findings::fill_runs(&mut d);
-    d
+    veredicto_report::findings::worded_runs(&veredicto_core::compare::diagnose_runs(
+        runs, corpus, opts,
+    ))
 }
 
 const DOMAINS: [&str; 3] = ["fiscal", "laboral", "viajes"];
@@ -851,13 +851,14 @@ fn deleted_rows_are_not_read_as_an_ingestion_that_entered() {
         .collect();
     let snapshot = veredicto_core::snapshot::ChunkSnapshot::of(chunks.iter());
     let runs = vec![accepted, newcomer];
-    let mut d = veredicto_core::compare::diagnose_runs_with_chunks(
-        &runs,
-        None,
-        Some(&snapshot),
-        &DiagnoseOptions::default(),
+    let d = veredicto_report::findings::worded_runs(
+        &veredicto_core::compare::diagnose_runs_with_chunks(
+            &runs,
+            None,
+            Some(&snapshot),
+            &DiagnoseOptions::default(),
+        ),
     );
-    veredicto_report::findings::fill_runs(&mut d);
     let f = find(&d, Pattern::IngestionRegression).expect("regression");
     // A case with a known newcomer lists only that; the others what the accepted run saw.
     assert_eq!(

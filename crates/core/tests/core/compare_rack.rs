@@ -20,9 +20,9 @@ fn diagnose_runs(
     corpus: Option<&Corpus>,
     opts: &DiagnoseOptions,
 ) -> veredicto_core::compare::RunsDiagnosis {
-    let mut d = veredicto_core::compare::diagnose_runs(runs, corpus, opts);
-    veredicto_report::findings::fill_runs(&mut d);
-    d
+    veredicto_report::findings::worded_runs(&veredicto_core::compare::diagnose_runs(
+        runs, corpus, opts,
+    ))
 }
 
 /// The comparison with its sentences worded by the report layer, as the CLI writes it.
@@ -31,9 +31,9 @@ fn compare(
     new: &RecordedRun,
     opts: &CompareOptions<'_>,
 ) -> veredicto_core::compare::Comparison {
-    let mut c = veredicto_core::compare::compare(base, new, opts);
-    veredicto_report::findings::fill_comparison(&mut c);
-    c
+    veredicto_report::findings::worded_comparison(&veredicto_core::compare::compare(
+        base, new, opts,
+    ))
 }
 
 fn rack(file: &str) -> String {

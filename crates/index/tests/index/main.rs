@@ -6,6 +6,6 @@ mod damaged_index;
 mod format;
 mod ingest;
 mod precomputed_vectors;
-mod retriever;
 mod search;
 mod writer_lock;
+mod records;

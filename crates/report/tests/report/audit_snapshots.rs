@@ -3,7 +3,8 @@
 //! history. Run IDs, times and temporary paths are redacted.
 
 use std::path::Path;
-use veredicto_grounding::{check, AuditTarget, CheckOptions, GroundingPolicy, Support};
+use veredicto_app::audit::AuditTarget;
+use veredicto_grounding::{check, CheckOptions, GroundingPolicy, Support};
 use veredicto_report::audit;
 use veredicto_store::{AuditRunMeta, History};
 

@@ -9,9 +9,10 @@ use common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use veredicto_app::exam::{examine, Examined, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
-use veredicto_retrieve::exam::{examine, Examined, Inputs, Settings};
+use veredicto_retrieve::pass::Settings;
 use veredicto_retrieve::{open, Options, RetrieveError};
 
 fn run_exam(uri: &str, options: &Options, cases: &[Case]) -> Result<Examined, RetrieveError> {

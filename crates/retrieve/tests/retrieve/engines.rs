@@ -11,9 +11,10 @@ use common::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use veredicto_app::exam::{examine, Examined, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
-use veredicto_retrieve::exam::{examine, Examined, Inputs, Settings};
+use veredicto_retrieve::pass::Settings;
 use veredicto_retrieve::{open, Options, RetrieveError};
 
 fn collection() -> Vec<(String, Vec<f32>)> {

@@ -11,9 +11,10 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
+use veredicto_app::exam::{examine, Examined, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
-use veredicto_retrieve::exam::{examine, Examined, Inputs, Settings};
+use veredicto_retrieve::pass::Settings;
 use veredicto_retrieve::template::BodyTemplate;
 use veredicto_retrieve::{open, Options, RetrieveError};
 

@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use veredicto_app::exam::{examine, Examined, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
 use veredicto_core::retrieval::{DuplicateRule, FailureLimit};
-use veredicto_retrieve::exam::{examine, Examined, Inputs, Settings};
+use veredicto_retrieve::pass::Settings;
 use veredicto_retrieve::{open, Options, RetrieveError};
 
 fn run_exam(

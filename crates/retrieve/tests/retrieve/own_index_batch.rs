@@ -154,8 +154,9 @@ fn exam_json(
     corpus: Option<&veredicto_core::case::Corpus>,
     concurrency: usize,
     latency_sample: usize,
-) -> (String, veredicto_retrieve::exam::Retrieval) {
-    use veredicto_retrieve::exam::{examine, Inputs, Settings};
+) -> (String, veredicto_retrieve::pass::Retrieval) {
+    use veredicto_app::exam::{examine, Inputs};
+    use veredicto_retrieve::pass::Settings;
     let policy = veredicto_core::policy::Policy::default();
     let notes = std::collections::BTreeMap::new();
     let out = examine(
@@ -249,7 +250,7 @@ fn the_lazy_corpus_holds_the_needed_chunks_as_the_full_one_does_and_counts_every
 
 #[test]
 fn the_latency_sample_is_evenly_spaced_and_never_larger_than_the_golden_set() {
-    use veredicto_retrieve::exam::latency_sample;
+    use veredicto_retrieve::pass::latency_sample;
     assert_eq!(latency_sample(200, 4), vec![0, 50, 100, 150]);
     assert_eq!(latency_sample(3, 20), vec![0, 1, 2]);
     assert!(latency_sample(0, 20).is_empty());

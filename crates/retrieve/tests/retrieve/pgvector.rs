@@ -5,10 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use veredicto_app::exam::{examine, Examined, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
 use veredicto_index::*;
-use veredicto_retrieve::exam::{examine, Examined, Inputs, Settings};
+use veredicto_retrieve::pass::Settings;
 use veredicto_retrieve::{open, Options, RetrieveError};
 
 const DIM: usize = 24;

@@ -1,21 +1,19 @@
-//! The exam pipeline over any [`Retriever`]: query embedding (when the retriever reads
-//! vectors), retrieval with bounded concurrency, the optional rerank stage, the optional
-//! exactness check, per-stage latency, the exam itself and the stage summaries.
+//! One pass of a golden set over any [`Retriever`]: query embedding (when the retriever
+//! reads vectors), retrieval with bounded concurrency, each chunk once per answer, the
+//! optional rerank stage, the optional exactness check's search and per-stage latency. The
+//! exam that reads the pass's runs lives in the application layer (`veredicto-app`).
 //!
 //! Output is deterministic: cases run on up to `concurrency` threads but their results are
 //! assembled in the golden set's order, so the report does not depend on the thread count
 //! (latency figures aside, which are only reported when asked for).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
 use veredicto_core::case::{Case, Corpus};
-use veredicto_core::diagnosis::{Check, DiagnosisFinding, Finding};
-use veredicto_core::exam::{self, AnnLoss, Exactness, ExamInput, ExamReport, StageSummary};
 use veredicto_core::history::{LatencySource, StageLatency};
-use veredicto_core::policy::Policy;
 use veredicto_core::retrieval::{self, DuplicateRule, FailureLimit, RemovedDuplicates};
 use veredicto_core::run::{Retrieved, Run};
 use veredicto_embed::{Embedder, Reranker, TextKind};
@@ -68,6 +66,9 @@ pub struct Settings<'a> {
     /// [`RetrieveError::RetrieverFailed`] instead of giving failing cases; an exam in which
     /// every case failed always does. A run file's missing cases do not count.
     pub max_retriever_failures: FailureLimit,
+    /// Set (by another thread) to stop the pass: no case starts after it is seen, and the
+    /// pass ends with [`RetrieveError::Cancelled`].
+    pub cancel: Option<&'a AtomicBool>,
 }
 
 impl Default for Settings<'_> {
@@ -83,6 +84,7 @@ impl Default for Settings<'_> {
             latency_sample: DEFAULT_LATENCY_SAMPLE,
             duplicates: DuplicateRule::default(),
             max_retriever_failures: FailureLimit::default(),
+            cancel: None,
         }
     }
 }
@@ -136,12 +138,6 @@ fn to_run_list(hits: &[Hit]) -> Vec<Retrieved> {
             score: h.score,
         })
         .collect()
-}
-
-/// The K of a case under a policy: its own, else its domain's, else the policy's.
-pub fn k_of(policy: &Policy, case: &Case) -> usize {
-    case.top_k
-        .unwrap_or(policy.thresholds(case.domain.as_deref()).top_k) as usize
 }
 
 struct Ctx<'a> {
@@ -206,7 +202,7 @@ fn request_of<'a>(ctx: &Ctx<'_>, case: &'a Case, prepared: &'a Prepared, k: usiz
 }
 
 /// Results asked for a case of K `k`: the depth, at least K and the rerank candidates.
-pub(crate) fn depth_of(s: &Settings<'_>, k: usize) -> usize {
+pub fn depth_of(s: &Settings<'_>, k: usize) -> usize {
     s.depth
         .max(k)
         .max(if s.reranker.is_some() {
@@ -399,10 +395,13 @@ pub fn retrieve(
         search_latency = latency;
         outs
     } else {
-        in_parallel(n, workers, settings.progress, &|i| {
+        in_parallel(n, workers, settings.progress, settings.cancel, &|i| {
             run_case(&ctx, &cases[i], k_of(&cases[i]))
         })
     };
+    if cancelled(settings) {
+        return Err(RetrieveError::Cancelled);
+    }
     let mut run = retriever.preloaded().cloned().unwrap_or_else(|| Run {
         name: retriever.describe(),
         ..Run::default()
@@ -493,6 +492,11 @@ pub fn retrieve(
     })
 }
 
+/// Whether the caller asked the pass to stop ([`Settings::cancel`]).
+fn cancelled(settings: &Settings<'_>) -> bool {
+    settings.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+}
+
 /// The pass's verdict on the retriever itself: more failed cases than `limit` allows (or
 /// every case) is [`RetrieveError::RetrieverFailed`], naming the retriever, the count and
 /// the last failure in case order.
@@ -532,12 +536,13 @@ fn check_failures(
 }
 
 /// Runs `f` over `0..n` on `workers` threads; a failure that does not concern one case
-/// stops the workers from taking new indices (those get `None`). `progress` is called as
-/// each index ends.
+/// stops the workers from taking new indices (those get `None`), and so does `cancel` once
+/// set. `progress` is called as each index ends.
 fn in_parallel<T: Send>(
     n: usize,
     workers: usize,
     progress: Option<&(dyn Fn() + Sync)>,
+    cancel: Option<&AtomicBool>,
     f: &(dyn Fn(usize) -> Result<T, RetrieveError> + Sync),
 ) -> Vec<Option<Result<T, RetrieveError>>> {
     let next = AtomicUsize::new(0);
@@ -547,7 +552,8 @@ fn in_parallel<T: Send>(
     std::thread::scope(|scope| {
         for _ in 0..workers.max(1) {
             scope.spawn(|| loop {
-                if stop.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) || cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+                {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -586,7 +592,8 @@ fn retrieve_batched(
     workers: usize,
 ) -> Result<(CaseSlots, Option<StageLatency>), RetrieveError> {
     let n = cases.len();
-    let prepared = in_parallel(n, workers, None, &|i| prepare_case(ctx, &cases[i]));
+    let cancel = ctx.settings.cancel;
+    let prepared = in_parallel(n, workers, None, cancel, &|i| prepare_case(ctx, &cases[i]));
     // Embedding errors all stop the pass; cases before the first one are still searched,
     // so that an earlier case's search error wins, as it would one case at a time.
     let first_failed = prepared
@@ -621,7 +628,7 @@ fn retrieve_batched(
             reason: format!("{} rankings for {n} cases", rankings.len()),
         });
     }
-    let outs = in_parallel(n, workers, ctx.settings.progress, &|i| {
+    let outs = in_parallel(n, workers, ctx.settings.progress, cancel, &|i| {
         let case = &cases[i];
         finish_case(
             ctx,
@@ -647,334 +654,4 @@ fn retrieve_batched(
         ..StageLatency::from_samples(&samples)
     });
     Ok((outs, latency))
-}
-
-/// Everything the exam reads besides the retriever.
-#[derive(Clone, Copy)]
-pub struct Inputs<'a> {
-    /// The golden cases.
-    pub cases: &'a [Case],
-    /// Chunks for the diagnosis (from `--corpus`, or the retriever's own). `None` reads,
-    /// after retrieval and without a reranker, the chunks the report needs from the
-    /// retriever ([`Retriever::corpus_for`]: the expected and the retrieved ones).
-    pub corpus: Option<&'a Corpus>,
-    /// The policy.
-    pub policy: &'a Policy,
-    /// Diagnosis notes per case ID.
-    pub notes: &'a BTreeMap<String, String>,
-    /// The exam date for validity windows.
-    pub as_of: Option<&'a str>,
-}
-
-/// The exam over a retriever: the report (latency not filled in), the retrieval behind it.
-pub struct Examined {
-    /// The report, ready to render.
-    pub report: ExamReport,
-    /// What was retrieved (for `--save-run`, latency, failures).
-    pub retrieval: Retrieval,
-    /// The chunks read from the retriever after retrieval, when [`Inputs::corpus`] was
-    /// `None` (see there).
-    pub corpus: Option<Corpus>,
-}
-
-/// Retrieves every case and runs the exam on the result: stage summaries with a rerank
-/// stage, the retriever's failures in the failing cases' diagnosis, the exactness check.
-pub fn examine(
-    retriever: &dyn Retriever,
-    embedder: Option<&dyn Embedder>,
-    inputs: &Inputs<'_>,
-    settings: &Settings<'_>,
-) -> Result<Examined, RetrieveError> {
-    let policy = inputs.policy;
-    let k_of = |c: &Case| k_of(policy, c);
-    let mut retrieval = retrieve(
-        retriever,
-        embedder,
-        inputs.corpus,
-        inputs.cases,
-        &k_of,
-        settings,
-    )?;
-    let loaded = match inputs.corpus {
-        None if settings.reranker.is_none() => {
-            retriever.corpus_for(&needed_ids(inputs.cases, &retrieval))?
-        }
-        _ => None,
-    };
-    let inputs = &Inputs {
-        corpus: inputs.corpus.or(loaded.as_ref()),
-        ..*inputs
-    };
-    // Before a boost reorders the run: what came back, against what was asked.
-    let short = crate::live::short_results(retriever, inputs.cases, &retrieval, settings, &k_of)?;
-    // A declared boost reranks the vector search's candidates (`--depth` deep); the
-    // vector-only order is kept as stage 1 for the report.
-    let boost_cases = match policy.boost.as_ref().filter(|b| !b.rules.is_empty()) {
-        Some(_) if settings.reranker.is_some() => {
-            return Err(RetrieveError::Setup {
-                uri: retriever.describe(),
-                reason: "the policy declares a [boost] and --rerank is given: use one or the other (a boost applies to the vector search's order)".into(),
-            })
-        }
-        Some(b) => {
-            let today = inputs.as_of.and_then(veredicto_core::time::parse_date_days);
-            let (boosted, cases) = veredicto_core::boost::boost_run(
-                b,
-                &retrieval.run,
-                inputs.cases,
-                inputs.corpus,
-                &policy.gold_label,
-                &k_of,
-                today,
-            );
-            let vector = std::mem::replace(&mut retrieval.run, boosted);
-            retrieval.stage1 = Some(Run {
-                name: format!("{} (vector only)", vector.name),
-                ..vector
-            });
-            Some(cases)
-        }
-        None => None,
-    };
-    let evaluate = |cases: &[Case], run: &Run| {
-        exam::evaluate(ExamInput {
-            cases,
-            run,
-            corpus: inputs.corpus,
-            policy,
-            notes: inputs.notes,
-            as_of: inputs.as_of,
-        })
-    };
-    let mut report = evaluate(inputs.cases, &retrieval.run);
-    report.query_embedder = embedder.map(|e| veredicto_core::exam::QueryEmbedder {
-        name: e.fingerprint().name.clone(),
-        fingerprint: e.fingerprint().digest(),
-    });
-    if let (Some(cases), Some(s1)) = (boost_cases, &retrieval.stage1) {
-        // Both orders at each case's K: the vector search alone, then with the boost.
-        let r1 = evaluate(inputs.cases, s1);
-        report.stages = vec![
-            stage_summary("retrieval", policy.top_k, &r1),
-            stage_summary("boost", policy.top_k, &report),
-        ];
-        report.boost = cases;
-    } else if let Some(s1) = &retrieval.stage1 {
-        // Stage 1 at N candidates: the ceiling of the reranker.
-        let at_n: Vec<Case> = inputs
-            .cases
-            .iter()
-            .map(|c| Case {
-                top_k: Some(settings.candidates as u32),
-                ..c.clone()
-            })
-            .collect();
-        let r1 = evaluate(&at_n, s1);
-        report.stages = vec![
-            stage_summary("retrieval", settings.candidates as u32, &r1),
-            stage_summary("rerank", policy.top_k, &report),
-        ];
-    }
-    report.summary.retriever_failures = match retriever.preloaded() {
-        None => retrieval.failures.len(),
-        Some(_) => 0,
-    };
-    let depth_applies = retriever.preloaded().is_none();
-    let embedding_based = retriever.embedding_based();
-    for case in &mut report.cases {
-        let failure = retrieval.failures.get(&case.id);
-        if failure.is_some() {
-            case.diagnosis
-                .retain(|f| !matches!(f.check, Check::Embedding | Check::Retriever));
-        }
-        for f in &mut case.diagnosis {
-            if f.check == Check::Embedding && !embedding_based {
-                f.check = Check::Retriever;
-            }
-            if let Some(DiagnosisFinding::NotRetrieved { .. }) = f.detail {
-                f.detail = Some(if depth_applies {
-                    DiagnosisFinding::NotWithinDepth {
-                        depth: settings.depth.max(case.top_k as usize),
-                        results: case.retrieved,
-                    }
-                } else {
-                    DiagnosisFinding::NotInRun {
-                        results: case.retrieved,
-                    }
-                });
-            }
-        }
-        if let Some(error) = failure {
-            case.diagnosis.insert(
-                0,
-                Finding::new(
-                    Check::Retriever,
-                    None,
-                    DiagnosisFinding::RetrieverFailed {
-                        error: error.to_string(),
-                    },
-                ),
-            );
-        }
-    }
-    let absent = crate::live::absent_expected(retriever, &report, &retrieval.failures)?;
-    if let Some(exact) = &retrieval.exact {
-        let exact_report = evaluate(inputs.cases, exact);
-        let mut x = exactness(
-            &mut report,
-            &exact_report,
-            inputs.cases,
-            exact,
-            &retrieval.run,
-            policy,
-            absent.as_ref(),
-        );
-        x.served_plan = crate::live::served_plan(retriever, inputs.cases, settings, &k_of)?;
-        report.exactness = Some(x);
-    }
-    if let Some(absent) = &absent {
-        crate::live::mark_absent(&mut report, absent, &retrieval.failures);
-    }
-    report.warnings.extend(short);
-    veredicto_report::findings::fill_exam(&mut report);
-    Ok(Examined {
-        report,
-        retrieval,
-        corpus: loaded,
-    })
-}
-
-/// The chunks an exam's report reads: every case's expected chunks and every retrieved one.
-fn needed_ids<'a>(cases: &'a [Case], retrieval: &'a Retrieval) -> BTreeSet<&'a str> {
-    let mut ids: BTreeSet<&str> = cases
-        .iter()
-        .flat_map(|c| c.expected.iter().map(String::as_str))
-        .collect();
-    for run in std::iter::once(&retrieval.run)
-        .chain(&retrieval.stage1)
-        .chain(&retrieval.exact)
-    {
-        ids.extend(run.queries.values().flatten().map(|r| r.id.as_str()));
-    }
-    ids
-}
-
-fn exactness(
-    report: &mut ExamReport,
-    exact_report: &ExamReport,
-    cases: &[Case],
-    exact: &Run,
-    served: &Run,
-    policy: &Policy,
-    absent: Option<&crate::live::Absent>,
-) -> Exactness {
-    let mut recall_sum = 0.0;
-    let mut compared = 0usize;
-    let mut lost = Vec::new();
-    let (mut lost_cases, mut exact_too, mut missing_only) = (0, 0, 0);
-    for ((case, result), exact_result) in
-        cases.iter().zip(&mut report.cases).zip(&exact_report.cases)
-    {
-        let Some(x) = exact.queries.get(&case.id) else {
-            continue;
-        };
-        let k = k_of(policy, case);
-        let served_list = served.results(&case.id);
-        let x_top: Vec<&str> = x.iter().take(k).map(|r| r.id.as_str()).collect();
-        if !x_top.is_empty() {
-            let s_top: Vec<&str> = served_list.iter().take(k).map(|r| r.id.as_str()).collect();
-            let both = x_top.iter().filter(|id| s_top.contains(id)).count();
-            recall_sum += both as f64 / x_top.len() as f64;
-            compared += 1;
-        }
-        if result.passed {
-            continue;
-        }
-        let mut any_lost = false;
-        for e in &result.expected {
-            if e.in_top_k {
-                continue;
-            }
-            if let Some(p) = x_top.iter().position(|id| *id == e.id) {
-                any_lost = true;
-                let served_rank = served_list.iter().position(|r| r.id == e.id).map(|p| p + 1);
-                lost.push(AnnLoss {
-                    case: case.id.clone(),
-                    chunk: e.id.clone(),
-                    exact_rank: p + 1,
-                    served_rank,
-                });
-                result.diagnosis.insert(
-                    0,
-                    Finding::new(
-                        Check::AnnIndex,
-                        Some(e.id.clone()),
-                        DiagnosisFinding::LostByAnn {
-                            exact_rank: p + 1,
-                            served_rank,
-                        },
-                    ),
-                );
-            }
-        }
-        if any_lost {
-            lost_cases += 1;
-        }
-        let exact_misses = exact_result
-            .reasons
-            .iter()
-            .any(|r| matches!(r, exam::CaseReason::Recall | exam::CaseReason::NoResults));
-        // Misses that the collection explains (the chunks are not in it) blame neither
-        // the ANN index nor the embedding.
-        let missed: BTreeSet<&str> = exact_result
-            .expected
-            .iter()
-            .filter(|e| !e.in_top_k)
-            .map(|e| e.id.as_str())
-            .collect();
-        let explained =
-            absent.filter(|a| !missed.is_empty() && missed.iter().all(|id| a.ids.contains(*id)));
-        if let (true, Some(a)) = (exact_misses, explained) {
-            missing_only += 1;
-            result.diagnosis.push(Finding::new(
-                Check::AnnIndex,
-                None,
-                DiagnosisFinding::MissingUnderExactToo {
-                    missing: missed.len(),
-                    collection: a.collection.clone(),
-                },
-            ));
-        } else if exact_misses {
-            exact_too += 1;
-            result.diagnosis.push(Finding::new(
-                Check::AnnIndex,
-                None,
-                DiagnosisFinding::MissedUnderExactToo,
-            ));
-        }
-    }
-    Exactness {
-        cases: compared,
-        ann_recall_at_k: if compared == 0 {
-            0.0
-        } else {
-            recall_sum / compared as f64
-        },
-        failing_lost_by_ann: lost_cases,
-        failing_under_exact_too: exact_too,
-        failing_missing_chunks: missing_only,
-        served_plan: None,
-        lost,
-    }
-}
-
-fn stage_summary(stage: &str, k: u32, r: &ExamReport) -> StageSummary {
-    StageSummary {
-        stage: stage.to_owned(),
-        k,
-        mean_recall: r.summary.mean_recall,
-        mrr: r.summary.mrr,
-        mean_ndcg: r.summary.mean_ndcg,
-        full_recall_cases: r.cases.iter().filter(|c| c.recall >= 1.0).count(),
-    }
 }

@@ -2,7 +2,7 @@
 //! concurrency 1 and 4, and the agreement of pgvector with veredicto's own index.
 //!
 //!   export VEREDICTO_TEST_POSTGRES=$(scripts/postgres.sh start)
-//!   cargo run --release -p veredicto-retrieve --bin bench-retrievers -- ../shared/datasets/scifact/beir
+//!   cargo run --release -p veredicto-app --bin bench-retrievers -- ../shared/datasets/scifact/beir
 //!
 //! No embedding model is involved: the 5,183 corpus documents and the 300 queries get seeded
 //! random 384-dimensional vectors (the cost of retrieval does not depend on what the vectors
@@ -17,9 +17,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use veredicto_app::exam::{examine, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
-use veredicto_retrieve::exam::{examine, Inputs, Settings};
+use veredicto_retrieve::pass::Settings;
 use veredicto_retrieve::{open, Options};
 
 const DIM: usize = 384;

@@ -8,18 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use veredicto_core::case::Case;
-use veredicto_core::diagnosis::{Check, DiagnosisFinding, Finding};
+use veredicto_core::exam::stages::Absent;
 use veredicto_core::exam::{ExamReport, ExamWarning, ServedPlan, ShortCase};
-
-use crate::exam::{Retrieval, Settings};
-use crate::{Request, RetrieveError, Retriever, HOLDS_MAX};
-
-/// Expected chunks the retriever says its collection does not hold.
-pub(crate) struct Absent {
-    /// The collection, as findings name it.
-    pub collection: String,
-    pub ids: BTreeSet<String>,
-}
+use veredicto_retrieve::pass::{depth_of, Retrieval, Settings};
+use veredicto_retrieve::{Request, RetrieveError, Retriever, HOLDS_MAX};
 
 /// Asks the retriever, once, which of the expected chunks that no case retrieved it holds
 /// (cases the retriever failed for are left out: their failure is the cause). `None` when
@@ -53,56 +45,6 @@ pub(crate) fn absent_expected(
         collection: holding.collection,
         ids,
     }))
-}
-
-/// Puts "expected chunk not in the collection" first in the diagnosis of every case (the
-/// retriever did not fail for) that expects an absent chunk, in place of the findings that
-/// would blame its chunking, description, labels, embedding or the retriever's ranking.
-/// Corpus findings stay (a corpus file that lacks the chunk too); a chunk the own index's
-/// records already name as not in the index is left as it is.
-pub(crate) fn mark_absent(
-    report: &mut ExamReport,
-    absent: &Absent,
-    failures: &BTreeMap<String, String>,
-) {
-    for case in &mut report.cases {
-        if failures.contains_key(&case.id) {
-            continue;
-        }
-        let mut seen = BTreeSet::new();
-        let missing: Vec<String> = case
-            .expected
-            .iter()
-            .filter(|e| e.rank.is_none() && absent.ids.contains(&e.id))
-            .filter(|e| seen.insert(e.id.clone()))
-            .filter(|e| {
-                !case.diagnosis.iter().any(|f| {
-                    f.chunk.as_deref() == Some(e.id.as_str())
-                        && matches!(&f.detail, Some(DiagnosisFinding::NotInCorpus { source }) if source == "index")
-                })
-            })
-            .map(|e| e.id.clone())
-            .collect();
-        if missing.is_empty() {
-            continue;
-        }
-        case.diagnosis.retain(|f| {
-            f.check == Check::Corpus || !f.chunk.as_ref().is_some_and(|c| missing.contains(c))
-        });
-        let first: Vec<Finding> = missing
-            .into_iter()
-            .map(|id| {
-                Finding::new(
-                    Check::Corpus,
-                    Some(id),
-                    DiagnosisFinding::NotInCollection {
-                        collection: absent.collection.clone(),
-                    },
-                )
-            })
-            .collect();
-        case.diagnosis.splice(0..0, first);
-    }
 }
 
 /// The request the one-off questions are asked with for `case`: its own query vector when
@@ -143,7 +85,7 @@ pub(crate) fn short_results(
         if retrieval.failures.contains_key(&case.id) {
             continue;
         }
-        let asked = crate::exam::depth_of(settings, k_of(case));
+        let asked = depth_of(settings, k_of(case));
         if list.len() < asked {
             first.get_or_insert((case, asked));
             short.push(ShortCase {
@@ -171,9 +113,7 @@ pub(crate) fn served_plan(
     k_of: &dyn Fn(&Case) -> usize,
 ) -> Result<Option<ServedPlan>, RetrieveError> {
     match cases.first() {
-        Some(case) => {
-            retriever.served_plan(&probe(case, crate::exam::depth_of(settings, k_of(case))))
-        }
+        Some(case) => retriever.served_plan(&probe(case, depth_of(settings, k_of(case)))),
         None => Ok(None),
     }
 }

@@ -2,15 +2,13 @@
 //! (`<cases>.reviews.jsonl`, `<cases>.suggestions.jsonl`), or a recorded audit run, whose
 //! reviews and suggestions live in the run history. Both are append-only.
 
-use crate::error::GroundingError;
-use crate::load::{load_cases, parse_cases};
-use crate::model::{Answer, CaseSet, Claim};
-use crate::review::{append_review, read_review_log, review_log_path, ReviewRecord};
-use crate::suggest::{
-    append_suggestions, read_suggestion_log, suggestion_log_path, SuggestionRecord,
-};
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
+use veredicto_grounding::{
+    append_review, append_suggestions, load_cases, parse_cases, read_review_log,
+    read_suggestion_log, review_log_path, suggestion_log_path, Answer, CaseSet, Claim,
+    GroundingError, ReviewRecord, SuggestionRecord,
+};
 use veredicto_store::{AuditCounts, AuditRecordKind, AuditRunMeta, History, StoreError};
 
 /// Why a target could not be opened or appended to.
@@ -352,7 +350,7 @@ impl AuditTarget {
         }
     }
 
-    /// The files of an audit package of this target (see [`crate::build_package`]):
+    /// The files of an audit package of this target (see [`veredicto_grounding::build_package`]):
     /// `previous` gives `comparison.json`; `notes` default to the run's; `created` defaults
     /// to the run's recording time (none for a case file, so that its packages are
     /// byte-identical).
@@ -362,9 +360,9 @@ impl AuditTarget {
         notes: Option<&[u8]>,
         created: Option<&str>,
         tool_version: &str,
-    ) -> Result<crate::package::Files, GroundingError> {
-        let comparison =
-            previous.map(|b| crate::compare::compare(&b.set, &b.reviews, &self.set, &self.reviews));
+    ) -> Result<veredicto_grounding::Files, GroundingError> {
+        let comparison = previous
+            .map(|b| veredicto_grounding::compare(&b.set, &b.reviews, &self.set, &self.reviews));
         let run = self.run_meta().map(|m| {
             serde_json::json!({
                 "id": m.id, "created_at": m.created_at, "label": m.label, "replay_of": m.replay_of,
@@ -374,7 +372,7 @@ impl AuditTarget {
             })
         });
         let created = created.or_else(|| self.run_meta().map(|m| m.created_at.as_str()));
-        crate::bundle::build_package(&crate::bundle::PackageInputs {
+        veredicto_grounding::build_package(&veredicto_grounding::PackageInputs {
             cases_name: &self.name,
             cases_bytes: &self.bytes,
             set: &self.set,
@@ -416,7 +414,11 @@ fn read_optional(path: &Path, complete_len: u64) -> Result<Option<Vec<u8>>, Targ
             Ok(Some(b))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(GroundingError::io(path, e).into()),
+        Err(error) => Err(GroundingError::Io {
+            path: path.to_path_buf(),
+            error,
+        }
+        .into()),
     }
 }
 
@@ -462,7 +464,7 @@ fn to_lines<T: serde::Serialize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Support;
+    use veredicto_grounding::Support;
 
     const CASES: &str = r#"
 schema: veredicto-grounding/1
@@ -488,7 +490,7 @@ cases:
     }
 
     fn review(set: &CaseSet, claim: &str, who: &str) -> ReviewRecord {
-        crate::review::new_review(
+        veredicto_grounding::new_review(
             set,
             claim,
             Support::Supported,

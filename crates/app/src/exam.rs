@@ -1,34 +1,40 @@
-//! The whole exam as one call: [`run_exam`] takes an [`ExamRequest`] (the retriever and
-//! its stages, the golden set, the policy, how to record) and returns an [`ExamOutcome`]
-//! (the report, the retrieval behind it, the recorded run, the comparison with a baseline,
-//! the decision). `veredicto exam` is this call plus argument parsing and printing; other
-//! commands that examine a retriever (calibration, a matrix of configurations) call it too.
+//! The exam: one pass of the golden set over a retriever ([`veredicto_retrieve::pass`]),
+//! the exam over what came back ([`examine`]: the report, stage summaries, the exactness
+//! check, what the collection lacks), and the whole exam as one call ([`run_exam`]: the
+//! run recorded in the history and compared with its baseline, the decision).
+//! `veredicto exam` is [`run_exam`] plus argument parsing and printing; calibration and a
+//! matrix of configurations call it too.
 //!
-//! What happens, in order:
+//! What [`run_exam`] does, in order:
 //! 1. the chunks for the diagnosis: the caller's corpus, else the retriever's own;
-//! 2. retrieval and the exam ([`crate::exam::examine`]): stage summaries with a rerank
-//!    stage, the retriever's failures in the failing cases' diagnosis, the exactness check;
+//! 2. retrieval and the exam ([`examine`]): stage summaries with a rerank stage, the
+//!    retriever's failures in the failing cases' diagnosis, the exactness check;
 //! 3. the run's configuration ([`RunConfig`]), without credentials;
 //! 4. when asked, the run is recorded in the history and compared with its baseline;
 //! 5. the decision: accepted when the gate accepts and no regression is to fail on.
 //!
-//! Nothing here prints: messages for the user are [`Notice`]s handed to the caller as they
-//! happen, and [`ExamOutcome::render`] gives the report's text.
+//! Nothing here prints: messages for the user are [`Notice`]s handed to the caller's
+//! [`Events`] as they happen, and [`ExamOutcome::render`] gives the report's text.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use veredicto_core::case::{Case, Corpus};
 use veredicto_core::compare::{self, CompareOptions, Comparison};
-use veredicto_core::exam::{ExamReport, Verdict};
+use veredicto_core::diagnosis::{Check, DiagnosisFinding, Finding};
+use veredicto_core::exam::stages::{exactness, k_of, stage_summary};
+use veredicto_core::exam::{self as core_exam, ExamInput, ExamReport, Verdict};
 use veredicto_core::history::{RecordedRun, RunConfig, RunMeta};
 use veredicto_core::policy::Policy;
+use veredicto_core::run::Run;
 use veredicto_embed::Embedder;
 use veredicto_report::Format;
-use veredicto_store::{History, StoreError};
+use veredicto_retrieve::pass::{self, Retrieval, Settings};
+use veredicto_retrieve::{RetrieveError, Retriever, Vectors};
+use veredicto_store::History;
 
-use crate::exam::{self, Inputs, Retrieval, Settings};
-use crate::{RetrieveError, Retriever};
+use crate::history::Baseline;
+use crate::{Events, Result};
 
 /// Everything one exam needs. The caller opens the retriever, loads the embedder and the
 /// reranker (the latter goes in [`Settings::reranker`]) and reads the files; the clock and
@@ -64,9 +70,10 @@ pub struct ExamRequest<'a> {
     pub timings: bool,
     /// Record the run in a history (and compare it); `None` records nothing.
     pub record: Option<Recording<'a>>,
-    /// Receives each [`Notice`] as it happens (e.g. to print it); `None` ignores them (they
-    /// are also in [`ExamOutcome::notices`]).
-    pub notify: Option<&'a dyn Fn(&Notice)>,
+    /// Receives each [`Notice`] as it happens (as a note; they are also in
+    /// [`ExamOutcome::notices`]) and the progress of the pass; its cancellation flag stops
+    /// the pass.
+    pub events: Events<'a>,
 }
 
 /// How a run is recorded, and whether it is compared with a baseline.
@@ -94,47 +101,6 @@ pub struct Recording<'a> {
     pub fail_on_regression: bool,
     /// Seed of the randomisation test and the bootstrap of the comparison.
     pub seed: u64,
-}
-
-/// Which recorded run a new run is compared with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Baseline {
-    /// The last earlier run with the same golden set and policy.
-    Previous,
-    /// The last accepted run before this one.
-    LastAccepted,
-    /// A run ID or a unique prefix of one.
-    Run(String),
-}
-
-impl Baseline {
-    /// `previous`, `last-accepted`, or a run ID / prefix.
-    pub fn parse(text: &str) -> Baseline {
-        match text {
-            "previous" => Baseline::Previous,
-            "last-accepted" => Baseline::LastAccepted,
-            other => Baseline::Run(other.to_owned()),
-        }
-    }
-
-    /// The baseline's run ID for `run`, or `None` when the history holds no such run yet.
-    pub fn resolve(&self, history: &History, run: &RunMeta) -> Result<Option<String>, StoreError> {
-        Ok(match self {
-            Baseline::Previous => history.previous_compatible(run)?.map(|s| s.id),
-            Baseline::LastAccepted => history.last_accepted(Some(&run.id), None)?.map(|s| s.id),
-            Baseline::Run(id) => Some(history.resolve(id)?),
-        })
-    }
-}
-
-impl fmt::Display for Baseline {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Baseline::Previous => f.write_str("previous"),
-            Baseline::LastAccepted => f.write_str("last-accepted"),
-            Baseline::Run(id) => f.write_str(id),
-        }
-    }
 }
 
 /// Something the user should be told while the exam runs (not an error).
@@ -184,32 +150,6 @@ impl fmt::Display for Notice {
                 "no baseline ({baseline}) in the history yet: nothing to compare with"
             ),
         }
-    }
-}
-
-/// Why the exam could not conclude.
-#[derive(Debug, thiserror::Error)]
-pub enum ExamError {
-    /// The retriever (or its embedder or reranker) failed in a way that stops the exam.
-    #[error(transparent)]
-    Retrieve(Box<RetrieveError>),
-    /// A rerank stage without the chunks' texts to rerank.
-    #[error("--rerank needs the chunks' texts: give --corpus FILE (the own index keeps them)")]
-    RerankWithoutCorpus,
-    /// Opening the history, recording the run or reading the baseline failed.
-    #[error(transparent)]
-    History(Box<StoreError>),
-}
-
-impl From<RetrieveError> for ExamError {
-    fn from(e: RetrieveError) -> Self {
-        ExamError::Retrieve(Box::new(e))
-    }
-}
-
-impl From<StoreError> for ExamError {
-    fn from(e: StoreError) -> Self {
-        ExamError::History(Box::new(e))
     }
 }
 
@@ -293,12 +233,7 @@ impl ExamOutcome {
                 }
                 Format::Markdown => text.push_str(&veredicto_report::comparison::markdown(c)),
                 Format::Json => {
-                    let mut value = serde_json::to_value(report)?;
-                    if let Some(map) = value.as_object_mut() {
-                        map.insert("comparison".to_owned(), serde_json::to_value(c)?);
-                    }
-                    text = serde_json::to_string_pretty(&value)?;
-                    text.push('\n');
+                    text = veredicto_report::json::exam_with_comparison(report, Some(c));
                 }
                 // Newly failing cases carry type="regression", and a `regression` test
                 // case fails when the comparison found one.
@@ -316,23 +251,14 @@ impl ExamOutcome {
 /// named an embedder explicitly (`explicit`); one that reads no vectors never.
 pub fn needs_embedder(retriever: &dyn Retriever, cases: &[Case], explicit: bool) -> bool {
     match retriever.vectors() {
-        crate::Vectors::Never => false,
-        crate::Vectors::Optional => explicit,
-        crate::Vectors::Required => cases.iter().any(|c| c.query_vector.is_none()),
-    }
-}
-
-/// The history as messages may show it: the path, or the URL without credentials.
-fn shown_history(spec: &str) -> String {
-    if veredicto_store::is_postgres_url(spec) {
-        veredicto_core::redact::url(spec)
-    } else {
-        spec.to_owned()
+        Vectors::Never => false,
+        Vectors::Optional => explicit,
+        Vectors::Required => cases.iter().any(|c| c.query_vector.is_none()),
     }
 }
 
 /// Runs the exam: retrieval, the report, recording and comparison as asked, the decision.
-pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
+pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
     let ExamRequest {
         retriever,
         embedder,
@@ -346,13 +272,11 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
         rerank_spec,
         timings,
         record,
-        notify,
+        events,
     } = request;
     let mut notices = Vec::new();
     let mut tell = |notice: Notice| {
-        if let Some(f) = notify {
-            f(&notice);
-        }
+        events.note(notice.to_string());
         notices.push(notice);
     };
     // Without a reranker, the exam reads only the chunks its report needs, after retrieval.
@@ -362,9 +286,19 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
         None => retriever.corpus()?,
     };
     if settings.reranker.is_some() && corpus.is_none() {
-        return Err(ExamError::RerankWithoutCorpus);
+        crate::bail!(
+            "--rerank needs the chunks' texts: give --corpus FILE (the own index keeps them)"
+        );
     }
-    let examined = exam::examine(
+    // Progress of the pass as messages, and the caller's cancellation flag.
+    let counter = crate::events::Counter::start(events, "cases examined", cases.len() as u64);
+    let tick = || counter.add(1);
+    let settings = Settings {
+        progress: settings.progress.or(Some(&tick as &(dyn Fn() + Sync))),
+        cancel: settings.cancel.or(events.cancel_flag()),
+        ..settings
+    };
+    let examined = examine(
         retriever,
         embedder,
         &Inputs {
@@ -376,6 +310,7 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
         },
         &settings,
     )?;
+    drop(counter);
     let mut report = examined.report;
     let retrieval = examined.retrieval;
     let corpus = corpus.or(examined.corpus);
@@ -432,7 +367,8 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
             git_revision: rec.git_revision.clone(),
             latency: retrieval.latency.clone(),
         };
-        let id = history.record(&meta, &report)?;
+        // The history keeps the report in its wire format, sentences included.
+        let id = history.record(&meta, &veredicto_report::findings::worded_exam(&report))?;
         if let Some(c) = &corpus {
             // The chunks this run read, for `corpus check`'s drift since an accepted run
             // (stored once per distinct corpus; a separate transaction after the run's).
@@ -441,9 +377,9 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
         }
         tell(Notice::Recorded {
             id: id.clone(),
-            history: shown_history(rec.history),
+            history: crate::history::shown(rec.history),
         });
-        if let Some(baseline) = &rec.compare {
+        if let Some(baseline) = rec.compare.as_ref().filter(|b| **b != Baseline::None) {
             let new = RecordedRun {
                 meta: RunMeta {
                     id: id.clone(),
@@ -459,8 +395,7 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
                         corpus: corpus.as_ref(),
                         ..CompareOptions::default()
                     };
-                    let mut c = compare::compare(&base, &new, &opts);
-                    veredicto_report::findings::fill_comparison(&mut c);
+                    let c = compare::compare(&base, &new, &opts);
                     regression = rec.fail_on_regression && c.regression;
                     comparison = Some(c);
                 }
@@ -482,11 +417,220 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome, ExamError> {
     })
 }
 
+/// Everything the exam reads besides the retriever.
+#[derive(Clone, Copy)]
+pub struct Inputs<'a> {
+    /// The golden cases.
+    pub cases: &'a [Case],
+    /// Chunks for the diagnosis (from `--corpus`, or the retriever's own). `None` reads,
+    /// after retrieval and without a reranker, the chunks the report needs from the
+    /// retriever ([`Retriever::corpus_for`]: the expected and the retrieved ones).
+    pub corpus: Option<&'a Corpus>,
+    /// The policy.
+    pub policy: &'a Policy,
+    /// Diagnosis notes per case ID.
+    pub notes: &'a BTreeMap<String, String>,
+    /// The exam date for validity windows.
+    pub as_of: Option<&'a str>,
+}
+
+/// The exam over a retriever: the report (latency not filled in), the retrieval behind it.
+pub struct Examined {
+    /// The report, ready to render.
+    pub report: ExamReport,
+    /// What was retrieved (for `--save-run`, latency, failures).
+    pub retrieval: Retrieval,
+    /// The chunks read from the retriever after retrieval, when [`Inputs::corpus`] was
+    /// `None` (see there).
+    pub corpus: Option<Corpus>,
+}
+
+/// Retrieves every case and runs the exam on the result: stage summaries with a rerank
+/// stage, the retriever's failures in the failing cases' diagnosis, the exactness check.
+pub fn examine(
+    retriever: &dyn Retriever,
+    embedder: Option<&dyn Embedder>,
+    inputs: &Inputs<'_>,
+    settings: &Settings<'_>,
+) -> Result<Examined, RetrieveError> {
+    let policy = inputs.policy;
+    let k_of = |c: &Case| k_of(policy, c);
+    let mut retrieval = pass::retrieve(
+        retriever,
+        embedder,
+        inputs.corpus,
+        inputs.cases,
+        &k_of,
+        settings,
+    )?;
+    let loaded = match inputs.corpus {
+        None if settings.reranker.is_none() => {
+            retriever.corpus_for(&needed_ids(inputs.cases, &retrieval))?
+        }
+        _ => None,
+    };
+    let inputs = &Inputs {
+        corpus: inputs.corpus.or(loaded.as_ref()),
+        ..*inputs
+    };
+    // Before a boost reorders the run: what came back, against what was asked.
+    let short = crate::live::short_results(retriever, inputs.cases, &retrieval, settings, &k_of)?;
+    // A declared boost reranks the vector search's candidates (`--depth` deep); the
+    // vector-only order is kept as stage 1 for the report.
+    let boost_cases = match policy.boost.as_ref().filter(|b| !b.rules.is_empty()) {
+        Some(_) if settings.reranker.is_some() => {
+            return Err(RetrieveError::Setup {
+                uri: retriever.describe(),
+                reason: "the policy declares a [boost] and --rerank is given: use one or the other (a boost applies to the vector search's order)".into(),
+            })
+        }
+        Some(b) => {
+            let today = inputs.as_of.and_then(veredicto_core::time::parse_date_days);
+            let (boosted, cases) = veredicto_core::boost::boost_run(
+                b,
+                &retrieval.run,
+                inputs.cases,
+                inputs.corpus,
+                &policy.gold_label,
+                &k_of,
+                today,
+            );
+            let vector = std::mem::replace(&mut retrieval.run, boosted);
+            retrieval.stage1 = Some(Run {
+                name: format!("{} (vector only)", vector.name),
+                ..vector
+            });
+            Some(cases)
+        }
+        None => None,
+    };
+    let evaluate = |cases: &[Case], run: &Run| {
+        core_exam::evaluate(ExamInput {
+            cases,
+            run,
+            corpus: inputs.corpus,
+            policy,
+            notes: inputs.notes,
+            as_of: inputs.as_of,
+        })
+    };
+    let mut report = evaluate(inputs.cases, &retrieval.run);
+    report.query_embedder = embedder.map(|e| veredicto_core::exam::QueryEmbedder {
+        name: e.fingerprint().name.clone(),
+        fingerprint: e.fingerprint().digest(),
+    });
+    if let (Some(cases), Some(s1)) = (boost_cases, &retrieval.stage1) {
+        // Both orders at each case's K: the vector search alone, then with the boost.
+        let r1 = evaluate(inputs.cases, s1);
+        report.stages = vec![
+            stage_summary("retrieval", policy.top_k, &r1),
+            stage_summary("boost", policy.top_k, &report),
+        ];
+        report.boost = cases;
+    } else if let Some(s1) = &retrieval.stage1 {
+        // Stage 1 at N candidates: the ceiling of the reranker.
+        let at_n: Vec<Case> = inputs
+            .cases
+            .iter()
+            .map(|c| Case {
+                top_k: Some(settings.candidates as u32),
+                ..c.clone()
+            })
+            .collect();
+        let r1 = evaluate(&at_n, s1);
+        report.stages = vec![
+            stage_summary("retrieval", settings.candidates as u32, &r1),
+            stage_summary("rerank", policy.top_k, &report),
+        ];
+    }
+    report.summary.retriever_failures = match retriever.preloaded() {
+        None => retrieval.failures.len(),
+        Some(_) => 0,
+    };
+    let depth_applies = retriever.preloaded().is_none();
+    let embedding_based = retriever.embedding_based();
+    for case in &mut report.cases {
+        let failure = retrieval.failures.get(&case.id);
+        if failure.is_some() {
+            case.diagnosis
+                .retain(|f| !matches!(f.check, Check::Embedding | Check::Retriever));
+        }
+        for f in &mut case.diagnosis {
+            if f.check == Check::Embedding && !embedding_based {
+                f.check = Check::Retriever;
+            }
+            if let Some(DiagnosisFinding::NotRetrieved { .. }) = f.detail {
+                f.detail = Some(if depth_applies {
+                    DiagnosisFinding::NotWithinDepth {
+                        depth: settings.depth.max(case.top_k as usize),
+                        results: case.retrieved,
+                    }
+                } else {
+                    DiagnosisFinding::NotInRun {
+                        results: case.retrieved,
+                    }
+                });
+            }
+        }
+        if let Some(error) = failure {
+            case.diagnosis.insert(
+                0,
+                Finding::new(
+                    Check::Retriever,
+                    None,
+                    DiagnosisFinding::RetrieverFailed {
+                        error: error.to_string(),
+                    },
+                ),
+            );
+        }
+    }
+    let absent = crate::live::absent_expected(retriever, &report, &retrieval.failures)?;
+    if let Some(exact) = &retrieval.exact {
+        let exact_report = evaluate(inputs.cases, exact);
+        let mut x = exactness(
+            &mut report,
+            &exact_report,
+            inputs.cases,
+            exact,
+            &retrieval.run,
+            policy,
+            absent.as_ref(),
+        );
+        x.served_plan = crate::live::served_plan(retriever, inputs.cases, settings, &k_of)?;
+        report.exactness = Some(x);
+    }
+    if let Some(absent) = &absent {
+        veredicto_core::exam::stages::mark_absent(&mut report, absent, &retrieval.failures);
+    }
+    report.warnings.extend(short);
+    Ok(Examined {
+        report,
+        retrieval,
+        corpus: loaded,
+    })
+}
+
+/// The chunks an exam's report reads: every case's expected chunks and every retrieved one.
+fn needed_ids<'a>(cases: &'a [Case], retrieval: &'a Retrieval) -> BTreeSet<&'a str> {
+    let mut ids: BTreeSet<&str> = cases
+        .iter()
+        .flat_map(|c| c.expected.iter().map(String::as_str))
+        .collect();
+    for run in std::iter::once(&retrieval.run)
+        .chain(&retrieval.stage1)
+        .chain(&retrieval.exact)
+    {
+        ids.extend(run.queries.values().flatten().map(|r| r.id.as_str()));
+    }
+    ids
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Hit, Ranking, Request, Vectors};
-    use std::cell::RefCell;
+    use std::sync::Mutex;
+    use veredicto_retrieve::{Hit, Ranking, Request, Vectors};
 
     /// A retriever that answers each case with a fixed list, and fails for `fail` (every
     /// case with `fail_all`).
@@ -592,7 +736,7 @@ mod tests {
             rerank_spec: None,
             timings: false,
             record,
-            notify: None,
+            events: Events::silent(),
         }
     }
 
@@ -629,15 +773,19 @@ mod tests {
             fail: Some("q3"),
             ..good()
         };
-        let seen = RefCell::new(Vec::new());
-        let notify = |n: &Notice| seen.borrow_mut().push(n.to_string());
+        let seen = Mutex::new(Vec::new());
+        let notify = |m: crate::Message| {
+            if let crate::Message::Note(n) = m {
+                seen.lock().unwrap().push(n);
+            }
+        };
         let mut req = request(&r, &cases, &policy, &notes, None);
-        req.notify = Some(&notify);
+        req.events = Events::new(&notify);
         req.timings = true;
         let out = run_exam(req).unwrap();
         assert_eq!(out.exit_code(), 1);
         assert_eq!(
-            seen.into_inner(),
+            seen.into_inner().unwrap(),
             vec![
                 "1 golden case(s) failed in the retriever (they fail with no_results): q3"
                     .to_owned()
@@ -646,9 +794,10 @@ mod tests {
         assert_eq!(out.notices.len(), 1);
         assert!(out.report.latency.contains_key("search"));
         let q3 = out.report.cases.iter().find(|c| c.id == "q3").unwrap();
-        assert!(q3.diagnosis[0]
-            .finding
-            .starts_with("the retriever failed for this case: "));
+        assert!(
+            veredicto_report::findings::finding_sentence(&q3.diagnosis[0])
+                .starts_with("the retriever failed for this case: ")
+        );
         // The verdict says the case failed in the retriever, not in the knowledge base.
         assert_eq!(out.report.summary.retriever_failures, 1);
         let text = out.render(Format::Human, false).unwrap();
@@ -762,10 +911,14 @@ mod tests {
 
     #[test]
     fn baselines_parse_and_print_back() {
-        for text in ["previous", "last-accepted", "01HABC"] {
-            assert_eq!(Baseline::parse(text).to_string(), text);
+        for text in ["previous", "last-accepted", "none", "01HABC"] {
+            assert_eq!(text.parse::<Baseline>().unwrap().to_string(), text);
         }
-        assert_eq!(Baseline::parse("previous"), Baseline::Previous);
+        assert_eq!("previous".parse::<Baseline>(), Ok(Baseline::Previous));
+        assert!("previuos"
+            .parse::<Baseline>()
+            .unwrap_err()
+            .contains("did you mean `previous`"));
     }
 
     #[test]
@@ -784,7 +937,11 @@ mod tests {
         let mut req = request(&r, &cases, &policy, &notes, None);
         req.settings.reranker = Some(&Never);
         let err = run_exam(req).unwrap_err();
-        assert!(matches!(err, ExamError::RerankWithoutCorpus), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("--rerank needs the chunks' texts"),
+            "{err}"
+        );
     }
 
     #[test]

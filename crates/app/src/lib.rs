@@ -1,0 +1,28 @@
+//! veredicto's application layer: every pipeline as a library function, with typed
+//! settings in and a typed outcome out, for the three front ends (the `veredicto` command
+//! line, the Python package, the web workbench). A front end parses its own input into
+//! these types, calls one function, and renders the outcome; it never repeats a pipeline.
+//!
+//! Rules every function here keeps:
+//! - nothing prints and nothing exits: messages leave as [`Message`] values through the
+//!   caller's [`Events`] (which may also cancel a long pipeline), results leave as values;
+//! - nothing reads the command line, the environment, the working folder or the clock:
+//!   the caller passes what they give (the time as `created_at` / `as_of`, the folder a git
+//!   revision is read from, the environment the settings are resolved from);
+//! - errors are [`Error`] values whose message names the file, line and field.
+
+pub mod audit;
+mod error;
+pub mod events;
+pub mod exam;
+pub mod files;
+pub mod history;
+mod live;
+pub mod matrix;
+pub mod signals;
+pub mod trec;
+
+pub use error::{Context, Error, Result};
+pub use events::{Events, Message, Progress};
+pub use exam::{run_exam, ExamOutcome, ExamRequest, Notice, Recording};
+pub use history::{Baseline, HistorySpec};
