@@ -17,8 +17,11 @@ pub mod events;
 pub mod exam;
 pub mod history;
 mod live;
+pub mod project;
+pub mod settings;
 
 pub use error::{Context, Error, Result};
 pub use events::{Events, Message, Progress};
 pub use exam::{run_exam, ExamOutcome, ExamRequest, Notice, Recording};
 pub use history::{Baseline, HistorySpec};
+pub use settings::{Clock, Env, FixedClock, Overrides, Settings};

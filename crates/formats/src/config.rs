@@ -86,8 +86,9 @@ pub enum Source {
 /// Where the policy comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PolicySource {
-    /// The `[policy]` table of the project file, already validated.
-    Table(Box<Policy>),
+    /// The `[policy]` table of the project file (with its `[policy.corpus]`,
+    /// `[policy.ingest]` and `[policy.grounding]` tables), already validated.
+    Table(Box<crate::policy::PolicyFile>),
     /// A policy file (`policy_file` in the project file, or `VEREDICTO_POLICY`).
     File(PathBuf),
 }
@@ -485,7 +486,7 @@ pub fn parse_project(path: &Path, text: &str) -> Result<Project> {
             ))
         }
         (Some(toml::Value::Table(_)), None) => Some(PolicySource::Table(Box::new(
-            crate::policy::parse_policy(path, &policy_section(source_text))
+            crate::policy::PolicyFile::parse(path, &policy_section(source_text))
                 .map_err(prefix_policy_field)?,
         ))),
         (Some(_), None) => {
@@ -814,8 +815,8 @@ mod tests {
                 .unwrap();
         match p.policy {
             Some(PolicySource::Table(pol)) => {
-                assert_eq!(pol.top_k, 5);
-                assert_eq!(pol.domains["viajes"].top_k, Some(3));
+                assert_eq!(pol.exam.top_k, 5);
+                assert_eq!(pol.exam.domains["viajes"].top_k, Some(3));
             }
             other => panic!("{other:?}"),
         }

@@ -1,6 +1,7 @@
-//! The project settings of this process: `veredicto.toml` (found by walking up from the
-//! working folder, or named by `VEREDICTO_CONFIG`) with the `VEREDICTO_*` environment over
-//! it, read once. Flags go over these in each command.
+//! Finding the project file: `veredicto.toml` (found by walking up from the working folder,
+//! or named by `VEREDICTO_CONFIG`), read once by the front end before any command; what it
+//! says about the file (the line naming it, warnings about files found but not used).
+//! [`crate::Settings::resolve`] puts the environment and the flags over it.
 //!
 //! Discovery trusts only project files that belong to the current user or root, in folders
 //! that do (as git's `safe.directory`): a project file can name a `cmd:` retriever, a
@@ -9,24 +10,34 @@
 //! `VEREDICTO_TRUSTED_PATHS` (folders trusted whoever owns them) lift the check.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-use veredicto_formats::config::{self, Discovery, Foreign, Settings, Trust, TrustedPath};
+use veredicto_formats::config::{self, Discovery, Foreign, Project, Trust, TrustedPath};
 
-/// The settings and what the command says about them before it starts.
-struct Loaded {
-    settings: Settings,
-    /// The line naming the project file in use (a note: silenced by `-q`).
-    in_use: Option<String>,
-    /// Warnings about project files found but not used, or used but writable by anyone.
-    warnings: Vec<String>,
-    /// Details for `-v` (where discovery stopped).
-    details: Vec<String>,
+use crate::settings::Env;
+
+/// Who and where the front end runs: the process's working folder, its environment, its
+/// user (for the ownership check) and how that user's name is found.
+pub struct Host<'a> {
+    /// The working folder discovery starts from (relative paths resolve against it).
+    pub cwd: &'a Path,
+    /// The environment (`VEREDICTO_CONFIG`, `VEREDICTO_NO_CONFIG`, `VEREDICTO_TRUSTED_PATHS`).
+    pub env: &'a Env,
+    /// The effective user ID (`None`: no ownership check, as off Unix).
+    pub uid: Option<u32>,
+    /// The login name of a user ID, for messages.
+    pub user_name: &'a dyn Fn(u32) -> Option<String>,
 }
 
-static LOADED: OnceLock<Result<Loaded, String>> = OnceLock::new();
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+/// The project file in use and what to say about it before the command starts.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    /// The project file, parsed (`None`: no project file is used).
+    pub project: Option<Project>,
+    /// The line naming the project file in use (a note: silenced by `-q`).
+    pub in_use: Option<String>,
+    /// Warnings about project files found but not used, or used but writable by anyone.
+    pub warnings: Vec<String>,
+    /// Details for `-v` (where discovery stopped).
+    pub details: Vec<String>,
 }
 
 /// The variable listing trusted folders (separated like `PATH`).
@@ -49,50 +60,19 @@ fn relative_to(cwd: &Path, file: &Path) -> PathBuf {
     file.to_path_buf()
 }
 
-/// The effective user of this process (`None` off Unix: no ownership checks).
-fn current_uid() -> Option<u32> {
-    #[cfg(unix)]
-    {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        Some(unsafe { libc::geteuid() })
-    }
-    #[cfg(not(unix))]
-    {
-        None
-    }
-}
-
 /// `uid 1001 (alice)`, or `uid 1001` when the system has no name for it.
-fn who(uid: u32) -> String {
-    match user_name(uid) {
+fn who(host: &Host<'_>, uid: u32) -> String {
+    match (host.user_name)(uid) {
         Some(name) => format!("uid {uid} ({name})"),
         None => format!("uid {uid}"),
     }
 }
 
-#[cfg(unix)]
-fn user_name(uid: u32) -> Option<String> {
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: `passwd` is plain data; getpwuid_r writes it and the strings it points to
-    // into `buf`, which outlives every read below.
-    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) };
-    if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null `pw_name` from a successful call is a NUL-terminated string in `buf`.
-    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
-    Some(name.to_string_lossy().into_owned())
-}
-
-#[cfg(not(unix))]
-fn user_name(_uid: u32) -> Option<String> {
-    None
-}
-
-fn trust(cwd: &Path) -> Trust {
-    let paths = env(TRUSTED_PATHS_VAR)
+fn trust(host: &Host<'_>) -> Trust {
+    let cwd = host.cwd;
+    let paths = host
+        .env
+        .get(TRUSTED_PATHS_VAR)
         .map(|v| {
             std::env::split_paths(&v)
                 .filter_map(|p| TrustedPath::parse(&p.to_string_lossy(), cwd))
@@ -100,7 +80,7 @@ fn trust(cwd: &Path) -> Trust {
         })
         .unwrap_or_default();
     Trust {
-        uid: current_uid(),
+        uid: host.uid,
         paths,
     }
 }
@@ -113,8 +93,11 @@ fn world_writable_warning(shown: &Path) -> String {
     )
 }
 
-fn load() -> Result<Loaded, String> {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+/// Finds and reads the project file as `host` sees it; the error is the project file's (one
+/// line naming the file, the line and the key).
+pub fn load(host: &Host<'_>) -> Result<Loaded, String> {
+    let cwd = host.cwd.to_path_buf();
+    let env = |name: &str| host.env.get(name);
     let mut warnings = Vec::new();
     let mut details = Vec::new();
     let file: Option<(PathBuf, &str)> = if env("VEREDICTO_NO_CONFIG").is_some_and(|v| v == "1") {
@@ -131,7 +114,7 @@ fn load() -> Result<Loaded, String> {
                 }
                 Some((p, " (VEREDICTO_CONFIG)"))
             }
-            None => match config::discover_trusted(&cwd, &trust(&cwd)) {
+            None => match config::discover_trusted(&cwd, &trust(host)) {
                 Discovery::Found { file, by_setting } => Some((
                     relative_to(&cwd, &file),
                     if by_setting {
@@ -147,16 +130,18 @@ fn load() -> Result<Loaded, String> {
                 } => {
                     let folder = file.parent().unwrap_or(Path::new("/"));
                     let whose = match foreign {
-                        Foreign::File => format!("it belongs to {}", who(owner)),
-                        Foreign::Folder => {
-                            format!("its folder {} belongs to {}", folder.display(), who(owner))
-                        }
+                        Foreign::File => format!("it belongs to {}", who(host, owner)),
+                        Foreign::Folder => format!(
+                            "its folder {} belongs to {}",
+                            folder.display(),
+                            who(host, owner)
+                        ),
                     };
-                    let me = match current_uid() {
+                    let me = match host.uid {
                         Some(0) => "not to you (root)".to_owned(),
                         Some(uid) => format!(
                             "not to you ({}) nor to root",
-                            user_name(uid).unwrap_or_else(|| format!("uid {uid}"))
+                            (host.user_name)(uid).unwrap_or_else(|| format!("uid {uid}"))
                         ),
                         None => "not to you".to_owned(),
                     };
@@ -173,7 +158,7 @@ fn load() -> Result<Loaded, String> {
                         details.push(format!(
                             "no project file: the search for veredicto.toml stopped at {}, which belongs to {}",
                             dir.display(),
-                            who(uid)
+                            who(host, uid)
                         ));
                     }
                     None
@@ -195,39 +180,9 @@ fn load() -> Result<Loaded, String> {
         None => (None, None),
     };
     Ok(Loaded {
-        settings: Settings::resolve(project, &env, &cwd),
+        project,
         in_use,
         warnings,
         details,
     })
-}
-
-/// The settings, or the error that reading the project file gave (every command that
-/// needs them reports it).
-pub fn settings() -> anyhow::Result<&'static Settings> {
-    LOADED
-        .get_or_init(load)
-        .as_ref()
-        .map(|l| &l.settings)
-        .map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-/// Says which project file is in use (a note), and warns about project files found but not
-/// used or writable by anyone. Once, before the command's work; the error is the project
-/// file's.
-pub fn announce() -> anyhow::Result<()> {
-    let loaded = LOADED
-        .get_or_init(load)
-        .as_ref()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    for w in &loaded.warnings {
-        crate::printer::warn(w);
-    }
-    for d in &loaded.details {
-        crate::printer::detail(d);
-    }
-    if let Some(line) = &loaded.in_use {
-        crate::printer::note(line);
-    }
-    Ok(())
 }
