@@ -167,9 +167,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         let mut text = render::policy_toml(&calibration, &report.golden_fingerprint);
         // The starting file's tables for other commands (`[grounding]`, `[corpus]`) come along.
         if let Some(p) = &args.policy {
-            let source =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            let others = formats::policy::tables_of_others(p, &source)?;
+            let others = formats::policy::PolicyFile::read(p)?.others;
             if !others.is_empty() {
                 text.push_str(
                     "\n# The tables of other commands, carried over from the starting policy:\n",

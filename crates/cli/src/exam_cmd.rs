@@ -165,7 +165,7 @@ fn resolve(args: ExamArgs) -> anyhow::Result<(ExamArgs, PathBuf, Policy)> {
     let policy = match (&args.policy, &settings.policy) {
         (Some(p), _) => formats::policy::read_policy(p)?,
         (None, Some(PolicySource::File(p))) => formats::policy::read_policy(p)?,
-        (None, Some(PolicySource::Table(p))) => (**p).clone(),
+        (None, Some(PolicySource::Table(p))) => p.exam.clone(),
         (None, None) => Policy::default(),
     };
     if (args.run.is_none() && args.index.is_none() && args.retriever.is_none())

@@ -72,7 +72,7 @@ pub fn judge(
     history: &crate::history_args::HistoryArgs,
 ) -> anyhow::Result<veredicto_core::gate::GateOutcome> {
     let policy = match policy {
-        Some(p) => veredicto_formats::policy::read_ingest_policy(p)?,
+        Some(p) => veredicto_formats::policy::PolicyFile::read(p)?.ingest,
         None => Default::default(),
     };
     let outcome = veredicto_index::judge_latest_batch(index, &policy)?;

@@ -150,8 +150,7 @@ impl<'de> Deserialize<'de> for ExamKeys {
                 self,
                 map: A,
             ) -> std::result::Result<ExamKeys, A::Error> {
-                Policy::deserialize(MapAccessDeserializer::new(WithoutGrounding(map)))
-                    .map(ExamKeys)
+                Policy::deserialize(MapAccessDeserializer::new(WithoutGrounding(map))).map(ExamKeys)
             }
         }
         d.deserialize_map(TopLevel)
@@ -255,15 +254,14 @@ fn ingest_table(path: &Path, source: &str) -> Result<IngestPolicy> {
     let Some(value) = table.get("ingest").cloned() else {
         return Ok(Default::default());
     };
-    let policy: IngestPolicy =
-        value.try_into().map_err(|e: toml::de::Error| {
-            let message = e.message().trim().replace('\n', " ");
-            let field = unknown_field(&message)
-                .map(|f| format!("ingest.{f}"))
-                .unwrap_or_else(|| "ingest".to_owned());
-            let line = key_line(source, &field).max(key_line_of_table(source, "ingest"));
-            FormatError::invalid(path, line, field, message)
-        })?;
+    let policy: IngestPolicy = value.try_into().map_err(|e: toml::de::Error| {
+        let message = e.message().trim().replace('\n', " ");
+        let field = unknown_field(&message)
+            .map(|f| format!("ingest.{f}"))
+            .unwrap_or_else(|| "ingest".to_owned());
+        let line = key_line(source, &field).max(key_line_of_table(source, "ingest"));
+        FormatError::invalid(path, line, field, message)
+    })?;
     policy.validate().map_err(|e| {
         let line = key_line(source, &e.key);
         FormatError::invalid(path, line, e.key.clone(), e.message)
