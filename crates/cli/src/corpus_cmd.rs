@@ -63,7 +63,8 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
     let (policy, gold_label) = match &args.policy {
         Some(p) => {
-            let file = veredicto_formats::policy::PolicyFile::read(p)?;
+            use veredicto_formats::policy::{PolicyFile, Section};
+            let file = PolicyFile::read_sections(p, &[Section::Exam, Section::Corpus])?;
             (file.corpus, file.exam.gold_label)
         }
         None => (

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use veredicto_app::project::{self, Host, Loaded};
 use veredicto_app::Env;
 use veredicto_formats::config::Settings;
+use veredicto_formats::policy::{PolicyFile, Section};
 
 /// The process's environment and working folder, taken once.
 pub struct Process {
@@ -73,14 +74,6 @@ fn loaded() -> &'static Result<(Loaded, Settings), String> {
     })
 }
 
-/// The project file in use, as found once (the error is the project file's).
-pub fn project() -> anyhow::Result<Option<veredicto_formats::config::Project>> {
-    loaded()
-        .as_ref()
-        .map(|(l, _)| l.project.clone())
-        .map_err(|e| anyhow::anyhow!("{e}"))
-}
-
 /// The project file with the environment over it (flags go over these), or the error that
 /// reading the project file gave (every command that needs them reports it).
 pub fn settings() -> anyhow::Result<&'static Settings> {
@@ -105,4 +98,23 @@ pub fn announce() -> anyhow::Result<()> {
         crate::printer::note(line);
     }
     Ok(())
+}
+
+/// The policy file in effect for a command: the `--policy` flag's file, else the
+/// environment's and the project's (`VEREDICTO_POLICY`, `policy_file`, the `[policy]`
+/// table), else the documented defaults; parsed once into the one typed [`PolicyFile`].
+/// Of a file, only `sections` are read and checked (those the command uses).
+pub fn policy_file(
+    flag: Option<&std::path::Path>,
+    sections: &[Section],
+) -> anyhow::Result<PolicyFile> {
+    use veredicto_formats::config::PolicySource;
+    Ok(match flag {
+        Some(p) => PolicyFile::read_sections(p, sections)?,
+        None => match &settings()?.policy {
+            Some(PolicySource::File(p)) => PolicyFile::read_sections(p, sections)?,
+            Some(PolicySource::Table(f)) => (**f).clone(),
+            None => PolicyFile::default(),
+        },
+    })
 }

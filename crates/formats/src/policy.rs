@@ -91,15 +91,16 @@ impl PolicyFile {
     }
 }
 
-/// Reads and validates a policy file: its exam policy ([`PolicyFile::read`]).
+/// Reads and validates a policy file's exam policy (the other commands' tables must be
+/// tables and are not checked here).
 pub fn read_policy(path: &Path) -> Result<Policy> {
-    Ok(PolicyFile::read(path)?.exam)
+    Ok(PolicyFile::read_sections(path, &[Section::Exam])?.exam)
 }
 
-/// Parses and validates policy TOML, the whole file: its exam policy
-/// ([`PolicyFile::parse`]); `path` is only used in messages.
+/// Parses and validates policy TOML's exam policy (as [`read_policy`]); `path` is only
+/// used in messages.
 pub fn parse_policy(path: &Path, source: &str) -> Result<Policy> {
-    Ok(PolicyFile::parse(path, source)?.exam)
+    Ok(PolicyFile::parse_sections(path, source, &[Section::Exam])?.exam)
 }
 
 /// The exam's keys of a policy file; the other commands' tables must be tables and are
