@@ -240,3 +240,40 @@ fn the_default_model_is_multilingual_e5_small() {
     assert_eq!(manifest["model"]["name"], "multilingual-e5-small");
     assert_eq!(manifest["model"]["max_tokens"], 512);
 }
+
+/// The truncation warning of ingest is a warning on stderr; stdout keeps only the result
+/// (before, the sentence was written to stdout with the summary).
+#[test]
+fn ingest_warns_about_truncated_chunks_on_stderr_not_stdout() {
+    let models = models_folder();
+    let work = tempfile::tempdir().unwrap();
+    let long = "palabra ".repeat(700);
+    let corpus = work.path().join("corpus.jsonl");
+    std::fs::write(
+        &corpus,
+        format!("{{\"id\":\"long\",\"text\":\"{}\"}}\n", long.trim()),
+    )
+    .unwrap();
+    let o = run(
+        work.path(),
+        Some(models.path()),
+        &[
+            "ingest",
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--index",
+            work.path().join("idx").to_str().unwrap(),
+            "--model",
+            "multilingual-e5-small",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("truncated"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains(
+            "warning: 1 of 1 embedded chunks are longer than 512 tokens and were embedded truncated to their first 512 tokens"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
