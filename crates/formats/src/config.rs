@@ -860,12 +860,6 @@ mod tests {
         parse_project(Path::new("/p/veredicto.toml"), s)
     }
 
-    use super::*;
-
-    fn parse(s: &str) -> Result<Project> {
-        parse_project(Path::new("/p/veredicto.toml"), s)
-    }
-
     #[test]
     fn paths_resolve_against_the_file_folder() {
         let p = parse(
