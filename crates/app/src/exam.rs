@@ -447,6 +447,7 @@ pub struct Examined {
 
 /// Retrieves every case and runs the exam on the result: stage summaries with a rerank
 /// stage, the retriever's failures in the failing cases' diagnosis, the exactness check.
+#[allow(clippy::result_large_err)] // the retrievers' own error, as their seam returns it
 pub fn examine(
     retriever: &dyn Retriever,
     embedder: Option<&dyn Embedder>,

@@ -19,6 +19,8 @@ pub mod files;
 pub mod history;
 mod live;
 pub mod matrix;
+pub mod project;
+pub mod settings;
 pub mod signals;
 pub mod trec;
 
@@ -26,3 +28,4 @@ pub use error::{Context, Error, Result};
 pub use events::{Events, Message, Progress};
 pub use exam::{run_exam, ExamOutcome, ExamRequest, Notice, Recording};
 pub use history::{Baseline, HistorySpec};
+pub use settings::{Clock, Env, FixedClock, Overrides, Settings};

@@ -16,6 +16,7 @@ use veredicto_retrieve::{Request, RetrieveError, Retriever, HOLDS_MAX};
 /// Asks the retriever, once, which of the expected chunks that no case retrieved it holds
 /// (cases the retriever failed for are left out: their failure is the cause). `None` when
 /// it cannot tell or nothing is to be asked.
+#[allow(clippy::result_large_err)] // the retrievers' own error, as their seam returns it
 pub(crate) fn absent_expected(
     retriever: &dyn Retriever,
     report: &ExamReport,
@@ -65,6 +66,7 @@ fn probe<'a>(case: &'a Case, depth: usize) -> Request<'a> {
 /// reranker), with the retriever's reason when it can give one. `None` when every answer
 /// was full, for a run file (its depth is what it holds), and for cases the retriever
 /// failed for (their failure is reported).
+#[allow(clippy::result_large_err)] // the retrievers' own error, as their seam returns it
 pub(crate) fn short_results(
     retriever: &dyn Retriever,
     cases: &[Case],
@@ -106,6 +108,7 @@ pub(crate) fn short_results(
 }
 
 /// How the engine plans the first case's served query, for the exactness check.
+#[allow(clippy::result_large_err)] // the retrievers' own error, as their seam returns it
 pub(crate) fn served_plan(
     retriever: &dyn Retriever,
     cases: &[Case],

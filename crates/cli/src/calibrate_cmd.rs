@@ -13,14 +13,16 @@ use veredicto_core::exam::calibrate::{self, Settings};
 use veredicto_core::exam::{evaluate, ExamInput};
 use veredicto_core::policy::Policy;
 use veredicto_formats as formats;
+use veredicto_formats::config::{PolicySource, Source};
 use veredicto_report::calibration::{self as render, Verdicts};
 
 #[derive(Debug, clap::Args)]
-#[command(group = clap::ArgGroup::new("source").required(true).multiple(false))]
+#[command(group = clap::ArgGroup::new("source").multiple(false))]
 pub struct CalibrateArgs {
-    /// Golden set: JSONL cases, or a BEIR folder (queries.jsonl + qrels/test.tsv).
+    /// Golden set: JSONL cases, or a BEIR folder (queries.jsonl + qrels/test.tsv); default:
+    /// `golden` of veredicto.toml.
     #[arg(long, value_name = "GOLDEN")]
-    pub golden: PathBuf,
+    pub golden: Option<PathBuf>,
     /// The retriever's results: a TREC or JSONL run file (`-` reads standard input).
     #[arg(long, value_name = "RUN", group = "source")]
     pub run: Option<String>,
@@ -46,8 +48,8 @@ pub struct CalibrateArgs {
     /// Chunk JSONL: gold labels and the chunks' texts for the diagnosis.
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
-    /// The policy to start from (every key but the noise ceiling is kept); the defaults
-    /// when absent.
+    /// The policy to start from (every key but the noise ceiling is kept); default: the
+    /// policy of veredicto.toml, else the documented defaults.
     #[arg(long, value_name = "POLICY.toml")]
     pub policy: Option<PathBuf>,
     /// Diagnosis notes (for the verdicts before and after).
@@ -56,9 +58,14 @@ pub struct CalibrateArgs {
     /// Exam date (YYYY-MM-DD) for validity windows; default: today (UTC).
     #[arg(long, value_name = "DATE", value_parser = crate::date_args::date)]
     pub as_of: Option<String>,
-    /// Where the calibrated policy is written.
-    #[arg(long, value_name = "FILE", default_value = "policy.toml")]
-    pub out: PathBuf,
+    /// Where the calibrated policy is written; default: policy.toml (with --write-project:
+    /// the project's policy file, else policy.toml next to veredicto.toml).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Point veredicto.toml at the calibrated policy: its `[policy]` table gives way to
+    /// `policy_file = "FILE"` (the table's keys start the calibration, so none is lost).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub write_project: bool,
     /// Replace FILE when it exists.
     #[arg(long)]
     pub force: bool,
@@ -80,19 +87,46 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let settings = Settings {
         min_healthy: args.min_healthy,
     };
+    // Flags, else the environment and veredicto.toml (see docs/config.md).
+    let project = crate::project::settings()?;
+    let golden = match (&args.golden, &project.golden) {
+        (Some(g), _) | (None, Some(g)) => g.clone(),
+        (None, None) => anyhow::bail!(
+            "calibrate needs a golden set: give --golden FILE, or `golden` in veredicto.toml (`veredicto init` writes one)"
+        ),
+    };
+    let corpus_path = args.corpus.clone().or_else(|| project.corpus.clone());
+    // The exam's keys are checked; the other commands' tables are carried over as written.
+    let starting =
+        crate::project::policy_file(args.policy.as_deref(), &[formats::policy::Section::Exam])?;
+    let project_file = project.project.clone();
+    if args.write_project && project_file.is_none() {
+        anyhow::bail!("--write-project: no veredicto.toml is in use (`veredicto init` writes one)");
+    }
+    // The project's own policy file is the one to update; else a new policy.toml.
+    let own_policy = match (&args.policy, &project.policy) {
+        (None, Some(PolicySource::File(p))) => Some(p.clone()),
+        _ => None,
+    };
+    let out = match (&args.out, args.write_project) {
+        (Some(o), _) => o.clone(),
+        (None, true) => own_policy
+            .clone()
+            .unwrap_or_else(|| project.root.clone().unwrap_or_default().join("policy.toml")),
+        (None, false) => PathBuf::from("policy.toml"),
+    };
+    // Updating the project's own policy file is what --write-project asks for.
+    let force = args.force || (args.write_project && own_policy.as_ref() == Some(&out));
     // Every argument is checked before the suite runs.
-    if !args.force && !args.dry_run && args.out.exists() {
+    if !force && !args.dry_run && out.exists() {
         anyhow::bail!(
             "{} exists: give --force to replace it, or --out FILE",
-            args.out.display()
+            out.display()
         );
     }
-    let policy = match &args.policy {
-        Some(p) => formats::policy::read_policy(p)?,
-        None => Policy::default(),
-    };
-    let cases = formats::golden::read_golden(&args.golden)?;
-    let given_corpus = match &args.corpus {
+    let policy: Policy = starting.exam.clone();
+    let cases = formats::golden::read_golden(&golden)?;
+    let given_corpus = match &corpus_path {
         Some(p) => Some(Corpus::new(formats::corpus::read_corpus(p)?)),
         None => None,
     };
@@ -100,12 +134,20 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         Some(p) => formats::notes::read_notes(p)?,
         None => BTreeMap::new(),
     };
+    let from_project = project.source.as_ref().map(|s| match s {
+        Source::Index(d) => format!("index:{}", d.display()),
+        Source::Run(f) => format!("run:{}", f.display()),
+        Source::Retriever(u) => u.clone(),
+    });
     let Some(uri) = crate::retriever_args::source_uri(
         args.run.as_deref(),
         args.index.as_deref(),
         args.retriever.as_deref(),
-    ) else {
-        anyhow::bail!("give --retriever URI, --index DIR or --run FILE");
+    )
+    .or(from_project) else {
+        anyhow::bail!(
+            "give --retriever URI, --index DIR or --run FILE, or a [source] in veredicto.toml"
+        );
     };
     let (duplicates, max_retriever_failures) = args.answers.resolve()?;
     let deadline = args.net.total_deadline();
@@ -165,31 +207,64 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         None
     } else {
         let mut text = render::policy_toml(&calibration, &report.golden_fingerprint);
-        // The starting file's tables for other commands (`[grounding]`, `[corpus]`) come along.
-        if let Some(p) = &args.policy {
-            let source =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            let others = formats::policy::tables_of_others(p, &source)?;
-            if !others.is_empty() {
-                text.push_str(
-                    "\n# The tables of other commands, carried over from the starting policy:\n",
-                );
-                text.push_str(others.trim_start_matches('\n'));
-            }
+        // The starting policy's tables for other commands (`[grounding]`, `[corpus]`,
+        // `[ingest]`) come along.
+        let others = &starting.others;
+        if !others.is_empty() {
+            text.push_str(
+                "\n# The tables of other commands, carried over from the starting policy:\n",
+            );
+            text.push_str(others.trim_start_matches('\n'));
         }
         // The file must load as a policy: a renderer bug must not leave a broken file.
-        formats::policy::parse_policy(&args.out, &text)
+        formats::policy::parse_policy(&out, &text)
             .context("the calibrated policy does not read back")?;
-        write_policy(&args.out, text.as_bytes(), args.force)?;
-        Some(args.out.display().to_string())
+        write_policy(&out, text.as_bytes(), force)?;
+        if let (true, Some(file)) = (args.write_project, &project_file) {
+            update_project(file, &out)?;
+        }
+        Some(out.display().to_string())
     };
     let out = if args.format.or_json(args.json) == crate::printer::Format::Json {
         render::render_json(&calibration, Some(verdicts))
     } else {
-        render::render_human(&calibration, Some(verdicts), written.as_deref())
+        let mut text = render::render_human(
+            &calibration,
+            Some(verdicts),
+            written.as_deref().filter(|_| !args.write_project),
+        );
+        if let (true, Some(path), Some(file)) = (args.write_project, &written, &project_file) {
+            text.push_str(&format!(
+                "wrote {path} and pointed {} at it (policy_file): the exam uses it from now on\n",
+                file.display()
+            ));
+        }
+        text
     };
     crate::output::print_stdout(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Points the project file at the policy file written (relative to the project's folder
+/// when inside it); the new text must read back as a project file before it replaces the
+/// old one.
+fn update_project(file: &Path, policy: &Path) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let root = file.parent().unwrap_or(Path::new(""));
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let absolute = cwd.join(policy);
+    let value = match absolute.strip_prefix(cwd.join(root)) {
+        Ok(rest) => rest.display().to_string(),
+        Err(_) => std::fs::canonicalize(&absolute)
+            .unwrap_or(absolute)
+            .display()
+            .to_string(),
+    };
+    let new = formats::config::with_policy_file(&text, &value);
+    formats::config::parse_project(file, &new)
+        .context("the updated project file does not read back")?;
+    write_policy(file, new.as_bytes(), true)
 }
 
 /// Temp file in the target's folder, then a rename; without `force` the rename refuses to

@@ -62,10 +62,11 @@ pub fn run(args: CorpusArgs) -> anyhow::Result<ExitCode> {
 fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
     let (policy, gold_label) = match &args.policy {
-        Some(p) => (
-            veredicto_formats::policy::read_corpus_policy(p)?,
-            veredicto_formats::policy::read_policy(p)?.gold_label,
-        ),
+        Some(p) => {
+            use veredicto_formats::policy::{PolicyFile, Section};
+            let file = PolicyFile::read_sections(p, &[Section::Exam, Section::Corpus])?;
+            (file.corpus, file.exam.gold_label)
+        }
         None => (
             hygiene::CorpusPolicy::default(),
             veredicto_core::policy::Policy::default().gold_label,

@@ -8,7 +8,8 @@ use veredicto_app::{ExamRequest, Recording};
 use veredicto_core::case::Corpus;
 use veredicto_core::policy::Policy;
 use veredicto_formats as formats;
-use veredicto_formats::config::{PolicySource, Source};
+use veredicto_formats::config::Source;
+use veredicto_formats::policy::{PolicyFile, Section};
 use veredicto_report::Format;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -130,11 +131,12 @@ pub struct RecordArgs {
 pub fn run(args: ExamArgs) -> anyhow::Result<crate::printer::ExitStatus> {
     let (args, golden, policy) = resolve(args)?;
     if args.gate_ingest {
-        if let Some(_blocked) = crate::gate_cmd::gate_before_exam(&args)? {
+        // The same policy as the exam's (flag, else the project's), its `[ingest]` table.
+        if let Some(_blocked) = crate::gate_cmd::gate_before_exam(&args, &policy.ingest)? {
             return Ok(crate::printer::ExitStatus::Stop);
         }
     }
-    let outcome = outcome_of(&args, &golden, policy, None)?;
+    let outcome = outcome_of(&args, &golden, policy.exam, None)?;
     render(&args, &outcome)
 }
 
@@ -143,13 +145,13 @@ pub fn run(args: ExamArgs) -> anyhow::Result<crate::printer::ExitStatus> {
 /// policy's default K (the matrix's per-configuration top-K).
 pub fn outcome(args: &ExamArgs, top_k: Option<u32>) -> anyhow::Result<veredicto_app::ExamOutcome> {
     let (args, golden, policy) = resolve(args.clone())?;
-    outcome_of(&args, &golden, policy, top_k)
+    outcome_of(&args, &golden, policy.exam, top_k)
 }
 
 /// Flags, else the environment and veredicto.toml (see docs/config.md): the arguments with
 /// the project's source and corpus filled in, the golden set's path and the policy. Every
 /// check that can fail before the run is recorded happens here.
-fn resolve(args: ExamArgs) -> anyhow::Result<(ExamArgs, PathBuf, Policy)> {
+fn resolve(args: ExamArgs) -> anyhow::Result<(ExamArgs, PathBuf, PolicyFile)> {
     // Flags, else the environment and veredicto.toml (see docs/config.md).
     let settings = crate::project::settings()?;
     let mut args = args;
@@ -162,12 +164,13 @@ fn resolve(args: ExamArgs) -> anyhow::Result<(ExamArgs, PathBuf, Policy)> {
     if args.corpus.is_none() {
         args.corpus = settings.corpus.clone();
     }
-    let policy = match (&args.policy, &settings.policy) {
-        (Some(p), _) => formats::policy::read_policy(p)?,
-        (None, Some(PolicySource::File(p))) => formats::policy::read_policy(p)?,
-        (None, Some(PolicySource::Table(p))) => (**p).clone(),
-        (None, None) => Policy::default(),
+    // The `[ingest]` table is read for the ingestion gate only.
+    let sections: &[Section] = if args.gate_ingest {
+        &[Section::Exam, Section::Ingest]
+    } else {
+        &[Section::Exam]
     };
+    let policy = crate::project::policy_file(args.policy.as_deref(), sections)?;
     if (args.run.is_none() && args.index.is_none() && args.retriever.is_none())
         && settings.source.is_some()
     {

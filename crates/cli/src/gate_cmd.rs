@@ -68,14 +68,10 @@ pub fn run(args: GateArgs) -> anyhow::Result<ExitCode> {
 /// one; a history that does not exist yet holds none).
 pub fn judge(
     index: &std::path::Path,
-    policy: Option<&std::path::Path>,
+    policy: &veredicto_core::gate::IngestPolicy,
     history: &crate::history_args::HistoryArgs,
 ) -> anyhow::Result<veredicto_core::gate::GateOutcome> {
-    let policy = match policy {
-        Some(p) => veredicto_formats::policy::read_ingest_policy(p)?,
-        None => Default::default(),
-    };
-    let outcome = veredicto_index::judge_latest_batch(index, &policy)?;
+    let outcome = veredicto_index::judge_latest_batch(index, policy)?;
     if !history.history.is_file() {
         return Ok(outcome);
     }
@@ -101,7 +97,15 @@ fn check(args: CheckArgs, history: &crate::history_args::HistoryArgs) -> anyhow:
     let Some(index) = args.index else {
         anyhow::bail!("veredicto gate: --index DIR is required");
     };
-    let outcome = judge(&index, args.policy.as_deref(), history)?;
+    let policy = crate::project::policy_file(
+        args.policy.as_deref(),
+        &[
+            veredicto_formats::policy::Section::Exam,
+            veredicto_formats::policy::Section::Ingest,
+        ],
+    )?
+    .ingest;
+    let outcome = judge(&index, &policy, history)?;
     let name = index.display().to_string();
     let text = match args.format {
         GateFormat::Human => veredicto_report::gate::gate_human(&name, &outcome),
@@ -232,7 +236,10 @@ fn who() -> Option<String> {
 
 /// `exam --gate-ingest`: the gate on the examined index; `Some(exit 1)` (with the gate's
 /// report on stderr) when it blocks, `None` to go on with the exam.
-pub fn gate_before_exam(args: &crate::exam_cmd::ExamArgs) -> anyhow::Result<Option<ExitCode>> {
+pub fn gate_before_exam(
+    args: &crate::exam_cmd::ExamArgs,
+    policy: &veredicto_core::gate::IngestPolicy,
+) -> anyhow::Result<Option<ExitCode>> {
     let dir = match (&args.index, args.retriever.as_deref()) {
         (Some(dir), _) => dir.clone(),
         (None, Some(uri)) if uri.starts_with("index:") => PathBuf::from(&uri["index:".len()..]),
@@ -240,17 +247,16 @@ pub fn gate_before_exam(args: &crate::exam_cmd::ExamArgs) -> anyhow::Result<Opti
             "--gate-ingest: needs the examined index (--index DIR or --retriever index:DIR)"
         ),
     };
-    let outcome = judge(&dir, args.policy.as_deref(), &args.record.history)?;
+    let outcome = judge(&dir, policy, &args.record.history)?;
     let text = veredicto_report::gate::gate_human(&dir.display().to_string(), &outcome);
     if outcome.blocks() {
-        eprint!("{text}");
+        crate::printer::stderr_text(&text);
         return Ok(Some(ExitCode::from(1)));
     }
     if outcome.status == veredicto_core::gate::GateStatus::Accepted {
         // Over the policy but accepted in writing: say so, and where it was found.
-        for line in text.lines().take(3) {
-            eprintln!("{line}");
-        }
+        let head: Vec<&str> = text.lines().take(3).collect();
+        crate::printer::stderr_text(&format!("{}\n", head.join("\n")));
     }
     Ok(None)
 }

@@ -332,7 +332,8 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
     let to_embed = plan.to_embed();
     let (vectors, truncated): (Vec<Vec<f32>>, _) = match &embedder {
         Some(e) => {
-            let (vectors, truncated) = embed_with_progress(e.as_ref(), &to_embed, !json)?;
+            let (vectors, truncated) =
+                embed_with_progress(e.as_ref(), &to_embed, crate::printer::events())?;
             (vectors, truncated.map(|n| (n, e.fingerprint().max_tokens)))
         }
         None => (Vec::new(), None),
@@ -386,14 +387,17 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
             model.value.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
             field,
             batch.name
-        ) + &match truncated {
-            Some((n, max)) if n > 0 => format!(
-                "{n} of {embedded} embedded chunks are longer than {max} tokens and were embedded truncated to their first {max} tokens\n"
-            ),
-            _ => String::new(),
-        } + &veredicto_report::gate::rejections_human(&rejected)
+        ) + &veredicto_report::gate::rejections_human(&rejected)
     };
     crate::printer::stdout(&text)?;
+    // A warning, on stderr: it changes what the vectors mean, not the result's text.
+    if let (false, Some((n, max))) = (json, truncated) {
+        if n > 0 {
+            crate::printer::warn(&format!(
+                "{n} of {embedded} embedded chunks are longer than {max} tokens and were embedded truncated to their first {max} tokens"
+            ));
+        }
+    }
     // On stderr: the result on stdout stays the same for the same inputs.
     crate::printer::note(&format!(
         "ingest took {:.1} s",
@@ -402,17 +406,27 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
     Ok(crate::printer::ExitStatus::Success)
 }
 
-/// Embeds passages in slices of 256, reporting progress on stderr (see [`crate::progress`]),
-/// and counts those embedded truncated (`None` when the embedder cannot tell).
+/// Embeds passages in slices of 256, reporting progress as events (on stderr: a bar on a
+/// terminal, else a line every 5 s, in every output format), and counts those embedded
+/// truncated (`None` when the embedder cannot tell).
 fn embed_with_progress(
     e: &dyn veredicto_embed::Embedder,
     items: &[(&str, &str)],
-    show: bool,
+    events: veredicto_app::Events<'_>,
 ) -> anyhow::Result<(Vec<Vec<f32>>, Option<usize>)> {
-    let progress = crate::progress::Progress::new(
-        "chunks embedded",
-        if show { items.len() as u64 } else { 0 },
-    );
+    const WHAT: &str = "chunks embedded";
+    let total = items.len() as u64;
+    events.progress(WHAT, 0, total, false);
+    let result = embed_slices(e, items, &|done| events.progress(WHAT, done, total, false));
+    events.progress(WHAT, total, total, true);
+    result
+}
+
+fn embed_slices(
+    e: &dyn veredicto_embed::Embedder,
+    items: &[(&str, &str)],
+    progress: &dyn Fn(u64),
+) -> anyhow::Result<(Vec<Vec<f32>>, Option<usize>)> {
     let mut out = Vec::with_capacity(items.len());
     let mut truncated = Some(0usize);
     for slice in items.chunks(256) {
@@ -420,8 +434,7 @@ fn embed_with_progress(
         let (vectors, n) = e.embed_counting_truncated(&texts, TextKind::Passage)?;
         out.extend(vectors);
         truncated = truncated.zip(n).map(|(a, b)| a + b);
-        progress.set((out.len()) as u64);
+        progress(out.len() as u64);
     }
-    progress.finish();
     Ok((out, truncated))
 }

@@ -166,3 +166,49 @@ impl Policy {
         crate::fingerprint::sha256_json(self)
     }
 }
+
+/// The grounding audit's thresholds: the `[grounding]` table of a policy file (fractions in
+/// [0, 1]; an absent key checks nothing).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroundingPolicy {
+    pub min_citation_presence: Option<f64>,
+    pub min_support: Option<f64>,
+    pub min_coverage: Option<f64>,
+    /// Document recall@k threshold at `recall_k` (both or neither).
+    pub min_document_recall: Option<f64>,
+    pub recall_k: Option<usize>,
+}
+
+impl GroundingPolicy {
+    /// Checks the ranges; the error names the key (inside `[grounding]`).
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        for (name, v) in [
+            ("min_citation_presence", self.min_citation_presence),
+            ("min_support", self.min_support),
+            ("min_coverage", self.min_coverage),
+            ("min_document_recall", self.min_document_recall),
+        ] {
+            if let Some(v) = v {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(PolicyError {
+                        key: format!("grounding.{name}"),
+                        message: format!("{name} = {v}: must be a fraction in [0, 1]"),
+                    });
+                }
+            }
+        }
+        if self.min_document_recall.is_some() != self.recall_k.is_some() {
+            let key = if self.recall_k.is_some() {
+                "grounding.recall_k"
+            } else {
+                "grounding.min_document_recall"
+            };
+            return Err(PolicyError {
+                key: key.to_owned(),
+                message: "min_document_recall and recall_k go together".into(),
+            });
+        }
+        Ok(())
+    }
+}

@@ -86,8 +86,9 @@ pub enum Source {
 /// Where the policy comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PolicySource {
-    /// The `[policy]` table of the project file, already validated.
-    Table(Box<Policy>),
+    /// The `[policy]` table of the project file (with its `[policy.corpus]`,
+    /// `[policy.ingest]` and `[policy.grounding]` tables), already validated.
+    Table(Box<crate::policy::PolicyFile>),
     /// A policy file (`policy_file` in the project file, or `VEREDICTO_POLICY`).
     File(PathBuf),
 }
@@ -485,7 +486,7 @@ pub fn parse_project(path: &Path, text: &str) -> Result<Project> {
             ))
         }
         (Some(toml::Value::Table(_)), None) => Some(PolicySource::Table(Box::new(
-            crate::policy::parse_policy(path, &policy_section(source_text))
+            crate::policy::PolicyFile::parse(path, &policy_section(source_text))
                 .map_err(prefix_policy_field)?,
         ))),
         (Some(_), None) => {
@@ -759,8 +760,100 @@ pub fn init_text(o: &InitOptions) -> String {
     t
 }
 
+/// A project file's text pointing its policy at `policy_file` (`veredicto calibrate
+/// --write-project`): the `[policy]` and `[policy.…]` tables (with the comment lines just
+/// above them) and any `policy_file` key give way to one `policy_file = "…"` line among the
+/// top-level keys, so that the file gives the policy one way only. Every other line stays
+/// as written.
+pub fn with_policy_file(text: &str, policy_file: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let header_of = |line: &str| -> Option<String> {
+        let t = line.trim();
+        t.starts_with('[').then(|| {
+            t.trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_owned()
+        })
+    };
+    let is_policy = |h: &str| h == "policy" || h.starts_with("policy.");
+    let mut keep = vec![true; lines.len()];
+    let mut in_policy = false;
+    let mut top_level = true;
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(h) = header_of(line) {
+            top_level = false;
+            in_policy = is_policy(&h);
+            if in_policy {
+                // The comment block just above the table goes with it.
+                let mut j = i;
+                while j > 0 && lines[j - 1].trim_start().starts_with('#') && keep[j - 1] {
+                    j -= 1;
+                    keep[j] = false;
+                }
+            }
+        }
+        let key = line.split('=').next().unwrap_or("").trim();
+        if in_policy || (top_level && key == "policy_file") {
+            keep[i] = false;
+        }
+    }
+    let value = toml::Value::String(policy_file.to_owned()).to_string();
+    let entry = format!(
+        "# The acceptance policy, calibrated by `veredicto calibrate`.\npolicy_file = {value}\n"
+    );
+    let first_table = lines
+        .iter()
+        .position(|l| header_of(l).is_some())
+        .unwrap_or(lines.len());
+    // The comment block above the first table belongs to that table: the key goes before it.
+    let mut at = first_table;
+    while at > 0 && lines[at - 1].trim_start().starts_with('#') {
+        at -= 1;
+    }
+    let mut out = String::with_capacity(text.len() + entry.len());
+    let mut inserted = false;
+    for (i, line) in lines.iter().enumerate() {
+        if i == at {
+            out.push_str(&entry);
+            out.push('\n');
+            inserted = true;
+        }
+        if keep[i] {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    if !inserted {
+        if !out.is_empty() && !out.ends_with("\n\n") {
+            out.push('\n');
+        }
+        out.push_str(&entry);
+    }
+    // No run of blank lines where the tables were.
+    while out.contains("\n\n\n") {
+        out = out.replace("\n\n\n", "\n\n");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn with_policy_file_replaces_the_policy_table_and_keeps_the_rest() {
+        let text = "golden = \"g.jsonl\"\n\n# Where results come from.\n[source]\nindex = \"kb\"\n\n# The acceptance policy.\n[policy]\ntop_k = 5\n\n[policy.ingest]\nmax_rejected = 3\n\n[history]\n";
+        let out = super::with_policy_file(text, "policy.toml");
+        assert_eq!(
+            out,
+            "golden = \"g.jsonl\"\n\n# The acceptance policy, calibrated by `veredicto calibrate`.\npolicy_file = \"policy.toml\"\n\n# Where results come from.\n[source]\nindex = \"kb\"\n\n[history]\n"
+        );
+        let again = super::with_policy_file(&out, "other.toml");
+        assert_eq!(again.matches("policy_file").count(), 1, "{again}");
+        assert!(again.contains("policy_file = \"other.toml\""), "{again}");
+    }
+
     use super::*;
 
     fn parse(s: &str) -> Result<Project> {
@@ -814,8 +907,8 @@ mod tests {
                 .unwrap();
         match p.policy {
             Some(PolicySource::Table(pol)) => {
-                assert_eq!(pol.top_k, 5);
-                assert_eq!(pol.domains["viajes"].top_k, Some(3));
+                assert_eq!(pol.exam.top_k, 5);
+                assert_eq!(pol.exam.domains["viajes"].top_k, Some(3));
             }
             other => panic!("{other:?}"),
         }

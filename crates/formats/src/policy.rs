@@ -1,4 +1,6 @@
-//! Policy files (SPEC §3): TOML whose keys are [`Policy`]'s fields. Absent keys take the
+//! Policy files (SPEC §3): TOML whose top-level keys are the exam's [`Policy`], with one
+//! table per other command that reads the same file (`[corpus]`, `[ingest]`,
+//! `[grounding]`). A file is parsed once into a [`PolicyFile`]; absent keys take the
 //! documented defaults; unknown keys and out-of-range values are errors naming the line
 //! and the key.
 
@@ -8,19 +10,103 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use std::path::Path;
-use veredicto_core::policy::Policy;
+use veredicto_core::gate::IngestPolicy;
+use veredicto_core::hygiene::CorpusPolicy;
+use veredicto_core::policy::{GroundingPolicy, Policy};
 
-/// Reads and validates a policy file.
-pub fn read_policy(path: &Path) -> Result<Policy> {
-    let source = text::read_to_string(path)?;
-    parse_policy(path, &source)
+/// A policy file, parsed once: the exam's keys and each other command's table, typed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PolicyFile {
+    /// The exam's policy (the top-level keys).
+    pub exam: Policy,
+    /// `[corpus]`: `corpus check`'s thresholds.
+    pub corpus: CorpusPolicy,
+    /// `[ingest]`: the ingestion gate's limits (not part of the exam policy's fingerprint:
+    /// it judges ingests, not retrieval).
+    pub ingest: IngestPolicy,
+    /// `[grounding]`: the grounding audit's thresholds.
+    pub grounding: GroundingPolicy,
+    /// The other commands' tables as TOML text, to carry into a rewritten policy (empty
+    /// when there are none).
+    pub others: String,
 }
 
-/// Parses and validates policy TOML; `path` is only used in messages. A `[grounding]` table
-/// (the grounding audit's thresholds, read from the same file by the audit) must be a table
-/// and is otherwise left to the audit.
+/// A part of a policy file ([`PolicyFile::parse_sections`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// The exam's top-level keys.
+    Exam,
+    /// `[corpus]`.
+    Corpus,
+    /// `[ingest]`.
+    Ingest,
+    /// `[grounding]`.
+    Grounding,
+}
+
+impl Section {
+    /// Every section.
+    pub const ALL: [Section; 4] = [
+        Section::Exam,
+        Section::Corpus,
+        Section::Ingest,
+        Section::Grounding,
+    ];
+}
+
+impl PolicyFile {
+    /// Reads and checks a whole policy file.
+    pub fn read(path: &Path) -> Result<PolicyFile> {
+        let source = text::read_to_string(path)?;
+        PolicyFile::parse(path, &source)
+    }
+
+    /// Parses and checks a whole policy file's text; `path` is only used in messages.
+    pub fn parse(path: &Path, source: &str) -> Result<PolicyFile> {
+        PolicyFile::parse_sections(path, source, &Section::ALL)
+    }
+
+    /// Reads only `sections` of a policy file (the others keep their defaults and are not
+    /// checked): the grounding audit reads its `[grounding]` table from any TOML file.
+    pub fn read_sections(path: &Path, sections: &[Section]) -> Result<PolicyFile> {
+        let source = text::read_to_string(path)?;
+        PolicyFile::parse_sections(path, &source, sections)
+    }
+
+    /// [`PolicyFile::read_sections`] on text already read.
+    pub fn parse_sections(path: &Path, source: &str, sections: &[Section]) -> Result<PolicyFile> {
+        let mut file = PolicyFile::default();
+        for section in sections {
+            match section {
+                Section::Exam => file.exam = exam_keys(path, source)?,
+                Section::Corpus => file.corpus = corpus_table(path, source)?,
+                Section::Ingest => file.ingest = ingest_table(path, source)?,
+                Section::Grounding => file.grounding = grounding_table(path, source)?,
+            }
+        }
+        if sections.contains(&Section::Exam) {
+            file.others = tables_of_others(path, source)?;
+        }
+        Ok(file)
+    }
+}
+
+/// Reads and validates a policy file's exam policy (the other commands' tables must be
+/// tables and are not checked here).
+pub fn read_policy(path: &Path) -> Result<Policy> {
+    Ok(PolicyFile::read_sections(path, &[Section::Exam])?.exam)
+}
+
+/// Parses and validates policy TOML's exam policy (as [`read_policy`]); `path` is only
+/// used in messages.
 pub fn parse_policy(path: &Path, source: &str) -> Result<Policy> {
-    let PolicyFile(policy) = toml::from_str(source).map_err(|e| {
+    Ok(PolicyFile::parse_sections(path, source, &[Section::Exam])?.exam)
+}
+
+/// The exam's keys of a policy file; the other commands' tables must be tables and are
+/// read by their own sections.
+fn exam_keys(path: &Path, source: &str) -> Result<Policy> {
+    let ExamKeys(policy) = toml::from_str(source).map_err(|e| {
         let message = e.message().trim().replace('\n', " ");
         let (field, message) = match crate::config::unknown_field(&message) {
             Some((field, expected)) => {
@@ -50,24 +136,22 @@ pub fn parse_policy(path: &Path, source: &str) -> Result<Policy> {
     Ok(policy)
 }
 
-/// The top level of a policy file: [`Policy`]'s keys, and a `[grounding]` table that
-/// belongs to the grounding audit.
-struct PolicyFile(Policy);
+/// The top level of a policy file: [`Policy`]'s keys, and the tables of other commands.
+struct ExamKeys(Policy);
 
-impl<'de> Deserialize<'de> for PolicyFile {
+impl<'de> Deserialize<'de> for ExamKeys {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         struct TopLevel;
         impl<'de> Visitor<'de> for TopLevel {
-            type Value = PolicyFile;
+            type Value = ExamKeys;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a policy table")
             }
             fn visit_map<A: MapAccess<'de>>(
                 self,
                 map: A,
-            ) -> std::result::Result<PolicyFile, A::Error> {
-                Policy::deserialize(MapAccessDeserializer::new(WithoutGrounding(map)))
-                    .map(PolicyFile)
+            ) -> std::result::Result<ExamKeys, A::Error> {
+                Policy::deserialize(MapAccessDeserializer::new(WithoutGrounding(map))).map(ExamKeys)
             }
         }
         d.deserialize_map(TopLevel)
@@ -78,10 +162,11 @@ impl<'de> Deserialize<'de> for PolicyFile {
 /// `[corpus]` (`corpus check`), `[ingest]` (`gate`).
 const TABLES_OF_OTHERS: &[&str] = &["grounding", "corpus", "ingest"];
 
-/// The tables of other commands (`[grounding]`, `[corpus]`) of a policy file, as TOML text
-/// to append to a rewritten policy (`veredicto calibrate`), so that rewriting the exam's keys
-/// loses none of them; empty when the file has none. Comments inside them are not kept.
-pub fn tables_of_others(path: &Path, source: &str) -> Result<String> {
+/// The tables of other commands (`[grounding]`, `[corpus]`, `[ingest]`) of a policy file, as
+/// TOML text to append to a rewritten policy (`veredicto calibrate`), so that rewriting the
+/// exam's keys loses none of them; empty when the file has none. Comments inside them are
+/// not kept.
+fn tables_of_others(path: &Path, source: &str) -> Result<String> {
     let table: toml::Table = toml::from_str(source).map_err(|e| {
         FormatError::invalid(
             path,
@@ -134,18 +219,8 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutGrounding<A> {
     }
 }
 
-/// Reads the `[corpus]` table of a policy file (`corpus check`'s thresholds); the rest of
-/// the file is the exam's and is not read here. An absent table gives the defaults.
-pub fn read_corpus_policy(path: &Path) -> Result<veredicto_core::hygiene::CorpusPolicy> {
-    let source = text::read_to_string(path)?;
-    parse_corpus_policy(path, &source)
-}
-
-/// Parses the `[corpus]` table; `path` is only used in messages.
-pub fn parse_corpus_policy(
-    path: &Path,
-    source: &str,
-) -> Result<veredicto_core::hygiene::CorpusPolicy> {
+/// The `[corpus]` table (`corpus check`'s thresholds); an absent table gives the defaults.
+fn corpus_table(path: &Path, source: &str) -> Result<CorpusPolicy> {
     #[derive(Deserialize)]
     struct File {
         #[serde(default)]
@@ -172,37 +247,46 @@ pub fn parse_corpus_policy(
     Ok(policy)
 }
 
-/// Reads the `[ingest]` table of a policy file (the ingestion gate's limits); the rest of
-/// the file is checked as the exam's policy. A file without the table gives the default
-/// (no rejected line allowed). The table is not part of the exam policy's fingerprint:
-/// it judges ingests, not retrieval.
-pub fn read_ingest_policy(path: &Path) -> Result<veredicto_core::gate::IngestPolicy> {
-    let source = text::read_to_string(path)?;
-    parse_ingest_policy(path, &source)
-}
-
-/// [`read_ingest_policy`] on text already read; `path` is only used in messages.
-pub fn parse_ingest_policy(
-    path: &Path,
-    source: &str,
-) -> Result<veredicto_core::gate::IngestPolicy> {
-    parse_policy(path, source)?;
+/// The `[ingest]` table (the ingestion gate's limits); a file without it gives the default
+/// (no rejected line allowed).
+fn ingest_table(path: &Path, source: &str) -> Result<IngestPolicy> {
     let table: toml::Table = toml::from_str(source)
         .map_err(|e| FormatError::invalid(path, 0, "-", e.message().trim().replace('\n', " ")))?;
     let Some(value) = table.get("ingest").cloned() else {
         return Ok(Default::default());
     };
-    let policy: veredicto_core::gate::IngestPolicy =
-        value.try_into().map_err(|e: toml::de::Error| {
-            let message = e.message().trim().replace('\n', " ");
-            let field = unknown_field(&message)
-                .map(|f| format!("ingest.{f}"))
-                .unwrap_or_else(|| "ingest".to_owned());
-            let line = key_line(source, &field).max(key_line_of_table(source, "ingest"));
-            FormatError::invalid(path, line, field, message)
-        })?;
+    let policy: IngestPolicy = value.try_into().map_err(|e: toml::de::Error| {
+        let message = e.message().trim().replace('\n', " ");
+        let field = unknown_field(&message)
+            .map(|f| format!("ingest.{f}"))
+            .unwrap_or_else(|| "ingest".to_owned());
+        let line = key_line(source, &field).max(key_line_of_table(source, "ingest"));
+        FormatError::invalid(path, line, field, message)
+    })?;
     policy.validate().map_err(|e| {
         let line = key_line(source, &e.key);
+        FormatError::invalid(path, line, e.key.clone(), e.message)
+    })?;
+    Ok(policy)
+}
+
+/// The `[grounding]` table (the grounding audit's thresholds); absent, nothing is checked.
+fn grounding_table(path: &Path, source: &str) -> Result<GroundingPolicy> {
+    let table: toml::Table = toml::from_str(source)
+        .map_err(|e| FormatError::invalid(path, 0, "-", e.message().trim().replace('\n', " ")))?;
+    let Some(value) = table.get("grounding").cloned() else {
+        return Ok(GroundingPolicy::default());
+    };
+    let policy: GroundingPolicy = value.try_into().map_err(|e: toml::de::Error| {
+        let message = e.message().trim().replace('\n', " ");
+        let field = unknown_field(&message)
+            .map(|f| format!("grounding.{f}"))
+            .unwrap_or_else(|| "grounding".to_owned());
+        let line = key_line(source, &field).max(key_line_of_table(source, "grounding"));
+        FormatError::invalid(path, line, field, message)
+    })?;
+    policy.validate().map_err(|e| {
+        let line = key_line(source, &e.key).max(key_line_of_table(source, "grounding"));
         FormatError::invalid(path, line, e.key.clone(), e.message)
     })?;
     Ok(policy)
@@ -294,6 +378,14 @@ mod tests {
 
     fn parse(s: &str) -> Result<Policy> {
         parse_policy(Path::new("policy.toml"), s)
+    }
+
+    fn parse_corpus_policy(path: &Path, s: &str) -> Result<CorpusPolicy> {
+        PolicyFile::parse_sections(path, s, &[Section::Corpus]).map(|f| f.corpus)
+    }
+
+    fn parse_ingest_policy(path: &Path, s: &str) -> Result<IngestPolicy> {
+        PolicyFile::parse(path, s).map(|f| f.ingest)
     }
 
     #[test]

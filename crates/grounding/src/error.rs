@@ -18,6 +18,9 @@ pub enum GroundingError {
     Invalid { path: PathBuf, issues: Vec<Issue> },
     #[error("{path}: {message}")]
     Package { path: PathBuf, message: String },
+    /// A file read by the formats library (a policy file).
+    #[error(transparent)]
+    Format(#[from] veredicto_formats::FormatError),
 }
 
 impl GroundingError {

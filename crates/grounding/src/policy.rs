@@ -2,68 +2,16 @@
 
 use crate::error::GroundingError;
 use crate::metrics::AnswerMetrics;
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GroundingPolicy {
-    pub min_citation_presence: Option<f64>,
-    pub min_support: Option<f64>,
-    pub min_coverage: Option<f64>,
-    /// Document recall@k threshold at `recall_k` (both or neither).
-    pub min_document_recall: Option<f64>,
-    pub recall_k: Option<usize>,
-}
+pub use veredicto_core::policy::GroundingPolicy;
 
-#[derive(Deserialize)]
-struct PolicyFile {
-    #[serde(default)]
-    grounding: Option<GroundingPolicy>,
-}
-
-/// Reads the `[grounding]` table; other tables of the policy file are ignored.
+/// Reads the `[grounding]` table of a policy file (the one policy parse,
+/// [`veredicto_formats::policy::PolicyFile`]); the file's other keys and tables are not
+/// read here.
 pub fn load_policy(path: &Path) -> Result<GroundingPolicy, GroundingError> {
-    let text = std::fs::read_to_string(path).map_err(|e| GroundingError::io(path, e))?;
-    let f: PolicyFile = toml::from_str::<toml::Table>(&text)
-        .map_err(|e| e.to_string())
-        .and_then(|t| {
-            let g = t.get("grounding").cloned();
-            match g {
-                None => Ok(PolicyFile { grounding: None }),
-                Some(v) => v
-                    .try_into::<GroundingPolicy>()
-                    .map(|g| PolicyFile { grounding: Some(g) })
-                    .map_err(|e| format!("[grounding]: {e}")),
-            }
-        })
-        .map_err(|message| GroundingError::Parse {
-            path: path.to_path_buf(),
-            message,
-        })?;
-    let p = f.grounding.unwrap_or_default();
-    for (name, v) in [
-        ("min_citation_presence", p.min_citation_presence),
-        ("min_support", p.min_support),
-        ("min_coverage", p.min_coverage),
-        ("min_document_recall", p.min_document_recall),
-    ] {
-        if let Some(v) = v {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(GroundingError::Parse {
-                    path: path.to_path_buf(),
-                    message: format!("[grounding] {name} = {v}: must be a fraction in [0, 1]"),
-                });
-            }
-        }
-    }
-    if p.min_document_recall.is_some() != p.recall_k.is_some() {
-        return Err(GroundingError::Parse {
-            path: path.to_path_buf(),
-            message: "[grounding] min_document_recall and recall_k go together".into(),
-        });
-    }
-    Ok(p)
+    use veredicto_formats::policy::{PolicyFile, Section};
+    Ok(PolicyFile::read_sections(path, &[Section::Grounding])?.grounding)
 }
 
 /// Reasons an answer misses the policy (empty = passes). Undefined values (support on

@@ -388,3 +388,78 @@ fn calibrating_a_one_chunk_suite_says_the_noise_rule_can_fail_no_case() {
     assert_eq!(v["noise_rule"]["nearest"]["most_noise"], 9);
     assert_eq!(v["noise_rule"]["nearest"]["max_noise"], 10);
 }
+
+/// In a project made by `init`, a bare `calibrate` reads the golden set, the corpus, the
+/// source and the `[policy]` from veredicto.toml and starts from that policy, and
+/// `--write-project` points the project at the policy it wrote (the `[policy]` table gives
+/// way to `policy_file`), so that the next exam uses it. Before, a bare `calibrate` failed
+/// with "required arguments were not provided", and the policy it wrote could not be named
+/// next to the table `init` wrote.
+#[test]
+fn calibrate_in_an_init_project_starts_from_its_policy_and_writes_the_project() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["golden.jsonl", "corpus.jsonl", "run-accept.trec"] {
+        std::fs::copy(example(f), dir.path().join(f)).unwrap();
+    }
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "init",
+            "--run",
+            "run-accept.trec",
+            "--corpus",
+            "corpus.jsonl",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let project = dir.path().join("veredicto.toml");
+    let toml = std::fs::read_to_string(&project).unwrap();
+    assert!(toml.contains("top_k = 10"), "{toml}");
+    std::fs::write(&project, toml.replace("top_k = 10", "top_k = 7")).unwrap();
+
+    let o = veredicto_in(
+        dir.path(),
+        &["calibrate", "--as-of", "2025-11-14", "--dry-run"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!dir.path().join("policy.toml").exists());
+
+    let o = veredicto_in(
+        dir.path(),
+        &["calibrate", "--as-of", "2025-11-14", "--write-project"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("pointed veredicto.toml at it (policy_file)"),
+        "{}",
+        stdout(&o)
+    );
+    let written = std::fs::read_to_string(dir.path().join("policy.toml")).unwrap();
+    assert!(
+        written.contains("top_k = 7"),
+        "started from the project's policy: {written}"
+    );
+    let toml = std::fs::read_to_string(&project).unwrap();
+    assert!(toml.contains("policy_file = \"policy.toml\""), "{toml}");
+    assert!(!toml.contains("[policy]"), "{toml}");
+    assert!(toml.contains("run = \"run-accept.trec\""), "{toml}");
+
+    // The exam now reads the calibrated policy from the project.
+    let o = veredicto_in(
+        dir.path(),
+        &["exam", "--json", "--no-record", "--as-of", "2025-11-14"],
+    );
+    let report: Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| {
+        panic!("{e}: {}", stderr(&o));
+    });
+    assert_eq!(report["policy_calibrated"], true);
+
+    // Calibrating again updates the project's own policy file in place.
+    let o = veredicto_in(
+        dir.path(),
+        &["calibrate", "--as-of", "2025-11-14", "--write-project"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let toml = std::fs::read_to_string(&project).unwrap();
+    assert_eq!(toml.matches("policy_file").count(), 1, "{toml}");
+}

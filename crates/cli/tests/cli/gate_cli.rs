@@ -239,6 +239,44 @@ fn exam_with_gate_ingest_stops_before_examining_a_blocked_batch() {
     assert!(stdout(&o).contains("\"cases\""), "{}", stderr(&o));
 }
 
+/// The project's policy (`[policy]` with `[policy.ingest]` in veredicto.toml) is the one
+/// `exam --gate-ingest` and `gate` judge the batch by, as the exam itself does; before,
+/// both judged by `--policy` only and blocked.
+#[test]
+fn gate_ingest_and_gate_use_the_project_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path(), true);
+    let index = dir.path().join("kb");
+    assert_eq!(
+        ingest(&c, index.to_str().unwrap(), "b1").status.code(),
+        Some(0)
+    );
+    write(
+        dir.path(),
+        "golden.jsonl",
+        r#"{"id":"q1","query":"chunk 0","expected":["c00"],"top_k":3,"query_vector":[1,20,1]}
+"#,
+    );
+    write(
+        dir.path(),
+        "veredicto.toml",
+        "golden = \"golden.jsonl\"\n\n[source]\nindex = \"kb\"\n\n[policy]\nrecall_floor = 0.5\n\n[policy.ingest]\nmax_rejected = 10\n",
+    );
+    let o = veredicto_in(
+        dir.path(),
+        &["exam", "--gate-ingest", "--json", "--no-record"],
+    );
+    // The gate lets the batch through; the exam runs (and gives its own verdict).
+    assert!(
+        !stderr(&o).contains("ingestion gate: BLOCKED"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).contains("\"cases\""), "{}", stderr(&o));
+    let o = veredicto_in(dir.path(), &["gate", "--index", "kb"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+}
+
 /// Copies the files of an index folder (no subfolders) to `to`.
 fn copy_index(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();

@@ -240,3 +240,82 @@ fn the_default_model_is_multilingual_e5_small() {
     assert_eq!(manifest["model"]["name"], "multilingual-e5-small");
     assert_eq!(manifest["model"]["max_tokens"], 512);
 }
+
+/// The truncation warning of ingest is a warning on stderr; stdout keeps only the result
+/// (before, the sentence was written to stdout with the summary).
+#[test]
+fn ingest_warns_about_truncated_chunks_on_stderr_not_stdout() {
+    let models = models_folder();
+    let work = tempfile::tempdir().unwrap();
+    let long = "palabra ".repeat(700);
+    let corpus = work.path().join("corpus.jsonl");
+    std::fs::write(
+        &corpus,
+        format!("{{\"id\":\"long\",\"text\":\"{}\"}}\n", long.trim()),
+    )
+    .unwrap();
+    let o = run(
+        work.path(),
+        Some(models.path()),
+        &[
+            "ingest",
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--index",
+            work.path().join("idx").to_str().unwrap(),
+            "--model",
+            "multilingual-e5-small",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("truncated"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains(
+            "warning: 1 of 1 embedded chunks are longer than 512 tokens and were embedded truncated to their first 512 tokens"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Off a terminal, ingest prints a progress line at most every 5 s while it embeds, under
+/// `--json` too (progress is on stderr); before, `--json` hid it, and a long ingest printed
+/// nothing on stderr.
+#[test]
+fn ingest_prints_progress_lines_off_a_terminal_under_json() {
+    let models = models_folder();
+    let work = tempfile::tempdir().unwrap();
+    let long = "palabra ".repeat(600);
+    let corpus = work.path().join("corpus.jsonl");
+    let lines: String = (0..12)
+        .map(|i| format!("{{\"id\":\"c{i}\",\"text\":\"{i} {}\"}}\n", long.trim()))
+        .collect();
+    std::fs::write(&corpus, lines).unwrap();
+    let started = std::time::Instant::now();
+    let o = run(
+        work.path(),
+        Some(models.path()),
+        &[
+            "ingest",
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--index",
+            work.path().join("idx").to_str().unwrap(),
+            "--model",
+            "multilingual-e5-small",
+            "--json",
+        ],
+    );
+    let took = started.elapsed();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_slice::<Value>(&o.stdout).expect("stdout is the JSON alone");
+    if took > std::time::Duration::from_secs(7) {
+        assert!(
+            stderr(&o).contains("/12 chunks embedded ("),
+            "{took:?}: {}",
+            stderr(&o)
+        );
+    } else {
+        eprintln!("ingest took {took:?}: too fast to need a progress line");
+    }
+}
