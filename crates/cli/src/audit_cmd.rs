@@ -416,19 +416,19 @@ fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     target::warn(&appended.warnings);
     let place = appended.place;
     if let Some(note) = target::recorded_elsewhere(&t, h) {
-        eprintln!("{note}");
+        crate::printer::status(&note);
     }
     let kind = match original {
         None => "original verdict".to_string(),
         Some(o) if o == a.support => format!("annex (agrees with {})", o.as_str()),
         Some(o) => format!("annex (disagrees with {})", o.as_str()),
     };
-    eprintln!(
+    crate::printer::status(&format!(
         "appended {} on {} by {} to {place}: {kind}",
         a.support.as_str(),
         a.claim,
         a.reviewer,
-    );
+    ));
     Ok(ExitStatus::Success)
 }
 
@@ -461,7 +461,7 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
         g::write_dir(&a.out, &files)?;
     }
     let m: g::Manifest = veredicto_formats::json::from_slice(&files[g::MANIFEST])?;
-    eprintln!(
+    crate::printer::status(&format!(
         "wrote {} ({} files; missing: {})",
         a.out.display(),
         files.len(),
@@ -474,7 +474,7 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
                 .collect::<Vec<_>>()
                 .join(", ")
         }
-    );
+    ));
     Ok(ExitStatus::Success)
 }
 
@@ -588,12 +588,12 @@ fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitStatus> {
         .iter()
         .filter(|c| !c.valid_sources.is_empty())
         .count();
-    eprintln!(
+    crate::printer::status(&format!(
         "wrote {}: {} cases, {} with rationale evidence",
         a.out.display(),
         set.cases.len(),
         with_evidence
-    );
+    ));
     Ok(ExitStatus::Success)
 }
 
@@ -646,7 +646,7 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     target::warn(&appended.warnings);
     let place = appended.place;
     if let Some(note) = target::recorded_elsewhere(&t, h) {
-        eprintln!("{note}");
+        crate::printer::status(&note);
     }
     let reviewer = |claim: &str| {
         t.claim(claim)
@@ -658,24 +658,24 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
         &report::suggestions_human(&recs, &reviewer),
     )?;
     for f in &failures {
-        eprintln!(
-            "veredicto: no suggestion: {}",
+        crate::printer::warn(&format!(
+            "no suggestion: {}",
             veredicto_core::redact::message(f)
-        );
+        ));
     }
-    eprintln!(
+    crate::printer::status(&format!(
         "appended {} suggestion(s) to {place} (claims without cited passage text are skipped)",
         recs.len(),
-    );
-    Ok(if failures.is_empty() {
-        ExitStatus::Success
-    } else {
-        eprintln!(
+    ));
+    // A reply that cannot be read is an error (exit 2), not a verdict: the suggestions that
+    // could be read are kept.
+    if !failures.is_empty() {
+        bail!(
             "{} claim(s) got no suggestion: the judge's reply could not be read",
             failures.len()
         );
-        ExitStatus::Stop
-    })
+    }
+    Ok(ExitStatus::Success)
 }
 
 /// A local NLI sequence-classification model, for `veredicto_grounding::nli_suggestions`.
@@ -768,14 +768,14 @@ fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     let t = target::from_file(&a.cases)?;
     let id = record_target(&t, None, a.recording, h)?;
     let c = t.counts();
-    eprintln!(
+    crate::printer::status(&format!(
         "recorded audit run {id} in {}: {} cases, {} answers, {} claims, {} record(s) carried over",
         h.history.display(),
         c.cases,
         c.answers,
         c.claims,
         t.raw_records().len()
-    );
+    ));
     crate::printer::stdout(&format!("{id}\n"))?;
     Ok(ExitStatus::Success)
 }
@@ -831,7 +831,7 @@ fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
         );
     }
     let id = record_target(&new, Some(base_id.clone()), a.recording, h)?;
-    eprintln!("recorded audit run {id} (replay of {base_id})");
+    crate::printer::status(&format!("recorded audit run {id} (replay of {base_id})"));
     let recorded = Target::from_run(h.open_existing()?, &id)?;
     print_comparison(
         &base,

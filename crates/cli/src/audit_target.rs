@@ -43,9 +43,9 @@ pub fn recorded_elsewhere(t: &Target, history: &HistoryArgs) -> Option<String> {
     t.recorded_elsewhere(&h, &history.history.display())
 }
 
-/// Prints the warnings of a read or an append to stderr.
+/// Prints the warnings of a read or an append to stderr (shown even under `-q`).
 pub fn warn(warnings: &[String]) {
     for w in warnings {
-        eprintln!("{w}");
+        crate::printer::stderr_text(&format!("{w}\n"));
     }
 }

@@ -30,8 +30,8 @@ pub struct ExamArgs {
     /// has more rejected corpus lines than allowed and nobody accepted them.
     #[arg(long)]
     pub gate_ingest: bool,
-    /// The retriever to examine, live: `index:DIR`, `run:FILE`, `http(s)://…`,
-    /// `cmd:PROGRAM ARGS…` (see docs/retrievers.md).
+    /// The retriever to examine, live, by its URI: every scheme is listed at the end of this
+    /// help.
     #[arg(long, value_name = "URI", group = "source")]
     pub retriever: Option<String>,
     #[command(flatten)]

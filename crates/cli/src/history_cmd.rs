@@ -105,7 +105,7 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
     let started = std::time::Instant::now();
     let report = veredicto_store::migrate(&from, &to, |done, total| {
         if done % 100 == 0 {
-            eprintln!("migrate: {done} of {total} runs");
+            crate::printer::progress_line(&format!("migrate: {done} of {total} runs"));
         }
     })?;
     let mut out = std::io::stdout().lock();

@@ -2,10 +2,10 @@
 //! each recorded in the history with its configuration and labelled with its name, and
 //! one table of the results.
 
+use crate::printer::ExitStatus;
 use anyhow::Context;
 use clap::Parser;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum MatrixFormat {
@@ -75,7 +75,7 @@ fn exam_argv(
     v
 }
 
-pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: MatrixArgs) -> anyhow::Result<ExitStatus> {
     let matrix = veredicto_formats::matrix::read_matrix(&args.config)?;
     let mut rows = Vec::new();
     let mut history = None;
@@ -142,9 +142,7 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         MatrixFormat::Json => veredicto_report::matrix::json(&rows),
     };
     crate::output::print_stdout(&text)?;
-    Ok(if rows.iter().all(|r| r.verdict == "accept") {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(ExitStatus::stop_if(
+        !rows.iter().all(|r| r.verdict == "accept"),
+    ))
 }

@@ -2,11 +2,11 @@
 //! candidate golden cases (with the triage of failed answers) from them.
 
 use crate::models::EmbedderArgs;
+use crate::printer::ExitStatus;
 use anyhow::Context;
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use veredicto_core::signals::{self, Settings};
 use veredicto_formats::signals::FieldMap;
 
@@ -91,7 +91,7 @@ pub struct CandidatesArgs {
     pub format: OutFormat,
 }
 
-pub fn run(args: SignalsArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: SignalsArgs) -> anyhow::Result<ExitStatus> {
     match args.command {
         SignalsCommand::Import(a) => import(a),
         SignalsCommand::Candidates(a) => candidates(*a),
@@ -104,7 +104,7 @@ fn field_map(pairs: &[String], events: &[String]) -> anyhow::Result<FieldMap> {
         .map_err(anyhow::Error::msg)
 }
 
-fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
+fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
     let map = field_map(&args.map, &args.map_event)?;
     // The whole log is validated before anything is appended (all or nothing), one line at
     // a time: the canonical lines wait in an anonymous temporary file, not in memory.
@@ -141,7 +141,7 @@ fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         ),
     };
     crate::output::print_stdout(&out)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// A line's identity for the duplicate check: the first 128 bits of the SHA-256 of its
@@ -263,7 +263,7 @@ fn append_new(path: &Path, mut spool: std::fs::File) -> std::io::Result<(usize, 
     Ok((added, present))
 }
 
-fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitCode> {
+fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitStatus> {
     if !(args.merge_cosine.is_finite() && args.merge_cosine > 0.0 && args.merge_cosine <= 1.0) {
         anyhow::bail!(
             "--merge-cosine must be above 0 and at most 1, got {}",
@@ -329,5 +329,5 @@ fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }

@@ -232,14 +232,22 @@ pub fn run(args: TrecArgs) -> anyhow::Result<ExitStatus> {
     }
     if !missing.is_empty() {
         let shown: Vec<&str> = missing.iter().take(5).copied().collect();
-        eprintln!(
-            "veredicto: warning: {} qrels quer{} not in the run and not evaluated ({}{}); use -c to score {} 0",
+        crate::printer::warn(&format!(
+            "{} qrels quer{} not in the run and not evaluated ({}{}); use -c to score {} 0",
             missing.len(),
-            if missing.len() == 1 { "y is" } else { "ies are" },
+            if missing.len() == 1 {
+                "y is"
+            } else {
+                "ies are"
+            },
             shown.join(", "),
-            if missing.len() > shown.len() { ", ..." } else { "" },
+            if missing.len() > shown.len() {
+                ", ..."
+            } else {
+                ""
+            },
             if missing.len() == 1 { "it" } else { "them" },
-        );
+        ));
     }
     if !args.no_summary {
         let complete = args.complete.then(|| Complete {

@@ -344,10 +344,16 @@ fn a_chat_judge_suggests_beside_the_reviewer_and_agreement_is_measured() {
             "2026-11-30T13:00:00Z",
         ],
     );
+    // An unreadable reply is an error (exit 2), not a verdict; the readable ones are kept.
     assert_eq!(
         o.status.code(),
-        Some(1),
+        Some(2),
         "one reply was unreadable: {}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("error: 1 claim(s) got no suggestion"),
+        "{}",
         stderr(&o)
     );
     assert!(stderr(&o).contains("C-017-3"), "{}", stderr(&o));

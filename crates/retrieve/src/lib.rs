@@ -41,7 +41,7 @@ pub mod run_file;
 pub mod template;
 mod uri;
 
-pub use uri::open;
+pub use uri::{open, scheme_of, schemes_help, Backend, Scheme, SCHEME_LIST};
 
 /// What the pipeline asks a retriever for one case.
 #[derive(Debug, Clone, Copy)]

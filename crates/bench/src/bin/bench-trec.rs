@@ -2,6 +2,9 @@
 //! TREC data, end to end (spawn to exit), interleaved, and checks that their numbers agree.
 //!
 //! See docs/benchmarks.md for what is measured and how to read the output.
+// A benchmark program, not part of the veredicto command line: it prints its own figures
+// (and exits with its own codes).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
