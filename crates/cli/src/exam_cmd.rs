@@ -72,7 +72,7 @@ pub struct ExamArgs {
     /// Chunk JSONL (or BEIR corpus.jsonl): gold labels, domains, validity, text for the diagnosis.
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
-    /// Policy TOML; default: the [policy] of veredicto.toml, else the documented defaults.
+    /// Policy TOML; default: the `[policy]` of veredicto.toml, else the documented defaults.
     #[arg(long, value_name = "POLICY.toml")]
     pub policy: Option<PathBuf>,
     /// Diagnosis notes: JSONL `{"id": CASE_ID, "note": "..."}`.

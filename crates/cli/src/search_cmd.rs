@@ -9,7 +9,7 @@ use veredicto_index::{Filter, Index};
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("source").multiple(false))]
 pub struct SearchArgs {
-    /// The index folder (default: the [source] of veredicto.toml).
+    /// The index folder (default: the `[source]` of veredicto.toml).
     #[arg(long, value_name = "DIR", group = "source")]
     pub index: Option<PathBuf>,
     /// A live retriever instead, by its URI: every scheme is listed at the end of this help.

@@ -52,10 +52,10 @@ struct Args {
         value_name = "veredicto,trec_eval,pytrec_eval,ranx"
     )]
     peers: Vec<String>,
-    /// Where generated data is cached [default: <target dir>/bench-data].
+    /// Where generated data is cached (default: `<target dir>/bench-data`).
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
-    /// Where bench-pytrec_eval.py and bench-ranx.py are [default: <workspace>/scripts].
+    /// Where bench-pytrec_eval.py and bench-ranx.py are (default: `<workspace>/scripts`).
     #[arg(long, value_name = "DIR")]
     scripts_dir: Option<PathBuf>,
     /// In-process ranx evaluations for the cold/warm probe (0: no probe).
