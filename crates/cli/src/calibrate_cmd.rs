@@ -2,11 +2,11 @@
 //! healthy cases (veredicto_core::exam::calibrate) and writes a commented policy file.
 //! Nothing is recorded in the history: a calibration is not a run.
 
+use crate::printer::ExitStatus;
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use veredicto_app::ExamRequest;
 use veredicto_core::case::Corpus;
 use veredicto_core::exam::calibrate::{self, Settings};
@@ -29,8 +29,7 @@ pub struct CalibrateArgs {
     /// Run every case against veredicto's index.
     #[arg(long, value_name = "DIR", group = "source")]
     pub index: Option<PathBuf>,
-    /// A live retriever: `index:DIR`, `run:FILE`, `http(s)://…`, `cmd:PROGRAM ARGS…`
-    /// (see docs/retrievers.md).
+    /// A live retriever, by its URI: every scheme is listed at the end of this help.
     #[arg(long, value_name = "URI", group = "source")]
     pub retriever: Option<String>,
     #[command(flatten)]
@@ -83,7 +82,7 @@ pub struct CalibrateArgs {
     pub json: bool,
 }
 
-pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitStatus> {
     let settings = Settings {
         min_healthy: args.min_healthy,
     };
@@ -242,7 +241,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         text
     };
     crate::output::print_stdout(&out)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// Points the project file at the policy file written (relative to the project's folder

@@ -3,11 +3,11 @@
 //! of the policy's `[corpus]` table is exceeded.
 
 use crate::history_args::HistoryArgs;
+use crate::printer::ExitStatus;
 use anyhow::Context;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_core::hygiene::{self, CheckInput};
 
 #[derive(Debug, clap::Args)]
@@ -53,13 +53,13 @@ pub struct CheckArgs {
     pub format: crate::signals_cmd::OutFormat,
 }
 
-pub fn run(args: CorpusArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: CorpusArgs) -> anyhow::Result<ExitStatus> {
     match args.command {
         CorpusCommand::Check(a) => check(*a),
     }
 }
 
-fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+fn check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
     let (policy, gold_label) = match &args.policy {
         Some(p) => {
@@ -166,9 +166,5 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
-    Ok(if result.breaches.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(ExitStatus::stop_if(!result.breaches.is_empty()))
 }

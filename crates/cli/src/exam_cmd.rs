@@ -31,8 +31,8 @@ pub struct ExamArgs {
     /// has more rejected corpus lines than allowed and nobody accepted them.
     #[arg(long)]
     pub gate_ingest: bool,
-    /// The retriever to examine, live: `index:DIR`, `run:FILE`, `http(s)://…`,
-    /// `cmd:PROGRAM ARGS…` (see docs/retrievers.md).
+    /// The retriever to examine, live, by its URI: every scheme is listed at the end of this
+    /// help.
     #[arg(long, value_name = "URI", group = "source")]
     pub retriever: Option<String>,
     #[command(flatten)]
@@ -73,7 +73,7 @@ pub struct ExamArgs {
     /// Chunk JSONL (or BEIR corpus.jsonl): gold labels, domains, validity, text for the diagnosis.
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
-    /// Policy TOML; default: the [policy] of veredicto.toml, else the documented defaults.
+    /// Policy TOML; default: the `[policy]` of veredicto.toml, else the documented defaults.
     #[arg(long, value_name = "POLICY.toml")]
     pub policy: Option<PathBuf>,
     /// Diagnosis notes: JSONL `{"id": CASE_ID, "note": "..."}`.

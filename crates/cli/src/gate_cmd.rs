@@ -3,8 +3,8 @@
 //! in writing, in the index's batch record or in the run history), and `veredicto gate
 //! accept`, which writes the acceptance to both.
 
+use crate::printer::ExitStatus;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum GateFormat {
@@ -56,7 +56,7 @@ pub struct AcceptArgs {
     pub format: GateFormat,
 }
 
-pub fn run(args: GateArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: GateArgs) -> anyhow::Result<ExitStatus> {
     match args.command {
         Some(GateCommand::Accept(a)) => accept(a, &args.history),
         None => check(args.check, &args.history),
@@ -93,7 +93,10 @@ pub fn judge(
     Ok(outcome.with_acceptances(&format!("history {}", history.history.display()), &found))
 }
 
-fn check(args: CheckArgs, history: &crate::history_args::HistoryArgs) -> anyhow::Result<ExitCode> {
+fn check(
+    args: CheckArgs,
+    history: &crate::history_args::HistoryArgs,
+) -> anyhow::Result<ExitStatus> {
     let Some(index) = args.index else {
         anyhow::bail!("veredicto gate: --index DIR is required");
     };
@@ -112,17 +115,13 @@ fn check(args: CheckArgs, history: &crate::history_args::HistoryArgs) -> anyhow:
         GateFormat::Json => veredicto_report::gate::gate_json(&name, &outcome),
     };
     crate::output::print_stdout(&text)?;
-    Ok(if outcome.blocks() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitStatus::stop_if(outcome.blocks()))
 }
 
 fn accept(
     args: AcceptArgs,
     history: &crate::history_args::HistoryArgs,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<ExitStatus> {
     let reason = args.reason.trim();
     if reason.is_empty() {
         anyhow::bail!("--reason: a written reason is required (got an empty text)");
@@ -191,7 +190,7 @@ fn accept(
         ),
     };
     crate::output::print_stdout(&text)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// The index as recorded in the history: relative to the project's folder (that of
@@ -239,7 +238,7 @@ fn who() -> Option<String> {
 pub fn gate_before_exam(
     args: &crate::exam_cmd::ExamArgs,
     policy: &veredicto_core::gate::IngestPolicy,
-) -> anyhow::Result<Option<ExitCode>> {
+) -> anyhow::Result<Option<ExitStatus>> {
     let dir = match (&args.index, args.retriever.as_deref()) {
         (Some(dir), _) => dir.clone(),
         (None, Some(uri)) if uri.starts_with("index:") => PathBuf::from(&uri["index:".len()..]),
@@ -251,12 +250,13 @@ pub fn gate_before_exam(
     let text = veredicto_report::gate::gate_human(&dir.display().to_string(), &outcome);
     if outcome.blocks() {
         crate::printer::stderr_text(&text);
-        return Ok(Some(ExitCode::from(1)));
+        return Ok(Some(ExitStatus::Stop));
     }
     if outcome.status == veredicto_core::gate::GateStatus::Accepted {
         // Over the policy but accepted in writing: say so, and where it was found.
-        let head: Vec<&str> = text.lines().take(3).collect();
-        crate::printer::stderr_text(&format!("{}\n", head.join("\n")));
+        for line in text.lines().take(3) {
+            crate::printer::stderr_text(&format!("{line}\n"));
+        }
     }
     Ok(None)
 }

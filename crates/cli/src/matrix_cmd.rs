@@ -5,7 +5,6 @@
 use crate::printer::{self, ExitStatus};
 use clap::Parser;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_app::matrix::{run_matrix, ConfigRun};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -76,7 +75,7 @@ fn exam_argv(
     v
 }
 
-pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: MatrixArgs) -> anyhow::Result<ExitStatus> {
     let matrix = veredicto_formats::matrix::read_matrix(&args.config)?;
     // One configuration's exam, parsed and resolved as `veredicto exam` does.
     let mut exam =
@@ -98,5 +97,5 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         MatrixFormat::Json => veredicto_report::matrix::json(&outcome.rows),
     };
     printer::stdout(&text)?;
-    Ok(ExitStatus::stop_if(!outcome.accepted()).into())
+    Ok(ExitStatus::stop_if(!outcome.accepted()))
 }

@@ -9,13 +9,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     veredicto_app::files::write_atomic(path, bytes)
 }
 
-/// Prints to stdout; a closed pipe (`| head`) is not an error.
+/// Prints to stdout through the printer ([`crate::printer::stdout`]); a closed pipe
+/// (`| head`) is not an error.
 pub fn print_stdout(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
+    crate::printer::stdout(text)
 }
 
 /// A writer for human-readable output that shows control characters from the data (ESC,

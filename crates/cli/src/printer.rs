@@ -1,6 +1,10 @@
 //! The one way the CLI prints and exits: data to stdout (a closed pipe ends quietly),
 //! everything else (notes, hints, progress) to stderr and silenced by `-q`, colours decided
 //! once from `--color` and `NO_COLOR`; one exit status with one meaning per code.
+//!
+//! The workspace denies `print_stdout`, `print_stderr` and `exit` everywhere else: this
+//! module is the one place allowed to write to the process's streams.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;

@@ -9,11 +9,10 @@ use veredicto_index::{Filter, Index};
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("source").multiple(false))]
 pub struct SearchArgs {
-    /// The index folder (default: the [source] of veredicto.toml).
+    /// The index folder (default: the `[source]` of veredicto.toml).
     #[arg(long, value_name = "DIR", group = "source")]
     pub index: Option<PathBuf>,
-    /// A live retriever instead: `http(s)://…`, `cmd:…`, `postgres://…`,
-    /// `opensearch+…`, `elasticsearch+…`, `qdrant+…` (see docs/retrievers.md).
+    /// A live retriever instead, by its URI: every scheme is listed at the end of this help.
     #[arg(long, value_name = "URI", group = "source")]
     pub retriever: Option<String>,
     #[command(flatten)]

@@ -5,7 +5,6 @@ use crate::models::EmbedderArgs;
 use crate::printer::{self, ExitStatus};
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use veredicto_app::signals::{self as app, CandidatesRequest, DEFAULT_SIGNALS};
 use veredicto_core::signals::Settings;
 use veredicto_formats::signals::FieldMap;
@@ -88,12 +87,12 @@ pub struct CandidatesArgs {
     pub format: OutFormat,
 }
 
-pub fn run(args: SignalsArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: SignalsArgs) -> anyhow::Result<ExitStatus> {
     let status = match args.command {
         SignalsCommand::Import(a) => import(a)?,
         SignalsCommand::Candidates(a) => candidates(*a)?,
     };
-    Ok(status.into())
+    Ok(status)
 }
 
 fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {

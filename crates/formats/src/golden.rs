@@ -3,7 +3,7 @@
 //! JSONL case fields: `id`, `query`, `expected` (non-empty list of chunk IDs, no repeats),
 //! optional `top_k` (>= 1), `domain`, `tags`, `gold`, `query_vector` (a precomputed query
 //! embedding) and `filters` (an object: `domain`, `label` / `labels`, `valid_at`,
-//! `facets`, any other key a facet; see [`read_filters`]). Other fields are allowed and
+//! `facets`, any other key a facet; see `read_filters`). Other fields are allowed and
 //! ignored.
 //!
 //! BEIR: the cases are the queries that have at least one qrel with relevance > 0, in the

@@ -1,6 +1,6 @@
 //! Matrix files (`matrix.toml`): the configurations `veredicto matrix` examines, one exam
-//! each. Errors name the file, the line and the field (`matrix.toml:7: field
-//! \`config[1].top_k\``).
+//! each. Errors name the file, the line and the field (for example `matrix.toml:7:` and the
+//! field `config[1].top_k`).
 
 use crate::error::{FormatError, Result};
 use serde::Deserialize;

@@ -296,14 +296,19 @@ fn watchdog(
                     let _ = std::fs::create_dir_all(&dir);
                     let file = dir.join(format!("hang-{}", &sha_hex(input)[..16]));
                     let _ = std::fs::write(&file, input.as_slice());
-                    eprintln!(
+                    // A hung input cannot be interrupted from this thread: the watchdog says
+                    // why and ends the fuzzing process (exit 3) itself.
+                    #[allow(clippy::print_stderr, clippy::exit)]
+                    {
+                        eprintln!(
                         "fuzz: target {target}: an input of {} bytes has run for more than {:?}; \
                          saved to {}; stopping",
                         input.len(),
                         limit,
                         file.display()
                     );
-                    std::process::exit(3);
+                        std::process::exit(3);
+                    }
                 }
             }
         }

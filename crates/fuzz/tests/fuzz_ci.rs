@@ -5,6 +5,9 @@
 //! Times are not asserted here (speed limits are checked by the release campaign,
 //! `cargo run --release -p veredicto-fuzz --bin fuzz`); only a hang (an input still running
 //! after the watchdog's limit) ends the run.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};

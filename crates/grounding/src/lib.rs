@@ -1,6 +1,6 @@
 //! Grounding audit: frozen cases, per-claim association and support verdicts with reasons,
 //! grounding measures, the `check` gate, model suggestions, evidence sheets, append-only
-//! reviews and hashed audit packages, over a case file or a recorded run ([`AuditTarget`]).
+//! reviews and hashed audit packages, over a case file or a recorded run (`veredicto_app`'s `AuditTarget`).
 //! No clock, no environment: callers pass times and versions. `veredicto-report`'s `audit`
 //! module renders the results; `docs/grounding.md` shows the API in use.
 

@@ -41,7 +41,7 @@ pub mod run_file;
 pub mod template;
 mod uri;
 
-pub use uri::open;
+pub use uri::{open, scheme_of, schemes_help, Backend, Scheme, SCHEME_LIST};
 
 /// What the pipeline asks a retriever for one case.
 #[derive(Debug, Clone, Copy)]
@@ -160,7 +160,7 @@ pub trait Retriever: Send + Sync {
     }
     /// Whether [`Retriever::search_batch`] answers a batch in one pass (faster than one
     /// case at a time): the exam then sends every case in one batch and times single-query
-    /// searches over a sample for the per-query latency ([`exam::Settings::latency_sample`]).
+    /// searches over a sample for the per-query latency (the exam's `latency_sample` setting).
     /// A batch fails as a whole: a batching retriever has no per-case failures.
     fn batched(&self) -> bool {
         false

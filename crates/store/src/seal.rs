@@ -166,7 +166,7 @@ fn label(kind: SealKind, id: &str, part: usize) -> String {
     }
 }
 
-/// What [`check`] found about the seals.
+/// What the integrity check (`history check`) found about the seals.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SealCheck {
     /// Whether the history has seals: `false` only for a history written by an earlier

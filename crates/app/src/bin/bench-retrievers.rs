@@ -9,6 +9,9 @@
 //! mean). The HTTP retriever is a server on 127.0.0.1 written here that ranks the corpus by
 //! brute-force cosine per request; pgvector is a real PostgreSQL 16 + pgvector 0.6.2 table
 //! without an ANN index (exact scan). Prints a Markdown table.
+// A benchmark program, not part of the veredicto command line: it prints its own figures
+// (and exits with its own codes).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -10,6 +10,9 @@
 //!
 //! Prints one line per size: chunks, pairs found, CPU seconds of each, the speed-up, and
 //! the load average when it ran. Single-threaded both.
+// A benchmark program, not part of the veredicto command line: it prints its own figures
+// (and exits with its own codes).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::time::Duration;
 use veredicto_core::case::Chunk;

@@ -2,6 +2,9 @@
 //! TREC data, end to end (spawn to exit), interleaved, and checks that their numbers agree.
 //!
 //! See docs/benchmarks.md for what is measured and how to read the output.
+// A benchmark program, not part of the veredicto command line: it prints its own figures
+// (and exits with its own codes).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -49,10 +52,10 @@ struct Args {
         value_name = "veredicto,trec_eval,pytrec_eval,ranx"
     )]
     peers: Vec<String>,
-    /// Where generated data is cached [default: <target dir>/bench-data].
+    /// Where generated data is cached (default: `<target dir>/bench-data`).
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
-    /// Where bench-pytrec_eval.py and bench-ranx.py are [default: <workspace>/scripts].
+    /// Where bench-pytrec_eval.py and bench-ranx.py are (default: `<workspace>/scripts`).
     #[arg(long, value_name = "DIR")]
     scripts_dir: Option<PathBuf>,
     /// In-process ranx evaluations for the cold/warm probe (0: no probe).

@@ -386,6 +386,11 @@ fn a_chat_judge_suggests_beside_the_reviewer_and_agreement_is_measured() {
         "one reply was unreadable: {}",
         stderr(&o)
     );
+    assert!(
+        stderr(&o).contains("error: 1 claim(s) got no suggestion"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains("C-017-3"), "{}", stderr(&o));
     assert_eq!(server.count(), 3);
     let out = stdout(&o);

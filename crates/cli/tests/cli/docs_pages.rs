@@ -110,3 +110,99 @@ fn the_detector_finds_what_it_looks_for() {
     assert!(internal_references("--seed 1 (the random seed)").is_empty());
     assert!(internal_references("Holm across metrics; seed 1986359909").is_empty());
 }
+
+/// The top-level commands, from `veredicto --help`.
+fn commands() -> Vec<String> {
+    let text = stdout(&veredicto(&["--help"]));
+    text.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|c| c != "help")
+        .collect()
+}
+
+#[test]
+fn every_command_help_ends_with_examples_and_groups_the_global_options() {
+    let commands = commands();
+    assert!(commands.len() > 15, "{commands:?}");
+    for c in &commands {
+        for flag in ["--help", "-h"] {
+            let o = veredicto(&[c, flag]);
+            assert_eq!(o.status.code(), Some(0), "{c} {flag}");
+            let help = stdout(&o);
+            // The last section is the examples: two or three command lines.
+            let (_, tail) = help
+                .rsplit_once("\nExamples:\n")
+                .unwrap_or_else(|| panic!("{c} {flag}: no examples at the end:\n{help}"));
+            let examples: Vec<&str> = tail.lines().filter(|l| !l.trim().is_empty()).collect();
+            assert!(
+                (2..=3).contains(&examples.len())
+                    && examples.iter().all(|l| l.starts_with("  ")
+                        && l.chars().count() <= 98
+                        && l.contains("veredicto ")
+                        && l.contains(c.as_str())),
+                "{c} {flag}: {examples:?}"
+            );
+            // The options every command takes stand apart, under their own heading, and
+            // only there.
+            let (own, global) = help
+                .split_once("\nGlobal options:\n")
+                .unwrap_or_else(|| panic!("{c} {flag}: no global options heading:\n{help}"));
+            for opt in ["--color", "--quiet", "--verbose"] {
+                assert!(global.contains(opt), "{c} {flag}: {opt}");
+                assert!(
+                    !own.contains(&format!("  {opt}")),
+                    "{c} {flag}: {opt} listed twice"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_help_of_commands_taking_a_retriever_lists_every_scheme_the_parser_accepts() {
+    for c in ["exam", "calibrate", "search"] {
+        let help = stdout(&veredicto(&[c, "--help"]));
+        let (_, list) = help
+            .split_once("\nRetrievers (--retriever URI")
+            .unwrap_or_else(|| panic!("{c}: no retriever list:\n{help}"));
+        let list: Vec<&str> = list
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .collect();
+        // The list is the parser's own table, one line a scheme, none missing, none extra.
+        assert_eq!(
+            list.len(),
+            veredicto_retrieve::SCHEME_LIST.len(),
+            "{c}: {list:?}"
+        );
+        for (line, scheme) in list.iter().zip(veredicto_retrieve::SCHEME_LIST) {
+            assert!(
+                line.trim_start().starts_with(scheme.form) && line.ends_with(scheme.about),
+                "{c}: {line}"
+            );
+            for prefix in scheme.prefixes {
+                assert!(
+                    veredicto_retrieve::scheme_of(&format!("{prefix}x")).is_some(),
+                    "{prefix}"
+                );
+            }
+        }
+        // Every family of URI the parser opens is named.
+        for family in [
+            "index:",
+            "run:",
+            "http(s)://",
+            "cmd:",
+            "postgres://",
+            "qdrant+",
+            "opensearch+",
+            "elasticsearch+",
+        ] {
+            assert!(list.iter().any(|l| l.contains(family)), "{c}: {family}");
+        }
+    }
+}

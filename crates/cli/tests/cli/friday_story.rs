@@ -3,6 +3,9 @@
 //! outrank the old travel-profile table, which falls from rank 8 to rank 13; the exam stops,
 //! and `compare` says what buried it and which batch brought it, from the index's own batch
 //! records. Precomputed vectors (`vector`, `query_vector`) fix every rank.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stdout)]
 
 use crate::common;
 use common::{example, stderr, stdout, veredicto_in};

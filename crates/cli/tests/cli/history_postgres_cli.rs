@@ -2,6 +2,9 @@
 //! into one database at once while `runs list` and `compare` read it; `history migrate` and
 //! `history check`; `VEREDICTO_HISTORY`; connection failures. Needs a server:
 //! `VEREDICTO_TEST_POSTGRES` (set by `scripts/postgres.sh`); without it these tests fail.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use crate::common;
 use common::*;

@@ -1,6 +1,9 @@
 //! `veredicto ingest` loses nothing and writes nothing wrong: precomputed vectors belong to
 //! their chunk, bad vectors are refused with file:line, damaged indexes are caught, and
 //! concurrent or killed ingests leave a complete index and no temporary folders.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use crate::common;
 use common::*;

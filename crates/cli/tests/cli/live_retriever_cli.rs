@@ -228,3 +228,63 @@ fn max_answer_bytes_takes_units_and_refuses_nonsense() {
         );
     }
 }
+
+/// A `cmd:` retriever that takes `secs` per answer (and finds nothing).
+fn slow_retriever(dir: &std::path::Path, secs: &str) -> String {
+    let script = write(
+        dir,
+        "slow.sh",
+        &format!(
+            r#"while IFS= read -r line; do
+  sleep {secs}
+  id=$(printf '%s' "$line" | sed -n 's/^{{"id":\([0-9]*\),.*/\1/p')
+  printf '{{"id": %s, "results": []}}\n' "$id"
+done
+"#
+        ),
+    );
+    format!("cmd:sh {script}")
+}
+
+#[test]
+fn a_live_exam_off_a_terminal_prints_a_progress_line_every_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = slow_retriever(dir.path(), "0.6");
+    // The interval shortened for the test (the documented one is 5 s): two cases of 0.6 s
+    // each leave time for several lines while no case ends.
+    let o = exam(
+        dir.path(),
+        &["--retriever", &uri],
+        &[("VEREDICTO_PROGRESS_EVERY_MS", "100")],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("cases examined"))
+        .collect();
+    assert!(lines.len() >= 3, "{err}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("veredicto: ") && l.contains("/2 cases examined (")),
+        "{err}"
+    );
+}
+
+#[test]
+fn quiet_silences_the_progress_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = slow_retriever(dir.path(), "0.3");
+    let golden = write(dir.path(), "golden.jsonl", GOLDEN);
+    let o = Command::new(env!("CARGO_BIN_EXE_veredicto"))
+        .args(["-q", "exam", "--golden", &golden, "--no-record"])
+        .args(["--concurrency", "1", "--retriever", &uri])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("VEREDICTO_PROGRESS_EVERY_MS", "50")
+        .output()
+        .expect("run veredicto");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("cases examined"), "{}", stderr(&o));
+}

@@ -1,6 +1,9 @@
 //! veredicto's integration tests as one binary (one link for the crate): each
 //! module below was a test file of its own.
 
+// Tests may say on their output what they skipped and why.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod action_cli;
 mod audit_cli;
 mod audit_integrity;

@@ -3,6 +3,9 @@
 //! queries embedded by an OpenAI-compatible embeddings server written here: the history
 //! records the query embedder, deleted rows are named as missing, and `compare` does not
 //! read them as an ingestion.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stdout)]
 
 use crate::common;
 use common::*;

@@ -1,6 +1,9 @@
 //! Which project file a command uses: discovery does not pick up a `veredicto.toml` that
 //! another user planted above the working folder (it could run a `cmd:` program as you and
 //! redirect the history), says which file is in use, and warns about one anyone may write.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use crate::common;
 use common::*;

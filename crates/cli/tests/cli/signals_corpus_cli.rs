@@ -1,6 +1,9 @@
 //! `veredicto signals` and `veredicto corpus check` end to end: signals simulated from
 //! SciFact's queries (seeded clicks, copies, reformulations and thumbs), and a duplicated /
 //! obsolete / poisoned copy of the rack example's corpus.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use crate::common;
 use common::*;

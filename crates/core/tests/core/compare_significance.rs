@@ -2,6 +2,9 @@
 //! different seeds) is not called significant at 5% in more than ~5% of trials; a real
 //! shift is detected; results are identical for the same seed". The runs are real exam
 //! reports of simulated retrievers (`compare_support::Sim`).
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use crate::compare_support as support;
 use support::Sim;

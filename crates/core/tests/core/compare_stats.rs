@@ -1,6 +1,9 @@
 //! The statistics of `veredicto_core::compare::stats` against oracles: brute-force
 //! enumeration of the sign-flip test, the Holm definition, and the bootstrap's coverage in
 //! simulation.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use veredicto_core::compare::rng::Rng;
 use veredicto_core::compare::stats::{

@@ -16,6 +16,9 @@
 //! `--python` names an interpreter with `numpy`, `onnx`, `onnxruntime`, `tokenizers` (and
 //! `sympy` for onnxruntime's graph fusions); the ONNX graph is written by
 //! `scripts/reference_embed.py --export-onnx` unless `--onnx` gives one.
+// A benchmark program, not part of the veredicto command line: it prints its own figures
+// (and exits with its own codes).
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -7,6 +7,9 @@
 //! `scripts/fetch-e5.sh` (or `VEREDICTO_MODELS=models veredicto models fetch
 //! multilingual-e5-small`); the folder is `models/multilingual-e5-small` unless
 //! `VEREDICTO_E5_DIR` says otherwise. A missing model fails the test.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use std::path::PathBuf;
 

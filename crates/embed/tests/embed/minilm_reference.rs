@@ -7,6 +7,9 @@
 //! The model comes from `scripts/fetch-model.sh` (CI runs it before the tests); the folder is
 //! `models/all-MiniLM-L6-v2` unless `VEREDICTO_MODEL_DIR` says otherwise. A missing model
 //! fails this test: it never passes silently.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use std::path::PathBuf;
 

@@ -22,6 +22,9 @@
 //!
 //! Medians and the ratio (numpy time / veredicto time) are printed with the load average.
 //! `--delete` removes the generated data after each size.
+// A benchmark program, not part of the veredicto command line: it prints its own figures
+// (and exits with its own codes).
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -12,6 +12,9 @@
 //! same `vectors.f32`) are timed alternately, run after run, in the same process lifetime;
 //! medians and the ratio are printed, with the resident memory of the index after opening
 //! and after a search, and the agreement of the two top-k lists.
+// A benchmark program, not part of the veredicto command line: it prints its own figures
+// (and exits with its own codes).
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -6,6 +6,9 @@
 //! Now the check before the first search catches every one of them (block checksums, or the
 //! whole file's hash for an index written before them), search never returns a non-finite
 //! score, and ingest refuses to copy damaged vectors.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use crate::common;
 use common::*;

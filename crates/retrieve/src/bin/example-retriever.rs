@@ -4,6 +4,9 @@
 //! `{"id": N, "results": [{"id": ..., "score": ...}, ...]}`: the request's `id` echoed, at
 //! most `k` results, scores descending. A query it does not know gets an empty list.
 //! Exactly one line per request, flushed at once; logs go to standard error.
+// A stand-alone tool outside the veredicto command line: it prints its own findings and
+// exits with its own codes.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
 use std::io::{BufRead, Write};
 

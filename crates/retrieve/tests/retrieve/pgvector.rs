@@ -1,6 +1,8 @@
 //! pgvector against a real PostgreSQL 16 with pgvector 0.6.2, started by
 //! `scripts/postgres.sh start` (its URL in VEREDICTO_TEST_POSTGRES).
-
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stdout)]
 #![allow(clippy::result_large_err)]
 
 use std::collections::BTreeMap;

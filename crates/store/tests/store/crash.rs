@@ -5,6 +5,9 @@
 //!   process reported as recorded is there;
 //! - two processes started at the same moment against one (new) history both record, with
 //!   distinct IDs.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use crate::common;
 use common::{Backend, Fixture};

@@ -1,5 +1,8 @@
 //! Input/output hygiene of the history: reading commands work where nothing can be written,
 //! and error messages say each thing once.
+// A test may say what it skips and why (a missing server, model or privilege), or
+// show figures it measured.
+#![allow(clippy::print_stderr)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

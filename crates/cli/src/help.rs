@@ -1,0 +1,161 @@
+//! The end of each command's help: the retriever schemes (for the commands that take a
+//! retriever), then two or three examples that work as written (files named as in the
+//! first-hour guide: `golden.jsonl`, `corpus.jsonl`, `.veredicto/index`…). Each example fits
+//! in 98 columns so that the help never wraps it.
+
+/// The heading of the options every command takes (`--color`, `--quiet`, `--verbose`).
+pub const GLOBAL: &str = "Global options";
+
+/// The heading that ends every command's help; a test checks each command has it.
+pub const EXAMPLES: &str = "Examples:";
+
+/// The retriever schemes, one line each, for `exam`, `calibrate` and `search`.
+fn retrievers() -> String {
+    format!(
+        "Retrievers (--retriever URI; see docs/retrievers.md):\n{}",
+        veredicto_retrieve::schemes_help()
+    )
+}
+
+fn examples(lines: &[&str]) -> String {
+    let mut out = format!("{EXAMPLES}\n");
+    for l in lines {
+        out.push_str("  ");
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+fn with_retrievers(lines: &[&str]) -> String {
+    format!("{}\n{}", retrievers(), examples(lines))
+}
+
+pub fn init() -> String {
+    examples(&[
+        "veredicto init                    # write veredicto.toml, say what to run next",
+        "veredicto init --force            # rewrite it",
+    ])
+}
+
+pub fn exam() -> String {
+    with_retrievers(&[
+        "veredicto exam --golden golden.jsonl --run run.trec --no-record",
+        "veredicto exam --index .veredicto/index --golden golden.jsonl --policy policy.toml --compare",
+        "veredicto exam --golden golden.jsonl --retriever 'cmd:python3 search.py' --json",
+    ])
+}
+
+pub fn calibrate() -> String {
+    with_retrievers(&[
+        "veredicto calibrate --golden golden.jsonl --run run.trec --out policy.toml",
+        "veredicto calibrate --index .veredicto/index --golden golden.jsonl",
+    ])
+}
+
+pub fn ingest() -> String {
+    examples(&[
+        "veredicto ingest --corpus corpus.jsonl --index .veredicto/index --model multilingual-e5-small",
+        "veredicto ingest --corpus corpus.jsonl --index .veredicto/index      # again: only what changed",
+    ])
+}
+
+pub fn index() -> String {
+    examples(&[
+        "veredicto index verify .veredicto/index",
+        "veredicto index verify .veredicto/index --json",
+    ])
+}
+
+pub fn search() -> String {
+    with_retrievers(&[
+        "veredicto search --index .veredicto/index \"plazo de devolución\" -k 5",
+        "veredicto search --retriever qdrant+http://localhost:6333/chunks \"plazo\" --json",
+    ])
+}
+
+pub fn trec() -> String {
+    examples(&[
+        "veredicto trec qrels.txt run.trec",
+        "veredicto trec -q -m ndcg_cut.10 qrels.txt run.trec",
+        "veredicto trec --list",
+    ])
+}
+
+pub fn runs() -> String {
+    examples(&[
+        "veredicto runs list --verdict stop",
+        "veredicto runs show latest --json",
+    ])
+}
+
+pub fn compare() -> String {
+    examples(&[
+        "veredicto compare                                  # the latest run against its baseline",
+        "veredicto compare --baseline last-accepted --markdown",
+    ])
+}
+
+pub fn report() -> String {
+    examples(&[
+        "veredicto report latest --out report.html",
+        "veredicto report latest --format junit --out junit.xml",
+    ])
+}
+
+pub fn audit() -> String {
+    examples(&[
+        "veredicto audit check examples/grounding/p7.yaml",
+        "run=$(veredicto audit record examples/grounding/q017.yaml)",
+        "veredicto audit package latest --out audit.tar.gz && veredicto audit verify audit.tar.gz",
+    ])
+}
+
+pub fn history() -> String {
+    examples(&[
+        "veredicto history check",
+        "veredicto history migrate --from .veredicto/history.db --to postgres://ci@db.internal/veredicto",
+    ])
+}
+
+pub fn models() -> String {
+    examples(&[
+        "veredicto models list",
+        "veredicto models fetch multilingual-e5-small",
+    ])
+}
+
+pub fn completions() -> String {
+    examples(&[
+        "veredicto completions bash > ~/.local/share/bash-completion/completions/veredicto",
+        "veredicto completions zsh > ~/.zfunc/_veredicto",
+    ])
+}
+
+pub fn gate() -> String {
+    examples(&[
+        "veredicto gate --index .veredicto/index --policy policy.toml",
+        "veredicto gate accept --index .veredicto/index --reason \"export bug in the CMS, ticket 412\"",
+    ])
+}
+
+pub fn matrix() -> String {
+    examples(&[
+        "veredicto matrix --config matrix.toml",
+        "veredicto matrix --config matrix.toml --no-record --format json",
+    ])
+}
+
+pub fn signals() -> String {
+    examples(&[
+        "veredicto signals import examples/rack/signals-log.jsonl",
+        "veredicto signals candidates --golden golden.jsonl --corpus corpus.jsonl --out candidates.jsonl",
+    ])
+}
+
+pub fn corpus() -> String {
+    examples(&[
+        "veredicto corpus check --corpus examples/rack/corpus.jsonl",
+        "veredicto corpus check --index .veredicto/index --policy policy.toml",
+    ])
+}
