@@ -18,6 +18,8 @@ fn exam_with(table: Chunk) -> CaseResult {
         query: "¿Cómo se calcula el IRPF 2025 para autónomos?".into(),
         expected: vec![
             "gold_001".into(),
+        grades: Default::default(),
+        evidence: Vec::new(),
             "silver_legal_045".into(),
             table.id.clone(),
         ],

@@ -131,6 +131,8 @@ fn exam_cases(n: usize, dim: usize) -> Vec<veredicto_core::case::Case> {
             query: format!("query {q}"),
             expected: vec![
                 format!("c{:04}", (q * 131) % n),
+            grades: Default::default(),
+            evidence: Vec::new(),
                 format!("c{:04}", (q * 17 + 3) % n),
                 if q % 3 == 0 {
                     "not-in-the-index".to_owned()
