@@ -18,11 +18,11 @@ fn exam_with(table: Chunk) -> CaseResult {
         query: "¿Cómo se calcula el IRPF 2025 para autónomos?".into(),
         expected: vec![
             "gold_001".into(),
-        grades: Default::default(),
-        evidence: Vec::new(),
             "silver_legal_045".into(),
             table.id.clone(),
         ],
+        grades: Default::default(),
+        evidence: Vec::new(),
         top_k: Some(10),
         domain: Some("fiscal".into()),
         tags: vec!["numeric".into()],
