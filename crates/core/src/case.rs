@@ -88,11 +88,9 @@ impl Chunk {
     /// Where the chunk sits, when it names its document and both offsets.
     pub fn span(&self) -> Option<crate::evidence::SpanRef<'_>> {
         match (self.doc_id.as_deref(), self.start, self.end) {
-            (Some(doc_id), Some(start), Some(end)) => Some(crate::evidence::SpanRef {
-                doc_id,
-                start,
-                end,
-            }),
+            (Some(doc_id), Some(start), Some(end)) => {
+                Some(crate::evidence::SpanRef { doc_id, start, end })
+            }
             _ => None,
         }
     }
@@ -197,10 +195,11 @@ impl Corpus {
     /// The chunks located in their documents (`doc_id`, `start`, `end`), per document.
     pub fn spans(&self) -> &crate::evidence::SpanIndex {
         self.spans.get_or_init(|| {
-            crate::evidence::SpanIndex::new(self.chunks.values().filter_map(|c| {
-                c.span()
-                    .map(|s| (s.doc_id, s.start, s.end, c.id.as_str()))
-            }))
+            crate::evidence::SpanIndex::new(
+                self.chunks
+                    .values()
+                    .filter_map(|c| c.span().map(|s| (s.doc_id, s.start, s.end, c.id.as_str()))),
+            )
         })
     }
 

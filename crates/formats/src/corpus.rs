@@ -154,7 +154,9 @@ fn read_offsets(
     }
     let unit = match get("offset_unit") {
         None => veredicto_core::evidence::OffsetUnit::Chars,
-        Some(Value::String(u)) => u.parse().map_err(|m: String| line.error("offset_unit", m))?,
+        Some(Value::String(u)) => u
+            .parse()
+            .map_err(|m: String| line.error("offset_unit", m))?,
         Some(other) => {
             return Err(line.error(
                 "offset_unit",

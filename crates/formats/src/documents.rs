@@ -146,11 +146,21 @@ mod tests {
     fn a_repeated_id_or_a_missing_text_names_the_line_and_field() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("d.jsonl");
-        std::fs::write(&p, "{\"id\":\"A\",\"text\":\"x\"}\n{\"id\":\"A\",\"text\":\"y\"}\n").unwrap();
+        std::fs::write(
+            &p,
+            "{\"id\":\"A\",\"text\":\"x\"}\n{\"id\":\"A\",\"text\":\"y\"}\n",
+        )
+        .unwrap();
         let e = read_documents(&p).unwrap_err().to_string();
-        assert!(e.ends_with("d.jsonl:2: field `id`: duplicate document ID `A` (first on line 1)"), "{e}");
+        assert!(
+            e.ends_with("d.jsonl:2: field `id`: duplicate document ID `A` (first on line 1)"),
+            "{e}"
+        );
         std::fs::write(&p, "{\"id\":\"A\",\"text\":3}\n").unwrap();
         let e = read_documents(&p).unwrap_err().to_string();
-        assert!(e.ends_with("d.jsonl:1: field `text`: expected a string, found a number"), "{e}");
+        assert!(
+            e.ends_with("d.jsonl:1: field `text`: expected a string, found a number"),
+            "{e}"
+        );
     }
 }

@@ -192,13 +192,12 @@ impl GoldenFile {
             None => None,
         };
         let (start, end, quote) = match (&raw.at, doc) {
-            (RawLocation::Quote { .. }, None) => {
-                return Err(self.error(
-                    l,
-                    field("quote"),
-                    "a quote is located in its document's text: give the documents file (--documents)".to_owned(),
-                ))
-            }
+            (RawLocation::Quote { .. }, None) => return Err(self.error(
+                l,
+                field("quote"),
+                "a quote is located in its document's text: give the documents file (--documents)"
+                    .to_owned(),
+            )),
             (RawLocation::Quote { quote, occurrence }, Some(doc)) => {
                 match doc.locator().locate(quote, *occurrence) {
                     Ok((s, e)) => (s, e, Some(quote.clone())),
@@ -231,9 +230,9 @@ impl GoldenFile {
             }
             (RawLocation::Offsets { start, end, unit }, Some(doc)) => {
                 let conv = |v: usize, name: &str| {
-                    doc.text.to_chars(v, *unit).ok_or_else(|| {
-                        self.error(l, field(name), offset_problem(v, *unit, doc))
-                    })
+                    doc.text
+                        .to_chars(v, *unit)
+                        .ok_or_else(|| self.error(l, field(name), offset_problem(v, *unit, doc)))
                 };
                 (conv(*start, "start")?, conv(*end, "end")?, None)
             }
@@ -249,7 +248,11 @@ impl GoldenFile {
 }
 
 /// Why offset `v` (in `unit`) does not point into `doc`.
-pub(crate) fn offset_problem(v: usize, unit: OffsetUnit, doc: &crate::documents::Document) -> String {
+pub(crate) fn offset_problem(
+    v: usize,
+    unit: OffsetUnit,
+    doc: &crate::documents::Document,
+) -> String {
     let (len, what) = match unit {
         OffsetUnit::Chars => (doc.text.chars(), "characters"),
         OffsetUnit::Bytes => (doc.text.as_str().len(), "bytes"),
@@ -259,7 +262,10 @@ pub(crate) fn offset_problem(v: usize, unit: OffsetUnit, doc: &crate::documents:
         ),
     };
     if v > len {
-        format!("{v} is beyond the end of document `{}` ({len} {what})", doc.id)
+        format!(
+            "{v} is beyond the end of document `{}` ({len} {what})",
+            doc.id
+        )
     } else {
         format!(
             "{v} falls inside a character of document `{}` (offsets in {what} must fall between characters)",
@@ -279,18 +285,14 @@ fn read_jsonl(path: &Path) -> Result<Vec<GoldenLine>> {
             .ok_or_else(|| line.error("query", "missing"))?;
         let has = |k: &str| !matches!(line.object.get(k), None | Some(Value::Null));
         let (expected, grades, evidence) = match (has("expected"), has("evidence")) {
-            (true, true) => {
-                return Err(line.error(
-                    "evidence",
-                    "a case gives `expected` (chunk IDs) or `evidence` (spans of documents), not both",
-                ))
-            }
-            (false, false) => {
-                return Err(line.error(
-                    "expected",
-                    "missing: a case needs `expected` (chunk IDs) or `evidence` (spans of documents)",
-                ))
-            }
+            (true, true) => return Err(line.error(
+                "evidence",
+                "a case gives `expected` (chunk IDs) or `evidence` (spans of documents), not both",
+            )),
+            (false, false) => return Err(line.error(
+                "expected",
+                "missing: a case needs `expected` (chunk IDs) or `evidence` (spans of documents)",
+            )),
             (true, false) => {
                 let (expected, grades) = read_expected(&line)?;
                 (expected, grades, Vec::new())
@@ -458,10 +460,7 @@ fn read_evidence(line: &jsonl::ObjectLine<'_>) -> Result<Vec<RawEvidence>> {
         None => return Err(line.error("evidence", "missing")),
     };
     if items.is_empty() {
-        return Err(line.error(
-            "evidence",
-            "empty: a case needs at least one evidence item",
-        ));
+        return Err(line.error("evidence", "empty: a case needs at least one evidence item"));
     }
     const KEYS: &[&str] = &[
         "doc_id",
@@ -505,10 +504,7 @@ fn read_evidence(line: &jsonl::ObjectLine<'_>) -> Result<Vec<RawEvidence>> {
         };
         let at = match (get("quote"), get("start"), get("end")) {
             (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
-                return Err(line.error(
-                    &f("quote"),
-                    "give `quote` or `start`/`end`, not both",
-                ))
+                return Err(line.error(&f("quote"), "give `quote` or `start`/`end`, not both"))
             }
             (Some(q), None, None) => {
                 let Value::String(quote) = q else {
@@ -545,10 +541,9 @@ fn read_evidence(line: &jsonl::ObjectLine<'_>) -> Result<Vec<RawEvidence>> {
             }
             (None, Some(s), Some(e)) => {
                 if get("occurrence").is_some() {
-                    return Err(line.error(
-                        &f("occurrence"),
-                        "applies to a quote, not to `start`/`end`",
-                    ));
+                    return Err(
+                        line.error(&f("occurrence"), "applies to a quote, not to `start`/`end`")
+                    );
                 }
                 let start = offset(line, &f("start"), s)?;
                 let end = offset(line, &f("end"), e)?;

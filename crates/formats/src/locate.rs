@@ -100,10 +100,7 @@ pub fn locate_chunks(
             let Some(doc) = doc else {
                 return Err(err(
                     "doc_id",
-                    format!(
-                        "document `{doc_id}` is not in {}",
-                        documents.path.display()
-                    ),
+                    format!("document `{doc_id}` is not in {}", documents.path.display()),
                 ));
             };
             let start = doc
@@ -140,7 +137,8 @@ pub fn locate_chunks(
             occurrences,
         };
         let Some(doc) = doc else {
-            out.unlocated.push(unlocated(Unlocated::NoSuchDocument, None));
+            out.unlocated
+                .push(unlocated(Unlocated::NoSuchDocument, None));
             continue;
         };
         let Some(text) = l.chunk.text.as_deref() else {
@@ -154,7 +152,8 @@ pub fn locate_chunks(
                 out.by_text += 1;
             }
             Err(veredicto_core::evidence::text::LocateError::Ambiguous { count }) => {
-                out.unlocated.push(unlocated(Unlocated::Ambiguous, Some(count)));
+                out.unlocated
+                    .push(unlocated(Unlocated::Ambiguous, Some(count)));
             }
             Err(veredicto_core::evidence::text::LocateError::Empty) => {
                 out.unlocated.push(unlocated(Unlocated::NoText, None));
@@ -218,7 +217,10 @@ mod tests {
             "{\"id\":\"f\",\"doc_id\":\"D\",\"text\":\"Cinco.\"}\n",
         ));
         let got = locate_chunks(&p, &mut l, &docs()).unwrap();
-        assert_eq!((got.by_offsets, got.by_text, got.without_document), (1, 1, 1));
+        assert_eq!(
+            (got.by_offsets, got.by_text, got.without_document),
+            (1, 1, 1)
+        );
         assert_eq!((l[1].chunk.start, l[1].chunk.end), (Some(14), Some(27)));
         let reasons: Vec<_> = got
             .unlocated
@@ -262,7 +264,12 @@ mod tests {
     fn byte_offsets_are_converted_with_the_document() {
         let d = Documents::new(
             Path::new("docs.jsonl"),
-            vec![Document::new("D".into(), "añb ñc".into(), 1, Default::default())],
+            vec![Document::new(
+                "D".into(),
+                "añb ñc".into(),
+                1,
+                Default::default(),
+            )],
         );
         let (_d, p, mut l) = lines(
             "{\"id\":\"a\",\"doc_id\":\"D\",\"start\":5,\"end\":8,\"offset_unit\":\"bytes\",\"text\":\"ñc\"}\n",

@@ -110,8 +110,7 @@ pub(crate) fn diagnose(view: &CaseView<'_>, ev: &CaseEvidence, out: &mut Vec<Fin
                     let said = apart
                         .as_ref()
                         .is_some_and(|(_, rows)| rows.iter().any(|r| r.id == h.id));
-                    if said
-                        && matches!(f.detail, Some(DiagnosisFinding::TableWithoutHeader { .. }))
+                    if said && matches!(f.detail, Some(DiagnosisFinding::TableWithoutHeader { .. }))
                     {
                         continue;
                     }

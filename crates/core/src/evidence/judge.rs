@@ -71,8 +71,7 @@ fn is_zero(n: &usize) -> bool {
 impl EvidenceResult {
     /// Retrieved within the top `k` of a list of `listed` results.
     pub fn in_top_k(&self, k: u32, listed: usize) -> bool {
-        self.rank
-            .is_some_and(|r| r <= k as usize && r <= listed)
+        self.rank.is_some_and(|r| r <= k as usize && r <= listed)
     }
 }
 
@@ -165,10 +164,12 @@ pub fn judge(input: &JudgeInput<'_>) -> CaseEvidence {
     for (i, r) in input.results.iter().enumerate() {
         rank_of.entry(r.id.as_str()).or_insert(i + 1);
         match (input.span_of)(&r.id) {
-            Some(sp) => by_doc
-                .entry(sp.doc_id)
-                .or_default()
-                .push((i + 1, sp.start, sp.end, r.id.as_str())),
+            Some(sp) => {
+                by_doc
+                    .entry(sp.doc_id)
+                    .or_default()
+                    .push((i + 1, sp.start, sp.end, r.id.as_str()))
+            }
             None => unlocated += 1,
         }
     }
@@ -201,7 +202,7 @@ pub fn judge(input: &JudgeInput<'_>) -> CaseEvidence {
         let mut rank = None;
         let cands = by_doc.get(item.doc_id.as_str());
         for &(r, s, e, _) in cands.into_iter().flatten() {
-            if e <= item.start || s >= item.end {
+            if s >= e || e <= item.start || s >= item.end {
                 continue;
             }
             covered += insert(&mut union, s.max(item.start), e.min(item.end));
@@ -216,7 +217,7 @@ pub fn judge(input: &JudgeInput<'_>) -> CaseEvidence {
         let mut holding: BTreeMap<(usize, usize, &str), Option<usize>> = BTreeMap::new();
         let mut seen: HashSet<&str> = HashSet::new();
         for &(r, s, e, id) in cands.into_iter().flatten() {
-            if e > item.start && s < item.end && seen.insert(id) {
+            if s < e && e > item.start && s < item.end && seen.insert(id) {
                 holding.insert((s, e, id), Some(r));
             }
         }
@@ -304,9 +305,9 @@ pub fn judge(input: &JudgeInput<'_>) -> CaseEvidence {
         .iter()
         .filter(|r| {
             (input.span_of)(&r.id).is_some_and(|sp| {
-                counted_by_doc
-                    .get(sp.doc_id)
-                    .is_some_and(|v| v.iter().any(|&(s, e)| sp.start < e && sp.end > s))
+                counted_by_doc.get(sp.doc_id).is_some_and(|v| {
+                    sp.start < sp.end && v.iter().any(|&(s, e)| sp.start < e && sp.end > s)
+                })
             })
         })
         .count();

@@ -54,10 +54,7 @@ pub struct EvidenceItem {
     pub end: usize,
     /// Relevance grade (gain), 1 unless given; an item counts for recall when its grade is
     /// at least the policy's `relevance_level`.
-    #[serde(
-        default = "default_grade",
-        skip_serializing_if = "is_default_grade"
-    )]
+    #[serde(default = "default_grade", skip_serializing_if = "is_default_grade")]
     pub grade: u32,
     /// The quote the golden set located the item by, when it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -76,7 +76,10 @@ impl DocText {
         }
         let from = self.samples[i / SAMPLE];
         let skip = i % SAMPLE;
-        self.text[from..].char_indices().nth(skip).map(|(b, _)| from + b)
+        self.text[from..]
+            .char_indices()
+            .nth(skip)
+            .map(|(b, _)| from + b)
     }
 
     /// Characters `start..end`, when they are within the text and `start <= end`.
@@ -257,7 +260,9 @@ pub enum LocateError {
     NotFound,
     #[error("the quote occurs {count} times in the document's text: say which with `occurrence` (1 to {count})")]
     Ambiguous { count: usize },
-    #[error("`occurrence` is {occurrence} but the quote occurs {count} time(s) in the document's text")]
+    #[error(
+        "`occurrence` is {occurrence} but the quote occurs {count} time(s) in the document's text"
+    )]
     NoSuchOccurrence { occurrence: usize, count: usize },
 }
 
@@ -361,7 +366,10 @@ mod tests {
         let doc = "La cuota se calcula\n   aplicando la escala. Fin.";
         let span = locate(doc, "se calcula aplicando").unwrap();
         assert_eq!(chars(doc, span), "se calcula\n   aplicando");
-        assert_eq!(locate(doc, "  Fin.  ").map(|s| chars(doc, s)).unwrap(), "Fin.");
+        assert_eq!(
+            locate(doc, "  Fin.  ").map(|s| chars(doc, s)).unwrap(),
+            "Fin."
+        );
     }
 
     #[test]
