@@ -57,9 +57,6 @@ fn brute(g: &Generated) -> Brute {
         let count = |m: &[bool]| m.iter().filter(|x| **x).count();
         let mut rank = None;
         let mut at_k = 0;
-        if top == 0 {
-            at_k = 0;
-        }
         for (r, &ci) in ranking.iter().enumerate() {
             let (cd, cs, cl) = chunks[ci];
             if cd == doc {
@@ -108,7 +105,7 @@ fn brute(g: &Generated) -> Brute {
         covered,
         recall,
         precision,
-        threshold: worst.map(|r| score(r)),
+        threshold: worst.map(score),
     }
 }
 

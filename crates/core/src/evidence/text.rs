@@ -42,7 +42,7 @@ impl DocText {
         let mut samples = Vec::with_capacity(text.len() / SAMPLE + 1);
         let mut chars = 0usize;
         for (b, _) in text.char_indices() {
-            if chars % SAMPLE == 0 {
+            if chars.is_multiple_of(SAMPLE) {
                 samples.push(b);
             }
             chars += 1;
