@@ -285,3 +285,92 @@ fn items_equal_to_disjoint_chunks_give_the_chunk_id_figures() {
     let ranks: Vec<Option<usize>> = b.evidence.iter().map(|e| e.rank).collect();
     assert_eq!(ranks, [Some(4), Some(2), Some(7)]);
 }
+
+/// An item split between a chunk at rank 2 and one beyond the top K fails, and the chunking
+/// step of the diagnosis names both chunks with their ranks.
+#[test]
+fn evidence_split_across_chunks_is_diagnosed_with_both_ranks() {
+    let chunks: Vec<Chunk> = (0..30)
+        .map(|i| Chunk {
+            id: format!("c{i}"),
+            doc_id: Some("d".into()),
+            start: Some(i * 10),
+            end: Some(i * 10 + 10),
+            text: Some(format!("texto del fragmento {i} con contenido suficiente")),
+            ..Default::default()
+        })
+        .collect();
+    let corpus = Corpus::new(chunks);
+    let case = Case {
+        id: "q".into(),
+        query: "q".into(),
+        expected: Vec::new(),
+        grades: Default::default(),
+        evidence: vec![EvidenceItem {
+            doc_id: "d".into(),
+            start: 175,
+            end: 185,
+            grade: 1,
+            quote: None,
+        }],
+        top_k: Some(10),
+        domain: None,
+        tags: vec![],
+        gold: false,
+        query_vector: None,
+        filters: None,
+    };
+    // c17 at rank 2, c18 at rank 23.
+    let order: Vec<usize> = (0..30)
+        .filter(|&i| i != 17 && i != 18)
+        .take(24)
+        .collect::<Vec<_>>();
+    let mut ranking: Vec<usize> = Vec::new();
+    ranking.push(order[0]);
+    ranking.push(17);
+    ranking.extend(&order[1..21]);
+    ranking.push(18);
+    let mut run = Run::default();
+    run.queries.insert(
+        "q".into(),
+        ranking
+            .iter()
+            .enumerate()
+            .map(|(r, i)| Retrieved {
+                id: format!("c{i}"),
+                score: Some(score(r + 1)),
+            })
+            .collect(),
+    );
+    assert_eq!(run.rank_of("q", "c18").map(|x| x.0), Some(23));
+    let policy = Policy::default();
+    let notes = BTreeMap::new();
+    let c = evaluate(ExamInput {
+        cases: std::slice::from_ref(&case),
+        run: &run,
+        corpus: Some(&corpus),
+        policy: &policy,
+        notes: &notes,
+        as_of: None,
+    })
+    .cases
+    .remove(0);
+    assert!(!c.passed);
+    assert_eq!(c.evidence[0].rank, Some(23));
+    assert_eq!(c.evidence[0].covered, 0.5);
+    let split = c
+        .diagnosis
+        .iter()
+        .find(|f| {
+            matches!(
+                f.detail,
+                Some(veredicto_core::diagnosis::DiagnosisFinding::EvidenceSplit { .. })
+            )
+        })
+        .expect("a split finding");
+    let words = veredicto_report::findings::diagnosis(split.detail.as_ref().unwrap());
+    assert!(
+        words.contains("c17 (rank 2)") && words.contains("c18 (rank 23)"),
+        "{words}"
+    );
+}
