@@ -677,6 +677,8 @@ mod tests {
             id: id.into(),
             query: format!("question {id}"),
             expected: vec![expected.into()],
+            grades: Default::default(),
+            evidence: Vec::new(),
             top_k: None,
             domain: None,
             tags: Vec::new(),

@@ -151,6 +151,8 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
         id: "search".into(),
         query: args.query.clone(),
         expected: Vec::new(),
+        grades: Default::default(),
+        evidence: Vec::new(),
         top_k: None,
         domain: None,
         tags: Vec::new(),

@@ -3,13 +3,23 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// One case of the golden set: a real question and the chunks that must come back for it.
+/// One case of the golden set: a real question and what must come back for it, as chunk
+/// IDs (`expected`) or as spans of documents (`evidence`), never both.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Case {
     pub id: String,
     pub query: String,
-    /// IDs of the chunks whose retrieval is required, in the order the golden set lists them.
+    /// IDs of the chunks whose retrieval is required, in the order the golden set lists them
+    /// (empty when the case names `evidence`).
     pub expected: Vec<String>,
+    /// The grade of each expected chunk whose grade is not 1 (`{"id": "c7", "grade": 2}` in
+    /// the golden set); every other expected chunk has grade 1.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grades: BTreeMap<String, u32>,
+    /// The expected evidence as spans of documents, in the golden set's order (empty when
+    /// the case names `expected` chunk IDs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<crate::evidence::EvidenceItem>,
     /// Cut-off for this case; `None` takes the policy's (domain override, then global).
     pub top_k: Option<u32>,
     pub domain: Option<String>,
@@ -30,6 +40,21 @@ pub struct Case {
     pub filters: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+impl Case {
+    /// The grade of expected chunk `id` (1 unless the golden set gave another).
+    pub fn grade_of(&self, id: &str) -> u32 {
+        self.grades
+            .get(id)
+            .copied()
+            .unwrap_or(crate::evidence::DEFAULT_GRADE)
+    }
+
+    /// Whether the case judges by evidence spans rather than chunk IDs.
+    pub fn by_evidence(&self) -> bool {
+        !self.evidence.is_empty()
+    }
+}
+
 /// One indexed unit of the knowledge base ("píldora"). Only the fields the exam and the
 /// diagnosis read are typed; the readers keep the rest of the line untouched elsewhere.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -46,12 +71,28 @@ pub struct Chunk {
     pub ingest_batch: Option<String>,
     /// Free facets (e.g. `{"tipo": "tabla"}`), kept as given.
     pub facets: BTreeMap<String, serde_json::Value>,
+    /// Where the chunk sits in its document `doc_id`: characters `start..end` of the
+    /// document's text (Unicode scalar values, end exclusive), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<usize>,
 }
 
 impl Chunk {
     /// Whether this chunk carries `label` (exact, case-sensitive match).
     pub fn has_label(&self, label: &str) -> bool {
         self.labels.iter().any(|l| l == label)
+    }
+
+    /// Where the chunk sits, when it names its document and both offsets.
+    pub fn span(&self) -> Option<crate::evidence::SpanRef<'_>> {
+        match (self.doc_id.as_deref(), self.start, self.end) {
+            (Some(doc_id), Some(start), Some(end)) => {
+                Some(crate::evidence::SpanRef { doc_id, start, end })
+            }
+            _ => None,
+        }
     }
 }
 
@@ -67,6 +108,8 @@ pub struct Corpus {
     /// Chunks per ingestion batch in the whole collection, when the corpus holds only some
     /// of its chunks ([`Corpus::with_batch_counts`]).
     batch_counts: Option<BTreeMap<String, usize>>,
+    /// The located chunks by document, built the first time evidence asks.
+    spans: std::sync::OnceLock<crate::evidence::SpanIndex>,
 }
 
 impl Corpus {
@@ -82,6 +125,7 @@ impl Corpus {
             source: "corpus",
             batch_times: BTreeMap::new(),
             batch_counts: None,
+            spans: std::sync::OnceLock::new(),
         }
     }
 
@@ -146,6 +190,17 @@ impl Corpus {
 
     pub fn get(&self, id: &str) -> Option<&Chunk> {
         self.chunks.get(id)
+    }
+
+    /// The chunks located in their documents (`doc_id`, `start`, `end`), per document.
+    pub fn spans(&self) -> &crate::evidence::SpanIndex {
+        self.spans.get_or_init(|| {
+            crate::evidence::SpanIndex::new(
+                self.chunks
+                    .values()
+                    .filter_map(|c| c.span().map(|s| (s.doc_id, s.start, s.end, c.id.as_str()))),
+            )
+        })
     }
 
     /// Chunks in ID order.

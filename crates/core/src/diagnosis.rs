@@ -62,8 +62,13 @@ pub struct Outranker {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     pub check: Check,
-    /// The expected chunk concerned, if the finding is about one.
+    /// The expected chunk concerned, if the finding is about one (for an evidence item: the
+    /// chunk holding it that the finding is about, if any).
     pub chunk: Option<String>,
+    /// The evidence item concerned (its 0-based position in the case's `evidence`), if the
+    /// finding is about one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<usize>,
     /// The sentence for people: empty here, worded by the report layer when it renders.
     #[serde(default)]
     pub finding: String,
@@ -80,6 +85,7 @@ impl Finding {
         Finding {
             check,
             chunk,
+            evidence: None,
             finding: String::new(),
             detail: Some(detail),
             outranked_by: Vec::new(),
@@ -168,6 +174,39 @@ pub enum DiagnosisFinding {
     },
     /// `noise`: from the ranking (see [`NoiseFinding::Ranking`]).
     RankingNoise { k: u32, noise: u32, max_noise: u32 },
+    /// `corpus`: no chunk of the corpus (nor any retrieved one) is located in the evidence
+    /// item's document `doc_id`; `source` as for [`DiagnosisFinding::NotInCorpus`].
+    DocumentNotInCorpus { doc_id: String, source: String },
+    /// `chunking`: `uncovered` of the item's `chars` characters are in no chunk: the
+    /// chunking dropped that text, so no ranking can retrieve the item.
+    EvidenceDropped { uncovered: usize, chars: usize },
+    /// `chunking`: no single chunk holds the item (its coverage): it is split across
+    /// `chunks`, in document order, each with its rank.
+    EvidenceSplit {
+        chunks: Vec<crate::evidence::HoldingChunk>,
+    },
+    /// `chunking`: the item lies in a table whose rows are in `rows` and whose header row
+    /// (the row above the `|---|` separator) is in another chunk, `header`.
+    TableHeaderApart {
+        header: crate::evidence::HoldingChunk,
+        rows: Vec<crate::evidence::HoldingChunk>,
+    },
+    /// `embedding`: the item is covered only at `rank`, below the top `k` (`score`: the
+    /// chunk's at that rank); `covered`: the share of it the top K hold; `chunks`: which
+    /// chunks hold it now.
+    EvidenceBuried {
+        rank: usize,
+        score: Option<f64>,
+        k: u32,
+        covered: f64,
+        chunks: Vec<crate::evidence::HoldingChunk>,
+    },
+    /// `embedding`: the item is not covered within the case's `results`.
+    EvidenceNotRetrieved {
+        results: usize,
+        covered: f64,
+        chunks: Vec<crate::evidence::HoldingChunk>,
+    },
 }
 
 /// Why a case is over its noise ceiling.
@@ -236,22 +275,39 @@ pub struct CaseView<'a> {
     pub max_noise: u32,
     /// The case's noise ceiling (fraction of K), for the structural-noise suggestion.
     pub noise_ceiling: f64,
+    /// What a perfect ranking of the case puts first: its distinct expected chunks that
+    /// count, or for evidence the fewest chunks that cover its counted items.
+    pub counted: u32,
+    /// The distinct ranks inside the top K of the expected chunks (or evidence items) that
+    /// count, ascending.
+    pub counted_ranks: Vec<usize>,
+    /// The case's evidence judged, when it names evidence.
+    pub evidence: Option<&'a crate::evidence::CaseEvidence>,
+    pub evidence_coverage: f64,
+    pub relevance_level: u32,
 }
 
 /// How many outranking results an `embedding` finding lists.
-const MAX_OUTRANKERS: usize = 10;
+pub(crate) const MAX_OUTRANKERS: usize = 10;
 
 /// Runs the checklist. For a failing case: over every expected chunk that is not in the
 /// top-K, then the noise check. For any case: expected chunks missing from the corpus.
 /// Findings come in checklist order per chunk, chunks in the golden set's order.
 pub fn diagnose_case(view: &CaseView<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
+    if let Some(ev) = view.evidence {
+        crate::evidence::diagnose::diagnose(view, ev, &mut out);
+        if let Some(nf) = classify_noise(view) {
+            out.push(noise_finding(&nf));
+        }
+        return out;
+    }
     for e in view.expected {
         let chunk = view.corpus.and_then(|c| c.get(&e.id));
         if let (Some(corpus), None) = (view.corpus, chunk) {
             out.push(finding(
                 Check::Corpus,
-                e,
+                &e.id,
                 DiagnosisFinding::NotInCorpus {
                     source: corpus.source().to_owned(),
                 },
@@ -263,9 +319,9 @@ pub fn diagnose_case(view: &CaseView<'_>) -> Vec<Finding> {
         }
         let before = out.len();
         if let Some(chunk) = chunk {
-            chunking(chunk, e, &mut out);
-            description(chunk, e, &mut out);
-            labelling(chunk, view, e, &mut out);
+            chunking(chunk, &e.id, &mut out);
+            description(chunk, &e.id, &mut out);
+            labelling(chunk, view, &e.id, &mut out);
         }
         if out.len() == before {
             out.push(embedding(view, e));
@@ -280,8 +336,8 @@ pub fn diagnose_case(view: &CaseView<'_>) -> Vec<Finding> {
     out
 }
 
-fn finding(check: Check, e: &ExpectedChunk, detail: DiagnosisFinding) -> Finding {
-    Finding::new(check, Some(e.id.clone()), detail)
+fn finding(check: Check, id: &str, detail: DiagnosisFinding) -> Finding {
+    Finding::new(check, Some(id.to_owned()), detail)
 }
 
 /// Why case `view` is over its noise ceiling, when it is: structural when a perfect
@@ -291,18 +347,8 @@ pub fn classify_noise(view: &CaseView<'_>) -> Option<NoiseFinding> {
     let n = view.noise.filter(|&n| n > view.max_noise)?;
     let k = view.k;
     let in_top_k = view.results.len().min(k as usize) as u32;
-    let mut ids: Vec<&str> = view.expected.iter().map(|e| e.id.as_str()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let expected = ids.len() as u32;
-    let mut ranks: Vec<usize> = view
-        .expected
-        .iter()
-        .filter(|e| e.in_top_k)
-        .filter_map(|e| e.rank)
-        .collect();
-    ranks.sort_unstable();
-    ranks.dedup();
+    let expected = view.counted;
+    let ranks = view.counted_ranks.clone();
     let perfect_noise = in_top_k.saturating_sub(expected);
     Some(if perfect_noise > view.max_noise {
         NoiseFinding::Structural {
@@ -360,14 +406,14 @@ fn noise_finding(nf: &NoiseFinding) -> Finding {
 }
 
 /// Lines of a pipe table (`| a | b |`).
-fn table_lines(text: &str) -> Vec<&str> {
+pub(crate) fn table_lines(text: &str) -> Vec<&str> {
     text.lines()
         .map(str::trim)
         .filter(|l| l.starts_with('|'))
         .collect()
 }
 
-fn is_separator_row(line: &str) -> bool {
+pub(crate) fn is_separator_row(line: &str) -> bool {
     line.contains('-')
         && line
             .chars()
@@ -398,7 +444,7 @@ fn digit_share(text: &str) -> f64 {
 const MIN_CHARS: usize = 40;
 const MAX_CHARS: usize = 6000;
 
-fn chunking(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
+pub(crate) fn chunking(chunk: &Chunk, e: &str, out: &mut Vec<Finding>) {
     let Some(text) = chunk.text.as_deref() else {
         out.push(finding(Check::Chunking, e, DiagnosisFinding::NoText));
         return;
@@ -461,7 +507,7 @@ fn chunking(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
     }
 }
 
-fn description(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
+pub(crate) fn description(chunk: &Chunk, e: &str, out: &mut Vec<Finding>) {
     let table = chunk.text.as_deref().is_some_and(is_table);
     match chunk.representation.as_deref() {
         None => out.push(finding(
@@ -494,7 +540,7 @@ fn description(chunk: &Chunk, e: &ExpectedChunk, out: &mut Vec<Finding>) {
     }
 }
 
-fn labelling(chunk: &Chunk, view: &CaseView<'_>, e: &ExpectedChunk, out: &mut Vec<Finding>) {
+pub(crate) fn labelling(chunk: &Chunk, view: &CaseView<'_>, e: &str, out: &mut Vec<Finding>) {
     if let (Some(cd), Some(qd)) = (chunk.domain.as_deref(), view.case.domain.as_deref()) {
         if cd != qd {
             out.push(finding(

@@ -8,6 +8,7 @@ pub mod boost;
 pub mod case;
 pub mod compare;
 pub mod diagnosis;
+pub mod evidence;
 pub mod exam;
 pub mod fingerprint;
 pub mod gate;

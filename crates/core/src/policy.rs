@@ -41,6 +41,24 @@ pub struct Policy {
     /// A declared boost policy (`[boost]`), part of the fingerprint when present.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub boost: Option<crate::boost::BoostPolicy>,
+    /// The lowest grade that counts as relevant for recall, precision, reciprocal rank and
+    /// AP (trec_eval's `-l`); nDCG takes every positive grade as its gain. Expected chunks
+    /// and evidence items without a grade have grade 1. Written out only when not 1, so the
+    /// fingerprint of a policy that does not set it stays what it was.
+    #[serde(skip_serializing_if = "is_default_relevance_level")]
+    pub relevance_level: u32,
+    /// The share of an evidence item's characters the top-K chunks must hold for it to count
+    /// as retrieved (0 excluded, up to 1: all of them). Written out only when not 1.
+    #[serde(skip_serializing_if = "is_default_evidence_coverage")]
+    pub evidence_coverage: f64,
+}
+
+fn is_default_relevance_level(v: &u32) -> bool {
+    *v == 1
+}
+
+fn is_default_evidence_coverage(v: &f64) -> bool {
+    *v == 1.0
 }
 
 /// Per-domain overrides of the case-level thresholds.
@@ -70,6 +88,8 @@ impl Default for Policy {
             field: Field::Representation,
             domains: BTreeMap::new(),
             boost: None,
+            relevance_level: 1,
+            evidence_coverage: 1.0,
         }
     }
 }
@@ -121,6 +141,28 @@ impl Policy {
             return err(
                 "min_mean_quality",
                 format!("must be between 0 and 100, got {}", self.min_mean_quality),
+            );
+        }
+        if self.relevance_level == 0 || self.relevance_level > crate::evidence::MAX_GRADE {
+            return err(
+                "relevance_level",
+                format!(
+                    "must be a grade from 1 to {}, got {}",
+                    crate::evidence::MAX_GRADE,
+                    self.relevance_level
+                ),
+            );
+        }
+        if !(self.evidence_coverage.is_finite()
+            && self.evidence_coverage > 0.0
+            && self.evidence_coverage <= 1.0)
+        {
+            return err(
+                "evidence_coverage",
+                format!(
+                    "must be more than 0 and at most 1, got {}",
+                    self.evidence_coverage
+                ),
             );
         }
         if self.gold_label.trim().is_empty() {

@@ -23,11 +23,26 @@ pub struct Run {
     /// Per query, the duplicate chunk IDs removed from the retriever's answer before the
     /// list above was kept ([`crate::retrieval::remove_duplicates`]): the exam reports them.
     pub duplicates: BTreeMap<String, crate::retrieval::RemovedDuplicates>,
+    /// Where the retriever says its chunks sit in their documents (its `doc_id`, `start`
+    /// and `end` fields), by chunk ID: for evidence, these win over the corpus'.
+    pub spans: BTreeMap<String, crate::evidence::ChunkSpan>,
 }
 
 impl Run {
     pub fn results(&self, query_id: &str) -> &[Retrieved] {
         self.queries.get(query_id).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Where chunk `id` sits: the retriever's span, else the corpus'.
+    pub fn span_of<'a>(
+        &'a self,
+        id: &str,
+        corpus: Option<&'a crate::case::Corpus>,
+    ) -> Option<crate::evidence::SpanRef<'a>> {
+        self.spans
+            .get(id)
+            .map(crate::evidence::ChunkSpan::as_ref)
+            .or_else(|| corpus.and_then(|c| c.get(id)).and_then(|c| c.span()))
     }
 
     /// The rank and score of `chunk` for `query_id`: its position in the listed results,

@@ -964,6 +964,8 @@ mod tests {
             id: "q1".into(),
             query: "Cuántos días de asuntos propios".into(),
             expected: vec!["c".into()],
+            grades: Default::default(),
+            evidence: Vec::new(),
             top_k: None,
             domain: None,
             tags: vec![],

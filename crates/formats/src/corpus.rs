@@ -1,8 +1,11 @@
 //! Corpus files: chunk JSONL (SPEC §1) or a BEIR `corpus.jsonl` (`_id`, `title`, `text`).
 //!
 //! Required: `id` (or BEIR's `_id`). Typed: `doc_id`, `text`, `representation`, `domain`,
-//! `labels`, `facets`, `valid_from`, `valid_to`, `ingest_batch`. Every other field is kept
-//! by the line but not read by the exam.
+//! `labels`, `facets`, `valid_from`, `valid_to`, `ingest_batch`, and `start` / `end`: where
+//! the chunk sits in its document `doc_id` (character offsets into the document's text, end
+//! exclusive; `offset_unit` `bytes` or `utf16` when another tool counted otherwise, converted
+//! with the documents, see [`crate::locate`]). Every other field is kept by the line but not
+//! read by the exam.
 
 use crate::error::Result;
 use crate::jsonl::{self, SeenIds};
@@ -20,6 +23,9 @@ pub struct CorpusLine {
     /// The 1-based line number in the file.
     pub line: usize,
     pub raw: serde_json::Map<String, Value>,
+    /// Offsets given in another unit than characters (`start`, `end`, unit): the chunk's
+    /// `start` / `end` stay unset until the documents convert them.
+    pub offsets_in: Option<(usize, usize, veredicto_core::evidence::OffsetUnit)>,
 }
 
 /// Reads a corpus file; rejects duplicate chunk IDs.
@@ -75,9 +81,16 @@ fn parse_line(line: jsonl::ObjectLine<'_>, seen: &mut SeenIds) -> Result<CorpusL
             (Some(title), Some(text)) if id_field == "_id" => Some(format!("{title} {text}")),
             (_, text) => text,
         };
+        let doc_id = line.opt_id("doc_id")?;
+        let offsets = read_offsets(&line, doc_id.is_some())?;
+        let (start, end, offsets_in) = match offsets {
+            None => (None, None, None),
+            Some((s, e, veredicto_core::evidence::OffsetUnit::Chars)) => (Some(s), Some(e), None),
+            Some(other) => (None, None, Some(other)),
+        };
         let chunk = Chunk {
             id,
-            doc_id: line.opt_id("doc_id")?,
+            doc_id,
             text,
             representation: line.opt_text("representation")?,
             domain: line.opt_id("domain")?,
@@ -86,14 +99,72 @@ fn parse_line(line: jsonl::ObjectLine<'_>, seen: &mut SeenIds) -> Result<CorpusL
             valid_to: line.opt_date("valid_to")?,
             ingest_batch: line.opt_id("ingest_batch")?,
             facets,
+            start,
+            end,
         };
         Ok(CorpusLine {
             chunk,
             vector: line.opt_vector("vector")?,
             line: line.line,
             raw: line.object,
+            offsets_in,
         })
     }
+}
+
+/// A chunk's `start`, `end` and `offset_unit`: both offsets or neither, non-negative
+/// integers, `start < end`, and a `doc_id` to point into.
+fn read_offsets(
+    line: &jsonl::ObjectLine<'_>,
+    has_doc: bool,
+) -> Result<Option<(usize, usize, veredicto_core::evidence::OffsetUnit)>> {
+    let get = |k: &str| line.object.get(k).filter(|v| !v.is_null());
+    let int = |k: &str, v: &Value| match v.as_u64() {
+        Some(n) if usize::try_from(n).is_ok() => Ok(n as usize),
+        _ => Err(line.error(
+            k,
+            format!(
+                "an offset is a non-negative integer, got {}",
+                veredicto_core::redact::short(&v.to_string())
+            ),
+        )),
+    };
+    let (start, end) = match (get("start"), get("end")) {
+        (None, None) => {
+            if get("offset_unit").is_some() {
+                return Err(line.error("offset_unit", "given without `start` and `end`"));
+            }
+            return Ok(None);
+        }
+        (Some(_), None) => return Err(line.error("end", "missing (beside `start`)")),
+        (None, Some(_)) => return Err(line.error("start", "missing (beside `end`)")),
+        (Some(s), Some(e)) => (int("start", s)?, int("end", e)?),
+    };
+    if end <= start {
+        return Err(line.error(
+            "end",
+            format!("must be more than start ({start}), got {end}"),
+        ));
+    }
+    if !has_doc {
+        return Err(line.error(
+            "doc_id",
+            "missing: `start` and `end` locate the chunk in its document, which `doc_id` names",
+        ));
+    }
+    let unit = match get("offset_unit") {
+        None => veredicto_core::evidence::OffsetUnit::Chars,
+        Some(Value::String(u)) => u
+            .parse()
+            .map_err(|m: String| line.error("offset_unit", m))?,
+        Some(other) => {
+            return Err(line.error(
+                "offset_unit",
+                format!("expected a string, found {}", jsonl::kind(other)),
+            ))
+        }
+    };
+    Ok(Some((start, end, unit)))
 }
 
 /// Which field a chunk's embedded text comes from, for the `empty_text` check.

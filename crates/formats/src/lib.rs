@@ -5,10 +5,12 @@
 
 pub mod config;
 pub mod corpus;
+pub mod documents;
 pub mod error;
 pub mod golden;
 pub mod json;
 pub mod jsonl;
+pub mod locate;
 pub mod matrix;
 pub mod notes;
 pub mod policy;

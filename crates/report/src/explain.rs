@@ -94,6 +94,13 @@ pub fn warning_lines(r: &ExamReport) -> Vec<String> {
                 veredicto_core::redact::escape_control(&veredicto_core::redact::short(gold_label))
             ),
             ExamWarning::ShortResults { cases, cause } => short_results_line(r, cases, cause.as_ref()),
+            ExamWarning::UnlocatedResults { cases, results } => format!(
+                "warning: {} of {} that name evidence {} located in no document, so {} no evidence: give the chunks `doc_id`, `start` and `end` (in the corpus, or from the retriever), or the documents file (--documents) to locate them by their text",
+                plural(*results, "result", "results"),
+                plural(*cases, "case", "cases"),
+                if *results == 1 { "is" } else { "are" },
+                if *results == 1 { "it holds" } else { "they hold" },
+            ),
         })
         .collect()
 }

@@ -101,6 +101,62 @@ pub fn diagnosis(d: &DiagnosisFinding) -> String {
         D::RankingNoise { k, noise, max_noise } => format!(
             "{noise} of the top {k} results score below the worst expected chunk (ceiling {max_noise}): generic descriptions, mixed chunks or loose facets"
         ),
+        D::DocumentNotInCorpus { doc_id, source } => format!(
+            "no chunk of the {source} is located in document `{doc_id}` (never ingested, or its chunks carry no doc_id/start/end)"
+        ),
+        D::EvidenceDropped { uncovered, chars } => format!(
+            "{uncovered} of the evidence's {chars} characters are in no chunk: the chunking dropped that text, so no ranking can retrieve it"
+        ),
+        D::EvidenceSplit { chunks } => format!(
+            "evidence split across chunks {}",
+            holding_chunks(chunks)
+        ),
+        D::TableHeaderApart { header, rows } => format!(
+            "the table's header row is in chunk {}, its rows in {}",
+            header.id,
+            rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+        D::EvidenceBuried {
+            rank,
+            score,
+            k,
+            covered,
+            chunks,
+        } => format!(
+            "covered only at rank {rank}{} below the top {k} ({}% of it in the top {k}); held by {}",
+            score.map(|s| format!(" (score {s:.4})")).unwrap_or_default(),
+            crate::fmt::pct0(*covered),
+            holding_chunks(chunks)
+        ),
+        D::EvidenceNotRetrieved {
+            results,
+            covered,
+            chunks,
+        } => format!(
+            "not covered within the {results} results for this case ({}% of it in the top K); held by {}",
+            crate::fmt::pct0(*covered),
+            if chunks.is_empty() {
+                "no chunk".to_owned()
+            } else {
+                holding_chunks(chunks)
+            }
+        ),
+    }
+}
+
+/// `c17 (rank 2) and c18 (rank 23)`; a chunk not retrieved says so.
+fn holding_chunks(chunks: &[veredicto_core::evidence::HoldingChunk]) -> String {
+    let named: Vec<String> = chunks
+        .iter()
+        .map(|c| match c.rank {
+            Some(r) => format!("{} (rank {r})", c.id),
+            None => format!("{} (not retrieved)", c.id),
+        })
+        .collect();
+    match named.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -650,6 +706,15 @@ pub fn runs_notes(d: &RunsDiagnosis) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn held(id: &str, rank: Option<usize>) -> veredicto_core::evidence::HoldingChunk {
+        veredicto_core::evidence::HoldingChunk {
+            id: id.into(),
+            rank,
+            start: 0,
+            end: 10,
+        }
+    }
+
     /// One value of every variant. The match is exhaustive, so a new variant without a
     /// sample (and, through [`diagnosis`], without wording) does not compile.
     fn every_diagnosis() -> Vec<DiagnosisFinding> {
@@ -724,6 +789,33 @@ mod tests {
                 noise: 5,
                 max_noise: 3,
             },
+            D::DocumentNotInCorpus {
+                doc_id: "LEY-35-2006".into(),
+                source: "corpus".into(),
+            },
+            D::EvidenceDropped {
+                uncovered: 37,
+                chars: 120,
+            },
+            D::EvidenceSplit {
+                chunks: vec![held("c17", Some(2)), held("c18", Some(23))],
+            },
+            D::TableHeaderApart {
+                header: held("c40", None),
+                rows: vec![held("c41", Some(12))],
+            },
+            D::EvidenceBuried {
+                rank: 14,
+                score: Some(0.41),
+                k: 10,
+                covered: 0.6,
+                chunks: vec![held("c17", Some(2)), held("c18", Some(14))],
+            },
+            D::EvidenceNotRetrieved {
+                results: 100,
+                covered: 0.0,
+                chunks: vec![held("c9", None)],
+            },
         ];
         for d in &all {
             match d {
@@ -751,7 +843,13 @@ mod tests {
                 | D::MissedUnderExactToo
                 | D::MissingUnderExactToo { .. }
                 | D::StructuralNoise { .. }
-                | D::RankingNoise { .. } => {}
+                | D::RankingNoise { .. }
+                | D::DocumentNotInCorpus { .. }
+                | D::EvidenceDropped { .. }
+                | D::EvidenceSplit { .. }
+                | D::TableHeaderApart { .. }
+                | D::EvidenceBuried { .. }
+                | D::EvidenceNotRetrieved { .. } => {}
             }
         }
         all

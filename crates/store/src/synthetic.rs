@@ -73,6 +73,8 @@ impl Synthetic {
                 id: format!("case-{i:04}"),
                 query: format!("¿Qué plazo aplica en el supuesto {i} de {domain}?"),
                 expected,
+                grades: Default::default(),
+                evidence: Vec::new(),
                 top_k: None,
                 domain: Some(domain.to_owned()),
                 tags: if i % 7 == 0 {

@@ -102,6 +102,8 @@ fn main() -> anyhow::Result<()> {
                     valid_to: None,
                     ingest_batch: None,
                     facets: Default::default(),
+                    start: None,
+                    end: None,
                 })
                 .collect(),
             sources: vec![None; n],

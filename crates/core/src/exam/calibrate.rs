@@ -342,6 +342,8 @@ mod tests {
                 id,
                 query: format!("question {i}"),
                 expected,
+                grades: Default::default(),
+                evidence: Vec::new(),
                 top_k: None,
                 domain: domain.map(str::to_owned),
                 tags: Vec::new(),

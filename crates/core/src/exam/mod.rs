@@ -126,6 +126,9 @@ pub enum ExamWarning {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cause: Option<ShortCause>,
     },
+    /// Listed results of evidence cases that are located in no document (no `doc_id`,
+    /// `start` and `end` from the retriever or the corpus): they hold no evidence.
+    UnlocatedResults { cases: usize, results: usize },
 }
 
 /// One case for which the retriever returned fewer results than asked.
@@ -358,9 +361,25 @@ pub struct CaseResult {
     /// Diagnosis findings in checklist order: the full checklist for failing cases; for
     /// passing ones only expected chunks missing from the corpus.
     pub diagnosis: Vec<Finding>,
+    /// Per evidence item of the case, in the golden set's order: where it came out. Empty
+    /// for cases that name chunk IDs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<crate::evidence::EvidenceResult>,
 }
 
 impl CaseResult {
+    /// Whether an expected chunk or evidence item that counts (grade at least
+    /// `relevance_level`) is retrieved within the case's top K.
+    pub fn hit(&self, relevance_level: u32) -> bool {
+        self.expected
+            .iter()
+            .any(|e| e.in_top_k && e.grade >= relevance_level)
+            || self
+                .evidence
+                .iter()
+                .any(|e| e.grade >= relevance_level && e.in_top_k(self.top_k, self.retrieved))
+    }
+
     /// The case fails, and only because of noise that a perfect ranking of it would also
     /// have ([`CaseReason::StructuralNoise`]): its recall passes, its K exceeds what its
     /// expected list can fill under the ceiling.
@@ -381,6 +400,12 @@ pub struct ExpectedChunk {
     pub in_top_k: bool,
     /// Whether the corpus has this chunk; `None` without a corpus.
     pub in_corpus: Option<bool>,
+    /// Its grade in the golden set (1 unless given; written out only when not 1).
+    #[serde(
+        default = "crate::evidence::default_grade",
+        skip_serializing_if = "crate::evidence::is_default_grade"
+    )]
+    pub grade: u32,
 }
 
 /// The measures the exam always reports, at one cut-off K.
@@ -407,6 +432,25 @@ impl CoreMeasures {
 /// Runs the exam. The policy must have been validated ([`Policy::validate`]); extra
 /// measures that do not parse are skipped.
 pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
+    let mut unlocated = Unlocated::default();
+    let mut report = evaluate_counting(input, &mut unlocated);
+    if unlocated.results > 0 {
+        report.warnings.push(ExamWarning::UnlocatedResults {
+            cases: unlocated.cases,
+            results: unlocated.results,
+        });
+    }
+    report
+}
+
+/// Listed results of evidence cases that are not located in any document.
+#[derive(Default)]
+struct Unlocated {
+    cases: usize,
+    results: usize,
+}
+
+fn evaluate_counting(input: ExamInput<'_>, unlocated: &mut Unlocated) -> ExamReport {
     let policy = input.policy;
     let extra: Vec<Measure> = policy
         .measures
@@ -421,7 +465,7 @@ pub fn evaluate(input: ExamInput<'_>) -> ExamReport {
             let th = policy.thresholds(case.domain.as_deref());
             let k = case.top_k.unwrap_or(th.top_k);
             let measures = by_k.entry(k).or_insert_with(|| CoreMeasures::at(k));
-            evaluate_case(case, &input, measures, &extra)
+            evaluate_case(case, &input, measures, &extra, unlocated)
         })
         .collect();
 
@@ -469,26 +513,64 @@ fn evaluate_case(
     input: &ExamInput<'_>,
     m: &CoreMeasures,
     extra: &[Measure],
+    unlocated: &mut Unlocated,
 ) -> CaseResult {
     let policy = input.policy;
     let th = policy.thresholds(case.domain.as_deref());
     let k = case.top_k.unwrap_or(th.top_k);
     let results = input.run.results(&case.id);
     let expected: BTreeSet<&str> = case.expected.iter().map(String::as_str).collect();
+    let level = policy.relevance_level;
+    let top_len = results.len().min(k as usize);
 
-    let relevant: Vec<bool> = results
-        .iter()
-        .map(|r| expected.contains(r.id.as_str()))
-        .collect();
-    let judged = ResRels::binary(&relevant, expected.len());
-    let recall = m.recall.compute(&judged);
-    let precision = m.precision.compute(&judged);
-    let reciprocal_rank = m.rr.compute(&judged);
+    // Evidence cases: items covered by the spans of the ranked chunks.
+    let span_of = |id: &str| input.run.span_of(id, input.corpus);
+    let judged_evidence = case.by_evidence().then(|| {
+        crate::evidence::judge(&crate::evidence::JudgeInput {
+            items: &case.evidence,
+            results,
+            known: input.run.known_ranks.get(&case.id),
+            span_of: &span_of,
+            index: input.corpus.map(Corpus::spans),
+            k,
+            coverage: policy.evidence_coverage,
+            relevance_level: level,
+        })
+    });
+    if let Some(ev) = &judged_evidence {
+        if ev.unlocated > 0 {
+            unlocated.cases += 1;
+            unlocated.results += ev.unlocated;
+        }
+    }
+
+    // Per listed result: whether it is an expected chunk that counts (or, for evidence, a
+    // chunk at a counted item's rank), for the noise rule.
+    let (judged, relevant) = match &judged_evidence {
+        Some(ev) => {
+            let opts = crate::trec::EvalOptions {
+                relevance_level: i64::from(level),
+                ..Default::default()
+            };
+            (
+                ResRels::from_rels(ev.rels.clone(), &ev.levels, &opts),
+                ev.at_item_rank.clone(),
+            )
+        }
+        None => chunk_judgements(case, results, &expected, level),
+    };
+    let (recall, precision, reciprocal_rank) = match &judged_evidence {
+        Some(ev) => (ev.recall, ev.precision, ev.reciprocal_rank),
+        None => (
+            m.recall.compute(&judged),
+            m.precision.compute(&judged),
+            m.rr.compute(&judged),
+        ),
+    };
     let ndcg = m.ndcg.compute(&judged);
     let average_precision = m.ap.compute(&judged);
     let quality = quality::quality_score(recall, th.recall_floor);
 
-    let top_len = results.len().min(k as usize);
     let top: Vec<(bool, Option<f64>)> = results[..top_len]
         .iter()
         .zip(&relevant)
@@ -511,10 +593,44 @@ fn evaluate_case(
                 gold: chunk.is_some_and(|c| c.has_label(gold_label)),
                 in_top_k: found.is_some_and(|(r, _)| r <= k as usize && r <= results.len()),
                 in_corpus: input.corpus.map(|_| chunk.is_some()),
+                grade: case.grade_of(id),
             }
         })
         .collect();
-    let gold = case.gold || expected_chunks.iter().any(|e| e.gold);
+    // Evidence cases are gold when a chunk of the corpus that holds a counted item carries
+    // the gold label.
+    let evidence_gold = judged_evidence.as_ref().is_some_and(|ev| {
+        ev.items.iter().filter(|i| i.grade >= level).any(|i| {
+            i.chunks.iter().any(|h| {
+                input
+                    .corpus
+                    .and_then(|c| c.get(&h.id))
+                    .is_some_and(|c| c.has_label(gold_label))
+            })
+        })
+    });
+    let gold = case.gold || expected_chunks.iter().any(|e| e.gold) || evidence_gold;
+    // What a perfect ranking of the case would put first, for the structural-noise check.
+    let (counted, counted_ranks) = match &judged_evidence {
+        Some(ev) => (ev.needed_chunks, ev.ranks_in_top_k.clone()),
+        None => {
+            let mut ids: Vec<&str> = expected_chunks
+                .iter()
+                .filter(|e| e.grade >= level)
+                .map(|e| e.id.as_str())
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let mut ranks: Vec<usize> = expected_chunks
+                .iter()
+                .filter(|e| e.in_top_k && e.grade >= level)
+                .filter_map(|e| e.rank)
+                .collect();
+            ranks.sort_unstable();
+            ranks.dedup();
+            (ids.len() as u32, ranks)
+        }
+    };
 
     let mut reasons = Vec::new();
     if results.is_empty() {
@@ -545,6 +661,11 @@ fn evaluate_case(
         noise: noise.map(|(n, _)| n),
         max_noise,
         noise_ceiling: th.noise_ceiling,
+        counted,
+        counted_ranks,
+        evidence: judged_evidence.as_ref(),
+        evidence_coverage: policy.evidence_coverage,
+        relevance_level: level,
     };
     let diagnosis = diagnosis::diagnose_case(&view);
     let noise_finding = diagnosis::classify_noise(&view);
@@ -582,7 +703,48 @@ fn evaluate_case(
         measures,
         noise_finding,
         diagnosis,
+        evidence: judged_evidence.map(|ev| ev.items).unwrap_or_default(),
     }
+}
+
+/// The judgements of a case that names chunk IDs: binary relevance (as trec_eval with every
+/// expected chunk at level 1) unless the golden set grades its chunks or the policy's
+/// relevance level is not 1, then the grades as trec_eval's levels. Also, per listed result,
+/// whether it is an expected chunk that counts.
+fn chunk_judgements(
+    case: &Case,
+    results: &[crate::run::Retrieved],
+    expected: &BTreeSet<&str>,
+    level: u32,
+) -> (ResRels, Vec<bool>) {
+    let counts = |id: &str| expected.contains(id) && case.grade_of(id) >= level;
+    let relevant: Vec<bool> = results.iter().map(|r| counts(&r.id)).collect();
+    if case.grades.is_empty() && level == 1 {
+        return (ResRels::binary(&relevant, expected.len()), relevant);
+    }
+    let rels: Vec<i32> = results
+        .iter()
+        .map(|r| {
+            if expected.contains(r.id.as_str()) {
+                case.grade_of(&r.id) as i32
+            } else {
+                0
+            }
+        })
+        .collect();
+    let mut levels: Vec<(i32, u64)> = expected
+        .iter()
+        .map(|id| (case.grade_of(id) as i32, 1))
+        .collect();
+    let nonrel = rels.iter().filter(|&&r| r == 0).count() as u64;
+    if nonrel > 0 {
+        levels.push((0, nonrel));
+    }
+    let opts = crate::trec::EvalOptions {
+        relevance_level: i64::from(level),
+        ..Default::default()
+    };
+    (ResRels::from_rels(rels, &levels, &opts), relevant)
 }
 
 /// Why the suite stops, in [`StopReason`]'s order; empty exactly when
@@ -677,7 +839,7 @@ fn summarise(cases: &[CaseResult], policy: &Policy, extra: &[Measure]) -> Summar
         hit_rate: mean(
             cases
                 .iter()
-                .map(|c| f64::from(u8::from(c.expected.iter().any(|e| e.in_top_k)))),
+                .map(|c| f64::from(u8::from(c.hit(policy.relevance_level)))),
             n,
         ),
         failing: failing.len(),

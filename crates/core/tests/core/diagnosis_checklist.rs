@@ -21,6 +21,8 @@ fn exam_with(table: Chunk) -> CaseResult {
             "silver_legal_045".into(),
             table.id.clone(),
         ],
+        grades: Default::default(),
+        evidence: Vec::new(),
         top_k: Some(10),
         domain: Some("fiscal".into()),
         tags: vec!["numeric".into()],

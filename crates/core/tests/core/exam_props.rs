@@ -29,6 +29,8 @@ fn build(expected: &[usize], ranking: &[(usize, u8)], k: u32) -> (Case, Run) {
         id: "q".into(),
         query: "q".into(),
         expected: expected.iter().map(|i| format!("d{i}")).collect(),
+        grades: Default::default(),
+        evidence: Vec::new(),
         top_k: Some(k),
         domain: None,
         tags: vec![],

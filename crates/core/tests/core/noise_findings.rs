@@ -13,6 +13,8 @@ fn case(id: &str, expected: &[&str], gold: bool) -> Case {
         id: id.into(),
         query: format!("query {id}"),
         expected: expected.iter().map(|s| s.to_string()).collect(),
+        grades: Default::default(),
+        evidence: Vec::new(),
         top_k: Some(10),
         domain: None,
         tags: vec![],

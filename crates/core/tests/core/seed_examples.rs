@@ -11,6 +11,8 @@ fn case(id: &str, expected: &[&str]) -> Case {
         id: id.into(),
         query: format!("query {id}"),
         expected: expected.iter().map(|s| s.to_string()).collect(),
+        grades: Default::default(),
+        evidence: Vec::new(),
         top_k: Some(10),
         domain: None,
         tags: vec![],

@@ -15,6 +15,8 @@ fn case(id: &str, expected: &[String], gold: bool) -> Case {
         id: id.into(),
         query: format!("query {id}"),
         expected: expected.to_vec(),
+        grades: Default::default(),
+        evidence: Vec::new(),
         top_k: Some(10),
         domain: None,
         tags: vec![],

@@ -13,6 +13,8 @@ fn the_exactness_line_is_in_every_text_format() {
         id: "q1".into(),
         query: "q".into(),
         expected: vec!["c1".into()],
+        grades: Default::default(),
+        evidence: Vec::new(),
         top_k: Some(3),
         domain: None,
         tags: vec![],

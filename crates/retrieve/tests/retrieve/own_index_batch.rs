@@ -138,6 +138,8 @@ fn exam_cases(n: usize, dim: usize) -> Vec<veredicto_core::case::Case> {
                     format!("c{:04}", (q * 13 + 2) % n)
                 },
             ],
+            grades: Default::default(),
+            evidence: Vec::new(),
             top_k: (q % 5 == 0).then_some(3),
             query_vector: Some(vector(q * 13 + 2, dim)),
             filters: (q % 4 == 0).then(|| filter.as_object().unwrap().clone()),

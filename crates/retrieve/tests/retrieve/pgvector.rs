@@ -76,6 +76,8 @@ fn cases(items: &[(String, Vec<f32>)], n: usize, seed: u64, picks: &[usize]) -> 
                 id: format!("case-{i:03}"),
                 query: format!("query {i}"),
                 expected: picks.iter().map(|&r| order[r - 1].1.to_owned()).collect(),
+                grades: Default::default(),
+                evidence: Vec::new(),
                 top_k: Some(3),
                 domain: None,
                 tags: vec![],

@@ -89,6 +89,8 @@ pub fn case(id: &str, query: &str, expected: &[&str], vector: Option<Vec<f32>>) 
         id: id.into(),
         query: query.into(),
         expected: expected.iter().map(|s| s.to_string()).collect(),
+        grades: Default::default(),
+        evidence: Vec::new(),
         top_k: Some(3),
         domain: None,
         tags: vec![],

@@ -1,0 +1,1 @@
+//! `golden check` and `golden convert` (filled below).
