@@ -10,6 +10,7 @@ pub mod compare;
 pub mod diagnosis;
 pub mod exam;
 pub mod fingerprint;
+pub mod fusion;
 pub mod gate;
 pub mod history;
 pub mod hygiene;
