@@ -486,7 +486,10 @@ mod tests {
     use super::*;
 
     fn arm(items: &[(&str, f64)]) -> Vec<(String, Option<f64>)> {
-        items.iter().map(|(i, s)| (i.to_string(), Some(*s))).collect()
+        items
+            .iter()
+            .map(|(i, s)| (i.to_string(), Some(*s)))
+            .collect()
     }
 
     fn scores(f: &Fusion, arms: &[Vec<(String, Option<f64>)>]) -> Vec<(String, f64)> {
@@ -534,7 +537,10 @@ mod tests {
     fn zscore_uses_the_population_deviation_and_rank_norm_counts_positions() {
         let a = arm(&[("p", 3.0), ("q", 1.0)]);
         let b = arm(&[("q", 5.0), ("r", 4.0), ("p", 0.0)]);
-        let z = scores(&"combsum?norm=zscore".parse().unwrap(), &[a.clone(), b.clone()]);
+        let z = scores(
+            &"combsum?norm=zscore".parse().unwrap(),
+            &[a.clone(), b.clone()],
+        );
         // Arm 1: mean 2, std 1 -> p 1, q -1. Arm 2: mean 3, std sqrt(14/3).
         let s2 = (14.0f64 / 3.0).sqrt();
         let want_p = 1.0 + (0.0 - 3.0) / s2;
@@ -579,7 +585,10 @@ mod tests {
         }
         assert_eq!("rrf".parse::<Fusion>().unwrap().to_string(), "rrf?k=60");
         assert_eq!(
-            "wsum?w=0.5,0.5&norm=zmuv".parse::<Fusion>().unwrap().to_string(),
+            "wsum?w=0.5,0.5&norm=zmuv"
+                .parse::<Fusion>()
+                .unwrap()
+                .to_string(),
             "wsum?w=0.5,0.5&norm=zscore"
         );
         for (bad, says) in [
@@ -599,7 +608,10 @@ mod tests {
         let f: Fusion = "wsum?w=1,2,3".parse().unwrap();
         assert!(matches!(
             f.check_arms(2),
-            Err(FusionError::Weights { weights: 3, arms: 2 })
+            Err(FusionError::Weights {
+                weights: 3,
+                arms: 2
+            })
         ));
         assert!(f.check_arms(3).is_ok());
     }
