@@ -5,7 +5,7 @@ use crate::{Options, RetrieveError, Retriever};
 
 /// The schemes [`open`] knows, for the error on an unknown one.
 pub const SCHEMES: &str =
-    "index:DIR, run:FILE (run:- for standard input), http://…, https://…, cmd:PROGRAM ARGS…, postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL, opensearch+http(s)://HOST:9200/INDEX?field=F, elasticsearch+http(s)://HOST:9200/INDEX?field=F, qdrant+http(s)://HOST:6333/COLLECTION";
+    "index:DIR (?mode=vector|bm25|hybrid), fusion:METHOD (with --arm URI for each arm), run:FILE (run:- for standard input), http://…, https://…, cmd:PROGRAM ARGS…, postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL, opensearch+http(s)://HOST:9200/INDEX?field=F, elasticsearch+http(s)://HOST:9200/INDEX?field=F, qdrant+http(s)://HOST:6333/COLLECTION";
 
 /// Opens the retriever a URI names. Live retrievers do not connect yet: the first request
 /// (or [`Retriever::prepare`]) does.
@@ -21,13 +21,20 @@ pub fn open(uri: &str, options: &Options) -> Result<Box<dyn Retriever>, Retrieve
             "--body-template applies to http:// and https:// retrievers only".into(),
         ));
     }
-    if let Some(dir) = uri.strip_prefix("index:") {
-        if dir.is_empty() {
+    if let Some(rest) = uri.strip_prefix("index:") {
+        if rest.is_empty() {
             return Err(bad("expected `index:DIR`".into()));
         }
-        return Ok(Box::new(crate::own_index::OwnIndex::open(
+        let (dir, mode) = crate::own_index::parse_uri(rest).map_err(bad)?;
+        return Ok(Box::new(crate::own_index::OwnIndex::open_mode(
             std::path::Path::new(dir),
+            mode,
         )?));
+    }
+    if uri.starts_with(crate::fusion::SCHEME) {
+        return Err(bad(
+            "a fusion needs its arms, each given on its own (--arm URI, at least two)".into(),
+        ));
     }
     if let Some(path) = uri.strip_prefix("run:") {
         if path.is_empty() {
