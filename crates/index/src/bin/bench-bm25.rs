@@ -33,8 +33,8 @@ use veredicto_core::case::Case;
 use veredicto_core::measure::Measure;
 use veredicto_core::trec::ResRels;
 use veredicto_index::{
-    Analyzer, BatchInfo, ChunkInput, ChunkMeta, EmbeddedField, Index, IngestSettings,
-    LexicalQuery, ModelFingerprint, Plan,
+    Analyzer, BatchInfo, ChunkInput, ChunkMeta, EmbeddedField, Index, IngestSettings, LexicalQuery,
+    ModelFingerprint, Plan,
 };
 
 struct Args {
@@ -108,7 +108,10 @@ fn quality(cases: &[Case], ranked: &BTreeMap<String, Vec<String>>) -> (f64, f64)
     for c in cases {
         let expected: BTreeSet<&str> = c.expected.iter().map(String::as_str).collect();
         let list = ranked.get(&c.id).map(Vec::as_slice).unwrap_or(&[]);
-        let rels: Vec<bool> = list.iter().map(|id| expected.contains(id.as_str())).collect();
+        let rels: Vec<bool> = list
+            .iter()
+            .map(|id| expected.contains(id.as_str()))
+            .collect();
         let judged = ResRels::binary(&rels, expected.len());
         n += ndcg.compute(&judged);
         r += recall.compute(&judged);
