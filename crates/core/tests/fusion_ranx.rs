@@ -33,6 +33,8 @@ impl Lcg {
 }
 
 type Arm = Vec<(String, Option<f64>)>;
+/// One comparison: the arms' runs and the fusions (ours, ranx's) to apply to them.
+type Job = (Vec<BTreeMap<String, Arm>>, Vec<(String, Value)>);
 
 /// `arms` runs of `queries` queries: each query's list of 1 to 30 documents out of 40, in
 /// strictly descending score order (no ties: ranx re-sorts by score). Arm 1's scores are
@@ -129,7 +131,7 @@ fn runs_json(runs: &[BTreeMap<String, Arm>]) -> Vec<Value> {
 
 /// ranx's answer to the jobs, or `None` when ranx cannot be imported (one Python process:
 /// numba compiles ranx's functions once).
-fn ranx_fuse(jobs: &[(Vec<BTreeMap<String, Arm>>, Vec<(String, Value)>)]) -> Option<Value> {
+fn ranx_fuse(jobs: &[Job]) -> Option<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ranx_fuse.py");
     let input = json!({
         "jobs": jobs

@@ -244,10 +244,14 @@ fn a_fusion_without_enough_arms_or_with_a_weight_per_arm_missing_is_refused() {
         .to_string();
     assert!(e.contains("--arm"), "{e}");
     let arm = format!("index:{}?mode=bm25", dir.display());
-    let e = FusionRetriever::open("fusion:rrf", &[arm.clone()], &Options::default())
-        .err()
-        .unwrap()
-        .to_string();
+    let e = FusionRetriever::open(
+        "fusion:rrf",
+        std::slice::from_ref(&arm),
+        &Options::default(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(e.contains("two arms at least"), "{e}");
     let e = FusionRetriever::open(
         "fusion:wsum?w=1",
