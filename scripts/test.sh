@@ -7,7 +7,11 @@
 #      pgvector retriever and the PostgreSQL history, and a second one with ssl=on and a
 #      certificate authority made for the run (scripts/postgres.sh start --tls DIR), for the
 #      TLS tests; both stopped again when the tests end, whatever their outcome;
-#   4. `cargo test --workspace` (extra arguments are passed to it).
+#   4. ranx from PyPI in a virtual environment under the target folder, the oracle of the
+#      fusion test (crates/core/tests/fusion_ranx.rs), kept between runs: the first install
+#      downloads about 250 MB (ranx pulls numba, numpy, scipy, pandas) and spends about 70 s
+#      of CPU; later runs skip it;
+#   5. `cargo test --workspace` (extra arguments are passed to it).
 #
 #   bash scripts/test.sh [CARGO TEST ARGS...]
 set -euo pipefail
@@ -19,6 +23,13 @@ bash scripts/fetch-model.sh
 if [ -f scripts/fetch-e5.sh ]; then
     bash scripts/fetch-e5.sh
 fi
+
+RANX_VENV="${CARGO_TARGET_DIR:-$ROOT/target}/ranx-venv"
+if ! "$RANX_VENV/bin/python" -c 'import ranx' 2>/dev/null; then
+    python3 -m venv "$RANX_VENV"
+    "$RANX_VENV/bin/python" -m pip install --quiet 'ranx==0.3.21'
+fi
+export VEREDICTO_RANX_PYTHON="$RANX_VENV/bin/python"
 
 export VEREDICTO_PG_STATE
 PG_DIR="$(mktemp -d "${TMPDIR:-/tmp}/veredicto-test-pg.XXXXXX")"

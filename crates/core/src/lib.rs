@@ -11,6 +11,7 @@ pub mod diagnosis;
 pub mod evidence;
 pub mod exam;
 pub mod fingerprint;
+pub mod fusion;
 pub mod gate;
 pub mod history;
 pub mod hygiene;

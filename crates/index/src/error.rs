@@ -137,6 +137,24 @@ pub enum IndexError {
         /// The manifest file.
         path: PathBuf,
     },
+    /// The lexical (BM25) arm could not be built.
+    #[error("{path}: building the BM25 arm: {message}")]
+    Lexical {
+        /// The arm's folder or file concerned.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A lexical (BM25) search on an index that has no BM25 arm.
+    #[error(
+        "{path}: this index has no BM25 arm (it was ingested without one): ingest it again \
+         with a lexical analyser (`veredicto ingest --bm25 english` or `--bm25 spanish`) to \
+         add one, or search it with mode=vector"
+    )]
+    NoLexicalArm {
+        /// The manifest file.
+        path: PathBuf,
+    },
     /// The destination of a write is not usable (e.g. it exists and is not an index folder).
     #[error("{path}: {message}")]
     Destination {

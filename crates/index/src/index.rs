@@ -29,6 +29,11 @@ pub struct Index {
     vector_sums: Option<(usize, Vec<u32>)>,
     /// Result of [`Index::check_vectors`], computed once (before the first search).
     vectors_checked: OnceLock<std::result::Result<(), (&'static str, String)>>,
+    /// The lexical arm's files, mapped, when the index has one.
+    lexical: Option<crate::lexical::LexicalFiles>,
+    /// The lexical arm, checked and opened before the first lexical search.
+    lexical_searcher:
+        OnceLock<std::result::Result<crate::lexical::Searcher, crate::lexical::Problem>>,
     /// The folder as opened (so that `verify` reads this version's files).
     folder: Folder,
 }
@@ -208,13 +213,20 @@ impl Index {
         })?;
 
         // The manifest lists exactly the three data files (the chunk table is JSON lines in
-        // format version 1, binary since version 2).
+        // format version 1, binary since version 2), and the lexical arm's files when the
+        // index has one (format version 4).
         let table_name = if manifest.format_version >= 2 {
             files::CHUNK_TABLE
         } else {
             files::CHUNKS
         };
-        let names: Vec<&str> = manifest.files.keys().map(String::as_str).collect();
+        let names: Vec<&str> = manifest
+            .files
+            .keys()
+            .map(String::as_str)
+            .filter(|n| crate::lexical::lexical_name(n).is_none())
+            .collect();
+        let lexical = read_lexical(dir, folder, &manifest)?;
         if names != [table_name, files::RECORDS, files::VECTORS] {
             return Err(IndexError::corrupt(
                 &dir.join(files::MANIFEST),
@@ -263,6 +275,7 @@ impl Index {
                 table: Table::Binary(table),
                 table_hash: Some(sha),
                 vector_sums,
+                lexical,
             });
         }
 
@@ -388,6 +401,7 @@ impl Index {
             table: Table::Lines(entries),
             table_hash: None,
             vector_sums,
+            lexical,
         })
     }
 
@@ -675,6 +689,100 @@ impl Index {
     pub(crate) fn table(&self) -> &Table {
         &self.table
     }
+
+    /// The lexical arm's mapped files, when the index has one.
+    pub(crate) fn lexical_files(&self) -> Option<&crate::lexical::LexicalFiles> {
+        self.lexical.as_ref()
+    }
+
+    /// The lexical arm, checked against the manifest and opened once (before the first
+    /// lexical search); [`IndexError::NoLexicalArm`] when the index has none.
+    pub(crate) fn lexical_searcher(&self) -> Result<&crate::lexical::Searcher> {
+        let Some(files) = &self.lexical else {
+            return Err(IndexError::NoLexicalArm {
+                path: self.dir.join(files::MANIFEST),
+            });
+        };
+        match self
+            .lexical_searcher
+            .get_or_init(|| crate::lexical::Searcher::open(files, &self.table))
+        {
+            Ok(s) => Ok(s),
+            Err((file, m)) => Err(IndexError::corrupt(&self.dir.join(file), 0, m.clone())),
+        }
+    }
+}
+
+/// Maps the lexical arm's files (those the manifest lists as `lexical/NAME`), checking each
+/// one's size; `None` when the manifest has no `lexical` section. Files without a section,
+/// or a section without `lexical/meta.json`, are refused.
+fn read_lexical(
+    dir: &Path,
+    folder: &Folder,
+    manifest: &Manifest,
+) -> Result<Option<crate::lexical::LexicalFiles>> {
+    let mpath = dir.join(files::MANIFEST);
+    let listed: Vec<(&str, &crate::manifest::FileRecord)> = manifest
+        .files
+        .iter()
+        .filter_map(|(n, r)| crate::lexical::lexical_name(n).map(|l| (l, r)))
+        .collect();
+    let Some(record) = &manifest.lexical else {
+        if let Some((name, _)) = listed.first() {
+            return Err(IndexError::corrupt(
+                &mpath,
+                0,
+                format!(
+                    "`files` lists {}{name} but the manifest has no `lexical` section",
+                    files::LEXICAL_PREFIX
+                ),
+            ));
+        }
+        return Ok(None);
+    };
+    if manifest.format_version < 4 {
+        return Err(IndexError::corrupt(
+            &mpath,
+            0,
+            "a `lexical` section needs format version 4",
+        ));
+    }
+    if !listed.iter().any(|(n, _)| *n == "meta.json") {
+        return Err(IndexError::corrupt(
+            &mpath,
+            0,
+            format!(
+                "`files` must list {}meta.json (the BM25 arm's own manifest)",
+                files::LEXICAL_PREFIX
+            ),
+        ));
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for (name, rec) in listed {
+        if !crate::lexical::valid_file_name(name) {
+            return Err(IndexError::corrupt(
+                &mpath,
+                0,
+                format!(
+                    "`files` lists {:?}, not a plain file name",
+                    veredicto_core::redact::short(name)
+                ),
+            ));
+        }
+        let full = format!("{}{name}", files::LEXICAL_PREFIX);
+        let expected = rec.bytes;
+        let bytes = match map_file(folder, &full, expected, |found| {
+            format!("expected {expected} bytes (from the manifest), found {found}")
+        })? {
+            Some(map) => tantivy::directory::OwnedBytes::new(map),
+            None => tantivy::directory::OwnedBytes::empty(),
+        };
+        out.insert(name.to_string(), (bytes, rec.clone()));
+    }
+    Ok(Some(crate::lexical::LexicalFiles {
+        record: record.clone(),
+        files: out,
+    }))
 }
 
 fn missing_file_record(dir: &Path, name: &str) -> IndexError {
@@ -694,6 +802,7 @@ struct Parts {
     /// The manifest's SHA-256 of `chunks.bin`, checked before the first search.
     table_hash: Option<String>,
     vector_sums: Option<(usize, Vec<u32>)>,
+    lexical: Option<crate::lexical::LexicalFiles>,
 }
 
 impl Parts {
@@ -707,6 +816,8 @@ impl Parts {
             table_hash: self.table_hash,
             vector_sums: self.vector_sums,
             vectors_checked: OnceLock::new(),
+            lexical: self.lexical,
+            lexical_searcher: OnceLock::new(),
             folder,
         }
     }

@@ -83,9 +83,79 @@ pub struct Plan<'a> {
     reused: usize,
     /// Corpus lines the caller left out, recorded with the batch.
     rejected: Vec<veredicto_core::gate::Rejection>,
+    /// What to do with the lexical (BM25) arm.
+    lexical: LexicalChoice,
+}
+
+/// What an ingest does with the lexical (BM25) arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LexicalChoice {
+    /// Keep the index's arm (updated with the corpus), or none if it has none.
+    Keep,
+    /// Build or update an arm with this analyser.
+    Build(crate::Analyzer),
+    /// Drop the arm.
+    Drop,
+}
+
+/// What [`Plan::apply`] will do to the lexical (BM25) arm ([`Plan::lexical_work`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LexicalWork {
+    /// The arm's analyser.
+    pub analyzer: crate::Analyzer,
+    /// Chunks analysed and added: the added and changed chunks, or every chunk when the arm
+    /// is built anew.
+    pub analysed: usize,
+    /// Documents of the old arm removed (removed and changed chunks).
+    pub removed: usize,
+    /// Whether the arm is built anew (none before, another analyser or analyser version, or
+    /// a full rebuild).
+    pub rebuilt: bool,
 }
 
 impl<'a> Plan<'a> {
+    /// Chooses the lexical (BM25) arm: `Some(analyzer)` builds one (or updates the index's
+    /// arm incrementally when it has the same analyser; another analyser rebuilds it),
+    /// `None` drops it. Without this call the index's arm is kept and updated with the
+    /// corpus, and an index without one gets none.
+    pub fn with_lexical(mut self, analyzer: Option<crate::Analyzer>) -> Self {
+        self.lexical = match analyzer {
+            Some(a) => LexicalChoice::Build(a),
+            None => LexicalChoice::Drop,
+        };
+        self
+    }
+
+    /// What [`Plan::apply`] will do to the lexical arm (`None`: the new index has none).
+    pub fn lexical_work(&self) -> Option<LexicalWork> {
+        let base = self.base.and_then(|b| b.lexical());
+        let analyzer = match self.lexical {
+            LexicalChoice::Keep => base.map(|r| r.analyzer)?,
+            LexicalChoice::Build(a) => a,
+            LexicalChoice::Drop => return None,
+        };
+        let reuse = self.base.and_then(|b| b.lexical_files()).is_some()
+            && base.is_some_and(|r| {
+                r.analyzer == analyzer && r.analyzer_version == crate::lexical::ANALYZER_VERSION
+            })
+            && !self.settings.full_rebuild;
+        Some(if reuse {
+            LexicalWork {
+                analyzer,
+                analysed: self.added.len() + self.changed.len(),
+                removed: self.removed.len() + self.changed.len(),
+                rebuilt: false,
+            }
+        } else {
+            LexicalWork {
+                analyzer,
+                analysed: self.chunks.len(),
+                removed: 0,
+                rebuilt: true,
+            }
+        })
+    }
+
     /// Records the corpus lines the caller rejected (they are not in this plan's corpus)
     /// with the batch that [`Plan::apply`] writes, for the ingestion gate.
     pub fn with_rejections(mut self, rejected: Vec<veredicto_core::gate::Rejection>) -> Self {
@@ -214,6 +284,7 @@ impl<'a> Plan<'a> {
             to_embed: Vec::new(),
             reused: 0,
             rejected: Vec::new(),
+            lexical: LexicalChoice::Keep,
         };
         for (i, c) in corpus.iter().enumerate() {
             let hash = hashes[i];
@@ -446,6 +517,47 @@ impl<'a> Plan<'a> {
                 return Err(e);
             }
         };
+        let mut file_records = file_records;
+        let lexical = match self.lexical_work() {
+            None => None,
+            Some(work) => {
+                let base = self
+                    .base
+                    .filter(|_| !work.rebuilt)
+                    .and_then(|b| b.lexical_files().map(|f| (f, b.dir())));
+                let input = crate::lexical::BuildInput {
+                    analyzer: work.analyzer,
+                    base,
+                    chunks: &self.chunks,
+                    analyse: if work.rebuilt {
+                        (0..self.chunks.len()).collect()
+                    } else {
+                        (0..self.chunks.len())
+                            .filter(|&i| self.keep_batch[i].is_none())
+                            .collect()
+                    },
+                    delete: if work.rebuilt {
+                        Vec::new()
+                    } else {
+                        self.removed
+                            .iter()
+                            .chain(&self.changed)
+                            .map(String::as_str)
+                            .collect()
+                    },
+                };
+                match crate::lexical::build(&target.path(files::LEXICAL_DIR), input) {
+                    Ok((records, section)) => {
+                        file_records.extend(records);
+                        Some(section)
+                    }
+                    Err(e) => {
+                        target.abandon();
+                        return Err(e);
+                    }
+                }
+            }
+        };
         let manifest = Manifest {
             format: FORMAT_NAME.to_string(),
             format_version: FORMAT_VERSION,
@@ -463,6 +575,7 @@ impl<'a> Plan<'a> {
             batches,
             files: file_records,
             vector_blocks: Some(vector_blocks),
+            lexical,
         };
         if let Err(e) = target.write_file(files::MANIFEST, &manifest.to_bytes()) {
             target.abandon();

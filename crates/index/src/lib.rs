@@ -29,6 +29,7 @@ mod filter;
 mod index;
 mod ingest;
 mod kernel;
+pub mod lexical;
 mod lock;
 mod manifest;
 pub mod records;
@@ -40,8 +41,9 @@ pub use chunk::{ChunkInput, ChunkMeta, TextHash};
 pub use error::{IndexError, Result};
 pub use filter::Filter;
 pub use index::{ChunkRef, Index};
-pub use ingest::{BatchInfo, IngestSettings, Plan};
+pub use ingest::{BatchInfo, IngestSettings, LexicalWork, Plan};
 pub use kernel::{dot, normalize};
+pub use lexical::{Analyzer, LexicalQuery, LexicalRecord};
 pub use lock::{WriterLock, DEFAULT_LOCK_WAIT};
 pub use manifest::{
     accept_latest_batch, files, judge_latest_batch, BatchRecord, EmbeddedField, FileRecord,

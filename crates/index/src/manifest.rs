@@ -9,10 +9,11 @@ use std::path::Path;
 /// Value of the manifest's `format` key.
 pub const FORMAT_NAME: &str = "veredicto-index";
 
-/// The on-disk format version this build writes and the highest it reads. Version 3 added
-/// the per-block checksums of `vectors.f32` ([`VectorBlocks`]); version 2 the binary chunk
-/// table.
-pub const FORMAT_VERSION: u64 = 3;
+/// The on-disk format version this build writes and the highest it reads. Version 4 added
+/// the optional lexical (BM25) arm ([`crate::LexicalRecord`], files under `lexical/`);
+/// version 3 the per-block checksums of `vectors.f32` ([`VectorBlocks`]); version 2 the
+/// binary chunk table.
+pub const FORMAT_VERSION: u64 = 4;
 
 /// Rows per checksummed block of `vectors.f32` in the indexes this build writes (the last
 /// block holds the rest). Readers take the manifest's [`VectorBlocks::rows`].
@@ -30,6 +31,10 @@ pub mod files {
     pub const CHUNK_TABLE: &str = "chunks.bin";
     /// The original chunk JSON lines, for rehydration; addressed by byte offsets.
     pub const RECORDS: &str = "records.jsonl";
+    /// The folder of the lexical (BM25) arm (format version 4), when the index has one.
+    pub const LEXICAL_DIR: &str = "lexical";
+    /// How the manifest's `files` names the lexical arm's files: `lexical/NAME`.
+    pub const LEXICAL_PREFIX: &str = "lexical/";
 }
 
 /// The embedding model's fingerprint as the caller computed it: an opaque JSON value
@@ -329,6 +334,10 @@ pub struct Manifest {
     /// Per-block checksums of `vectors.f32` (format version 3; absent before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_blocks: Option<VectorBlocks>,
+    /// The lexical (BM25) arm (format version 4), absent when the index has none; its files
+    /// are listed in `files` as `lexical/NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lexical: Option<crate::LexicalRecord>,
 }
 
 /// Value of `vector_dtype`.

@@ -42,6 +42,9 @@ pub enum Rank {
     },
     /// No chunk with this ID is in the index.
     NotInIndex,
+    /// Lexical search only: the chunk shares no term with the query, so it has no score
+    /// and no rank.
+    Unmatched,
 }
 
 impl Rank {
@@ -57,7 +60,7 @@ impl Rank {
     pub fn score(&self) -> Option<f32> {
         match self {
             Rank::Ranked { score, .. } | Rank::FilteredOut { score } => Some(*score),
-            Rank::NotInIndex => None,
+            Rank::NotInIndex | Rank::Unmatched => None,
         }
     }
 }
@@ -630,7 +633,7 @@ impl Index {
     }
 
     /// Bitmap (one bit per row) of the rows `filter` lets through.
-    fn filter_bitmap(&self, filter: &Filter) -> Vec<u64> {
+    pub(crate) fn filter_bitmap(&self, filter: &Filter) -> Vec<u64> {
         let n = self.len();
         let mut bits = vec![0u64; n.div_ceil(64)];
         for row in 0..n {
@@ -644,7 +647,7 @@ impl Index {
 
 /// Whether `row` passes the filter whose bitmap is `bits` (`None`: no filter).
 #[inline]
-fn allows(bits: Option<&[u64]>, row: usize) -> bool {
+pub(crate) fn allows(bits: Option<&[u64]>, row: usize) -> bool {
     bits.is_none_or(|b| b[row / 64] & (1u64 << (row % 64)) != 0)
 }
 

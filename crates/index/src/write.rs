@@ -146,7 +146,7 @@ impl Drop for AtomicDir {
     }
 }
 
-fn sync_dir(path: &Path) -> Result<()> {
+pub(crate) fn sync_dir(path: &Path) -> Result<()> {
     #[cfg(unix)]
     {
         let f = File::open(path).map_err(|e| IndexError::io(path, e))?;

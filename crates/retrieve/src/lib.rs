@@ -10,7 +10,8 @@
 //!
 //! | URI | backend |
 //! |---|---|
-//! | `index:DIR` | veredicto's own exact index |
+//! | `index:DIR`, `index:DIR?mode=vector\|bm25\|hybrid` | veredicto's own exact index: vectors, its BM25 arm, or both fused ([`own_index`]) |
+//! | `fusion:METHOD?PARAMS` with arms | several retrievers or run files fused ([`fusion::FusionRetriever`]) |
 //! | `run:FILE`, `run:-` | a run file (TREC or JSONL), `-` = standard input |
 //! | `http://…`, `https://…` | an HTTP search service (JSON contract in `docs/retrievers.md`) |
 //! | `cmd:PROGRAM ARGS…` | a subprocess speaking the same JSON, one line per request, each answer echoing its request's `id` ([`cmd`]) |
@@ -32,6 +33,7 @@ use veredicto_core::run::Run;
 mod answer;
 pub mod cmd;
 pub mod engines;
+pub mod fusion;
 pub mod http;
 mod net;
 pub mod own_index;

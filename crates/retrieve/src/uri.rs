@@ -24,6 +24,8 @@ pub enum Backend {
     Elasticsearch,
     /// Qdrant.
     Qdrant,
+    /// The fusion of other retrievers (its arms given apart).
+    Fusion,
 }
 
 /// One retriever scheme: the prefixes that select it (lower case), the URI's form and what
@@ -46,8 +48,14 @@ pub const SCHEME_LIST: &[Scheme] = &[
     Scheme {
         backend: Backend::OwnIndex,
         prefixes: &["index:"],
-        form: "index:DIR",
-        about: "veredicto's own exact index (written by `veredicto ingest`)",
+        form: "index:DIR[?mode=vector|bm25|hybrid]",
+        about: "veredicto's own exact index (written by `veredicto ingest`); `mode` picks the vector arm (default), the BM25 arm or their fusion",
+    },
+    Scheme {
+        backend: Backend::Fusion,
+        prefixes: &["fusion:"],
+        form: "fusion:METHOD[?PARAMS]",
+        about: "the fusion (rrf, combsum, combmnz, combmax, wsum) of other retrievers, each given with `--arm URI`",
     },
     Scheme {
         backend: Backend::RunFile,
@@ -161,10 +169,15 @@ pub fn open(uri: &str, options: &Options) -> Result<Box<dyn Retriever>, Retrieve
             if rest.is_empty() {
                 return Err(bad("expected `index:DIR`".into()));
             }
-            Ok(Box::new(crate::own_index::OwnIndex::open(
-                std::path::Path::new(rest),
+            let (dir, mode) = crate::own_index::parse_uri(rest).map_err(bad)?;
+            Ok(Box::new(crate::own_index::OwnIndex::open_mode(
+                std::path::Path::new(dir),
+                mode,
             )?))
         }
+        Backend::Fusion => Err(bad(
+            "a fusion needs its arms, each given on its own (--arm URI, at least two)".into(),
+        )),
         Backend::RunFile => {
             if rest.is_empty() {
                 return Err(bad("expected `run:FILE` or `run:-`".into()));

@@ -72,7 +72,7 @@ fn files_have_the_documented_shape() {
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(m["format"], "veredicto-index");
-    assert_eq!(m["format_version"], 3);
+    assert_eq!(m["format_version"], 4);
     // One CRC-32 per block of 4,096 rows of vectors.f32 (here one block).
     assert_eq!(m["vector_blocks"]["rows"], 4096);
     let raw = std::fs::read(dir.join("vectors.f32")).unwrap();
@@ -146,8 +146,8 @@ fn a_newer_format_version_is_refused_naming_the_manifest() {
         matches!(
             e,
             IndexError::NewerFormat {
-                found: 4,
-                supported: 3,
+                found: 5,
+                supported: 4,
                 ..
             }
         ),

@@ -8,6 +8,7 @@ mod common;
 mod damaged_index;
 mod format;
 mod ingest;
+mod lexical;
 mod precomputed_vectors;
 mod records;
 mod search;

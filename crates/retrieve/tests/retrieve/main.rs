@@ -7,6 +7,7 @@
 mod cmd_protocol;
 mod common;
 mod engines;
+mod fusion_retriever;
 mod http_answers;
 mod http_cmd;
 mod own_index_batch;
