@@ -15,6 +15,7 @@ pub mod policy;
 pub mod run;
 pub mod signals;
 pub mod text;
+pub mod traces;
 pub mod trec;
 
 pub use error::{FormatError, Result};
