@@ -17,7 +17,13 @@ use std::path::Path;
 use veredicto_core::case::Case;
 
 /// Reads a golden set from a JSONL file or a BEIR folder.
+///
+/// `sqlite:FILE?table=T` reads the cases from a table of a SQLite database (a Cloudflare D1
+/// database's local file too); see [`crate::golden_sqlite`].
 pub fn read_golden(path: &Path) -> Result<Vec<Case>> {
+    if let Some(spec) = crate::golden_sqlite::spec_of(path) {
+        return crate::golden_sqlite::read(spec);
+    }
     let cases = if path.is_dir() {
         read_beir(path, "test")?
     } else {
@@ -38,43 +44,48 @@ fn read_jsonl(path: &Path) -> Result<Vec<Case>> {
     let mut seen = SeenIds::default();
     let mut cases = Vec::new();
     for line in jsonl::read_objects(path)? {
-        let id = line.req_id("id")?;
-        seen.check(&line, "id", &id, "case")?;
-        let query = line
-            .opt_text("query")?
-            .ok_or_else(|| line.error("query", "missing"))?;
-        if !line.object.contains_key("expected") {
-            return Err(line.error("expected", "missing"));
-        }
-        let expected = line.str_list("expected")?;
-        if expected.is_empty() {
-            return Err(line.error(
-                "expected",
-                "empty: a case needs at least one expected chunk",
-            ));
-        }
-        let mut dup = std::collections::HashSet::new();
-        for (i, e) in expected.iter().enumerate() {
-            if !dup.insert(e) {
-                return Err(line.error(
-                    &format!("expected[{i}]"),
-                    format!("chunk `{e}` is listed twice"),
-                ));
-            }
-        }
-        cases.push(Case {
-            id,
-            query,
-            expected,
-            top_k: line.opt_positive("top_k")?,
-            domain: line.opt_id("domain")?,
-            tags: line.str_list("tags")?,
-            gold: line.opt_bool("gold")?.unwrap_or(false),
-            query_vector: line.opt_vector("query_vector")?,
-            filters: read_filters(&line)?,
-        });
+        cases.push(case_of(&line, &mut seen)?);
     }
     Ok(cases)
+}
+
+/// One case from one object (a JSONL line, or a row of a SQLite table made into one).
+pub(crate) fn case_of(line: &jsonl::ObjectLine<'_>, seen: &mut SeenIds) -> Result<Case> {
+    let id = line.req_id("id")?;
+    seen.check(line, "id", &id, "case")?;
+    let query = line
+        .opt_text("query")?
+        .ok_or_else(|| line.error("query", "missing"))?;
+    if !line.object.contains_key("expected") {
+        return Err(line.error("expected", "missing"));
+    }
+    let expected = line.str_list("expected")?;
+    if expected.is_empty() {
+        return Err(line.error(
+            "expected",
+            "empty: a case needs at least one expected chunk",
+        ));
+    }
+    let mut dup = std::collections::HashSet::new();
+    for (i, e) in expected.iter().enumerate() {
+        if !dup.insert(e) {
+            return Err(line.error(
+                &format!("expected[{i}]"),
+                format!("chunk `{e}` is listed twice"),
+            ));
+        }
+    }
+    Ok(Case {
+        id,
+        query,
+        expected,
+        top_k: line.opt_positive("top_k")?,
+        domain: line.opt_id("domain")?,
+        tags: line.str_list("tags")?,
+        gold: line.opt_bool("gold")?.unwrap_or(false),
+        query_vector: line.opt_vector("query_vector")?,
+        filters: read_filters(line)?,
+    })
 }
 
 /// A case's optional `filters` object, checked against the shape every retriever reads:

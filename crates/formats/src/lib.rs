@@ -7,6 +7,7 @@ pub mod config;
 pub mod corpus;
 pub mod error;
 pub mod golden;
+pub mod golden_sqlite;
 pub mod json;
 pub mod jsonl;
 pub mod matrix;
