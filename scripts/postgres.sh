@@ -8,6 +8,17 @@
 #
 #   export VEREDICTO_TEST_POSTGRES=$(scripts/postgres.sh start)
 #
+#   scripts/postgres.sh start --tls DIR   # a server with ssl=on, for the TLS tests
+#
+# With --tls DIR the script makes a certificate authority for the occasion and writes into
+# DIR: ca.crt (the authority), server.crt and server.key (the server's, for the name
+# `localhost` only: no IP address), other-ca.crt (an authority that signed nothing here).
+# The server accepts TLS and plain connections from 127.0.0.1, except for the role
+# `veredicto_tls_only`, which must use TLS. It prints postgres://veredicto@localhost:PORT/veredicto.
+# The pgserver wheel's PostgreSQL is built without TLS, so this mode runs Debian's PostgreSQL
+# (package `postgresql`, installed with apt-get when missing and run as root), without
+# pgvector. Give it its own VEREDICTO_PG_STATE to run it beside the plain server.
+#
 # The binaries come from the `pgserver` wheel on PyPI (PostgreSQL 16.2 with pgvector 0.6.2),
 # pinned by version and SHA-256, fetched once with `pip download --no-deps` and unpacked into
 # a cache folder: ~/.cache/veredicto/pgserver-VERSION, or /var/cache/veredicto/pgserver-VERSION
@@ -80,9 +91,56 @@ running() {
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
 }
 
+# The binaries of Debian's PostgreSQL (built with OpenSSL), installed when missing.
+debian_bin() {
+  local dir
+  dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+  if [ -z "$dir" ] || [ ! -x "$dir/postgres" ]; then
+    [ "$(id -u)" = 0 ] || die "--tls needs Debian's PostgreSQL: apt-get install postgresql (as root)"
+    apt-get install -y --no-install-recommends postgresql >&2 \
+      || { apt-get update >&2 && apt-get install -y --no-install-recommends postgresql >&2; } \
+      || die "apt-get install postgresql failed"
+    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+  fi
+  [ -x "$dir/postgres" ] || die "no PostgreSQL binaries under /usr/lib/postgresql"
+  echo "$dir"
+}
+
+# A certificate authority, the server's certificate for `localhost` and an unrelated
+# authority, in $1.
+make_certs() {
+  local dir=$1
+  command -v openssl >/dev/null || die "--tls needs openssl"
+  mkdir -p "$dir"
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  for ca in ca other-ca; do
+    openssl req -x509 "${ec[@]}" -days 30 -subj "/CN=veredicto test $ca" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+      -keyout "$dir/$ca.key" -out "$dir/$ca.crt" 2>/dev/null || die "openssl: cannot make $ca"
+  done
+  openssl req "${ec[@]}" -subj "/CN=localhost" -keyout "$dir/server.key" -out "$dir/server.csr" \
+    2>/dev/null || die "openssl: cannot make the server's key"
+  printf 'subjectAltName=DNS:localhost\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' \
+    >"$dir/server.ext"
+  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+    -CAcreateserial -days 30 -extfile "$dir/server.ext" -out "$dir/server.crt" 2>/dev/null \
+    || die "openssl: cannot sign the server's certificate"
+  rm -f "$dir/server.csr" "$dir/server.ext" "$dir/ca.srl" "$dir/other-ca.key"
+  chmod 600 "$dir/server.key" "$dir/ca.key"
+}
+
 start() {
+  local tls_dir=""
+  if [ "${1:-}" = --tls ]; then
+    [ -n "${2:-}" ] || die "usage: scripts/postgres.sh start --tls DIR"
+    tls_dir=$2
+  fi
   if running; then state_get URL; return 0; fi
-  fetch
+  if [ -n "$tls_dir" ]; then
+    BIN=$(debian_bin)
+  else
+    fetch
+  fi
   if [ "$(id -u)" = 0 ] && ! id "$RUN_USER" >/dev/null 2>&1; then
     useradd --system --no-create-home --shell /usr/sbin/nologin "$RUN_USER" \
       || die "cannot create the system user $RUN_USER (initdb refuses to run as root)"
@@ -97,15 +155,36 @@ start() {
   port=$(free_port)
   as_server_user "$BIN/initdb" -D "$data/cluster" -U "$DB_USER" --auth=trust -E UTF8 \
     --no-sync >"$data/initdb.log" 2>&1 || { cat "$data/initdb.log" >&2; die "initdb failed"; }
+  local opts="-c listen_addresses=127.0.0.1 -p $port -k $data -c fsync=off"
+  if [ -n "$tls_dir" ]; then
+    make_certs "$tls_dir"
+    cp "$tls_dir/server.crt" "$tls_dir/server.key" "$data/cluster/"
+    [ "$(id -u)" = 0 ] && chown "$RUN_USER" "$data/cluster/server.crt" "$data/cluster/server.key"
+    chmod 600 "$data/cluster/server.key"
+    opts="$opts -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key"
+    # TLS and plain from the loopback address; the role veredicto_tls_only only over TLS.
+    printf '%s\n' \
+      'local all all trust' \
+      'hostnossl all veredicto_tls_only 127.0.0.1/32 reject' \
+      'hostssl all all 127.0.0.1/32 trust' \
+      'host all all 127.0.0.1/32 trust' >"$data/cluster/pg_hba.conf"
+  fi
   as_server_user "$BIN/pg_ctl" -D "$data/cluster" -l "$data/cluster/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c fsync=off" start >/dev/null \
+    -o "$opts" start >/dev/null \
     || { cat "$data/cluster/server.log" >&2; die "the server did not start"; }
   local pid; pid=$(head -n1 "$data/cluster/postmaster.pid")
   "$BIN/psql" -X -q -h 127.0.0.1 -p "$port" -U "$DB_USER" -d postgres \
     -c "CREATE DATABASE $DB_NAME" >/dev/null || die "CREATE DATABASE failed"
-  "$BIN/psql" -X -q -h 127.0.0.1 -p "$port" -U "$DB_USER" -d "$DB_NAME" \
-    -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null || die "CREATE EXTENSION vector failed"
-  local url="postgres://$DB_USER@127.0.0.1:$port/$DB_NAME"
+  local url
+  if [ -n "$tls_dir" ]; then
+    "$BIN/psql" -X -q -h 127.0.0.1 -p "$port" -U "$DB_USER" -d postgres \
+      -c "CREATE ROLE veredicto_tls_only LOGIN" >/dev/null || die "CREATE ROLE failed"
+    url="postgres://$DB_USER@localhost:$port/$DB_NAME"
+  else
+    "$BIN/psql" -X -q -h 127.0.0.1 -p "$port" -U "$DB_USER" -d "$DB_NAME" \
+      -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null || die "CREATE EXTENSION vector failed"
+    url="postgres://$DB_USER@127.0.0.1:$port/$DB_NAME"
+  fi
   printf 'URL=%s\nPID=%s\nDATA=%s\nPSQL=%s\n' "$url" "$pid" "$data" "$BIN/psql" >"$STATE.tmp"
   mv "$STATE.tmp" "$STATE"
   trap - EXIT
@@ -126,9 +205,9 @@ stop() {
 }
 
 case "${1:-}" in
-  start) start ;;
+  start) shift; start "$@" ;;
   stop) stop ;;
   url) running || die "not running (scripts/postgres.sh start)"; state_get URL ;;
   psql) shift; running || die "not running"; exec "$(state_get PSQL)" -X "$(state_get URL)" "$@" ;;
-  *) echo "usage: scripts/postgres.sh start|stop|url|psql [ARGS]" >&2; exit 2 ;;
+  *) echo "usage: scripts/postgres.sh start [--tls DIR]|stop|url|psql [ARGS]" >&2; exit 2 ;;
 esac

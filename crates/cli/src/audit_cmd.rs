@@ -137,7 +137,7 @@ pub struct SuggestArgs {
     /// Timeout of one judge request, in seconds.
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
-    /// Retries of a judge request after a 429, a 5xx, a timeout or a connection error.
+    /// Retries of a judge request after a 429, a 5xx or a timeout (never after a refused connection).
     #[arg(long, default_value_t = 4)]
     pub retries: u32,
     /// Time recorded with the suggestions (RFC 3339; default: now, UTC).

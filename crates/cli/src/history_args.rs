@@ -11,8 +11,9 @@ pub const DEFAULT_HISTORY: &str = ".veredicto/history.db";
 #[derive(Debug, Clone, clap::Args)]
 pub struct HistoryArgs {
     /// Run history: an SQLite file, or a PostgreSQL database
-    /// (postgres://user@host:port/db; the password from PGPASSWORD or ~/.pgpass, never in
-    /// the URL of a shared command line). Default: $VEREDICTO_HISTORY, else `history` of
+    /// (postgres://user@host:port/db, read as libpq reads it; the password from PGPASSWORD
+    /// or ~/.pgpass, never in the URL of a shared command line; TLS with
+    /// ?sslmode=verify-full&sslrootcert=FILE). Default: $VEREDICTO_HISTORY, else `history` of
     /// veredicto.toml, else .veredicto/history.db beside veredicto.toml (or in the working
     /// folder without one).
     #[arg(

@@ -33,7 +33,7 @@ pub struct IngestArgs {
     /// Per-request timeout of an embeddings server (`--embedder`), in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = crate::retriever_args::positive_secs)]
     pub timeout: f64,
-    /// Retries after a 429, a 5xx, a timeout or a connection error of the embeddings server.
+    /// Retries after a 429, a 5xx or a timeout of the embeddings server (never after a refused connection).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub retries: u32,
     /// Which field is embedded.
@@ -235,13 +235,18 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
 
     let embedder = match precomputed {
         Some(_) => None,
-        None => Some(args.embedder.load_for_index(
-            Some(&index_path),
-            Some((
-                std::time::Duration::from_secs_f64(args.timeout),
-                args.retries,
-            )),
-        )?),
+        None => Some(
+            args.embedder.load_for_index(
+                Some(&index_path),
+                Some(
+                    (
+                        std::time::Duration::from_secs_f64(args.timeout),
+                        args.retries,
+                    )
+                        .into(),
+                ),
+            )?,
+        ),
     };
     let (model, dimension) = match (&embedder, &precomputed) {
         (Some(e), _) => (index_fingerprint(e.as_ref()), e.dim()),

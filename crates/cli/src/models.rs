@@ -34,6 +34,25 @@ pub struct EmbedderArgs {
     pub api_key_env: String,
 }
 
+/// The network settings of an embeddings or rerank server: per-request timeout, retries
+/// (`--timeout`, `--retries`) and the PEM file of extra root certificates (`--ca-file`).
+#[derive(Debug, Clone)]
+pub struct HttpNet {
+    pub timeout: std::time::Duration,
+    pub retries: u32,
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+impl From<(std::time::Duration, u32)> for HttpNet {
+    fn from((timeout, retries): (std::time::Duration, u32)) -> HttpNet {
+        HttpNet {
+            timeout,
+            retries,
+            ca_file: None,
+        }
+    }
+}
+
 impl EmbedderArgs {
     /// Loads the embedder the arguments name; without `--model` / `--embedder`, the local
     /// model recorded in the index at `index_dir` (when there is one). `net` = (per-request
@@ -41,7 +60,7 @@ impl EmbedderArgs {
     pub fn load_for_index(
         &self,
         index_dir: Option<&Path>,
-        net: Option<(std::time::Duration, u32)>,
+        net: Option<HttpNet>,
     ) -> anyhow::Result<Box<dyn Embedder>> {
         self.load_within(index_dir, net, None)
     }
@@ -51,7 +70,7 @@ impl EmbedderArgs {
     pub fn load_within(
         &self,
         index_dir: Option<&Path>,
-        net: Option<(std::time::Duration, u32)>,
+        net: Option<HttpNet>,
         deadline: Option<veredicto_embed::Deadline>,
     ) -> anyhow::Result<Box<dyn Embedder>> {
         match &self.embedder {
@@ -66,9 +85,10 @@ impl EmbedderArgs {
                 cfg.api_key = std::env::var(&self.api_key_env)
                     .ok()
                     .filter(|k| !k.is_empty());
-                if let Some((timeout, retries)) = net {
-                    cfg.timeout = timeout;
-                    cfg.retries = retries;
+                if let Some(net) = net {
+                    cfg.timeout = net.timeout;
+                    cfg.retries = net.retries;
+                    cfg.ca_file = net.ca_file;
                 }
                 cfg.deadline = deadline;
                 let e = OpenAiEmbedder::new(cfg);
@@ -108,15 +128,16 @@ impl EmbedderArgs {
 pub fn load_reranker(
     spec: &str,
     api_key_env: &str,
-    net: Option<(std::time::Duration, u32)>,
+    net: Option<HttpNet>,
     deadline: Option<veredicto_embed::Deadline>,
 ) -> anyhow::Result<Box<dyn Reranker>> {
     if spec.starts_with("http://") || spec.starts_with("https://") {
         let mut cfg = HttpRerankConfig::new(spec);
         cfg.api_key = std::env::var(api_key_env).ok().filter(|k| !k.is_empty());
-        if let Some((timeout, retries)) = net {
-            cfg.timeout = timeout;
-            cfg.retries = retries;
+        if let Some(net) = net {
+            cfg.timeout = net.timeout;
+            cfg.retries = net.retries;
+            cfg.ca_file = net.ca_file;
         }
         cfg.deadline = deadline;
         Ok(Box::new(HttpReranker::new(cfg)))

@@ -15,7 +15,7 @@ pub struct NetArgs {
     /// Total deadline for all requests of a live retriever, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 300.0, value_parser = positive_secs)]
     pub deadline: f64,
-    /// Retries after a 5xx answer or a timeout (never after a 4xx or a refused connection).
+    /// Retries after a 5xx or 429 answer or a timeout (never after another 4xx or a refused connection).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub retries: u32,
     /// A request header whose value is read from an environment variable, e.g.
@@ -44,6 +44,10 @@ pub struct NetArgs {
     /// docs/retrievers.md).
     #[arg(long, value_name = "FILE")]
     pub body_template: Option<std::path::PathBuf>,
+    /// A PEM file of root certificates trusted for HTTPS besides the system's: a live
+    /// retriever, an embeddings server, a rerank server.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
     /// An environment variable to pass to a `cmd:` retriever besides PATH, HOME, LANG,
     /// LANGUAGE, LC_*, TMPDIR and TZ (repeatable); no other is passed.
     #[arg(long = "cmd-env", value_name = "NAME")]
@@ -153,9 +157,13 @@ pub fn positive_secs(s: &str) -> Result<f64, String> {
 }
 
 impl NetArgs {
-    /// (per-request timeout, retries) for an embeddings server.
-    pub fn embedder_net(&self) -> (Duration, u32) {
-        (Duration::from_secs_f64(self.timeout), self.retries)
+    /// (per-request timeout, retries, `--ca-file`) for an embeddings or rerank server.
+    pub fn embedder_net(&self) -> crate::models::HttpNet {
+        crate::models::HttpNet {
+            timeout: Duration::from_secs_f64(self.timeout),
+            retries: self.retries,
+            ca_file: self.ca_file.clone(),
+        }
     }
 
     /// The run's total deadline (`--deadline`), starting now: it bounds the embeddings
@@ -198,6 +206,7 @@ impl NetArgs {
             max_answer_bytes: self.max_answer_bytes,
             command_env: self.command_env()?,
             body_template,
+            ca_file: self.ca_file.clone(),
             ..Options::default()
         })
     }

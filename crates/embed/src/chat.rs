@@ -21,7 +21,7 @@ pub struct ChatConfig {
     pub api_key: Option<String>,
     /// Timeout of one request. Default 120 s.
     pub timeout: Duration,
-    /// Retries after a 429, a 5xx, a timeout or a connection error. Default 4.
+    /// Retries after a 429, a 5xx or a timeout (never after a refused connection). Default 4.
     pub retries: u32,
     /// First wait between attempts, doubled each retry. Default 500 ms.
     pub backoff: Duration,
@@ -31,6 +31,8 @@ pub struct ChatConfig {
     pub max_tokens: u32,
     /// HTTP proxy URL (no proxy when `None`).
     pub proxy: Option<String>,
+    /// A PEM file of root certificates trusted besides the system's (`--ca-file`).
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// Without the key, and the URLs without credentials.
@@ -53,6 +55,7 @@ impl std::fmt::Debug for ChatConfig {
                 "proxy",
                 &self.proxy.as_deref().map(veredicto_core::redact::url),
             )
+            .field("ca_file", &self.ca_file)
             .finish_non_exhaustive()
     }
 }
@@ -70,6 +73,7 @@ impl ChatConfig {
             seed: Some(0),
             max_tokens: 512,
             proxy: None,
+            ca_file: None,
         }
     }
 
@@ -118,6 +122,7 @@ impl ChatClient {
             backoff: cfg.backoff,
             api_key: cfg.api_key.clone(),
             proxy: cfg.proxy.clone(),
+            ca_file: cfg.ca_file.clone(),
             deadline: None,
         })?;
         let endpoint = cfg.endpoint();

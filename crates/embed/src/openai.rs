@@ -21,7 +21,7 @@ pub struct OpenAiConfig {
     pub api_key: Option<String>,
     /// Timeout of one request (connect + send + receive). Default 60 s.
     pub timeout: Duration,
-    /// Retries after a 429, a 5xx, a timeout or a connection error. Default 4.
+    /// Retries after a 429, a 5xx or a timeout (never after a refused connection). Default 4.
     pub retries: u32,
     /// First wait between attempts, doubled each retry. Default 500 ms.
     pub backoff: Duration,
@@ -36,6 +36,8 @@ pub struct OpenAiConfig {
     pub passage_prefix: String,
     /// HTTP proxy URL (no proxy when `None`).
     pub proxy: Option<String>,
+    /// A PEM file of root certificates trusted besides the system's (`--ca-file`).
+    pub ca_file: Option<std::path::PathBuf>,
     /// The run's total deadline: no request starts after it and none lasts beyond it
     /// (`None`: only the per-request timeout and the retries bound a call).
     pub deadline: Option<crate::Deadline>,
@@ -62,6 +64,7 @@ impl std::fmt::Debug for OpenAiConfig {
                 "proxy",
                 &self.proxy.as_deref().map(veredicto_core::redact::url),
             )
+            .field("ca_file", &self.ca_file)
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +84,7 @@ impl OpenAiConfig {
             query_prefix: String::new(),
             passage_prefix: String::new(),
             proxy: None,
+            ca_file: None,
             deadline: None,
         }
     }
@@ -123,6 +127,7 @@ impl OpenAiEmbedder {
             backoff: cfg.backoff,
             api_key: cfg.api_key.clone(),
             proxy: cfg.proxy.clone(),
+            ca_file: cfg.ca_file.clone(),
             deadline: cfg.deadline,
         })
         .map_err(|e| e.to_string());

@@ -48,7 +48,7 @@ pub struct HttpRerankConfig {
     pub api: RerankApi,
     /// Timeout of one request. Default 60 s.
     pub timeout: Duration,
-    /// Retries after a 429, a 5xx, a timeout or a connection error. Default 4.
+    /// Retries after a 429, a 5xx or a timeout (never after a refused connection). Default 4.
     pub retries: u32,
     /// First wait between attempts, doubled each retry. Default 500 ms.
     pub backoff: Duration,
@@ -56,6 +56,8 @@ pub struct HttpRerankConfig {
     pub batch_size: usize,
     /// HTTP proxy URL (no proxy when `None`).
     pub proxy: Option<String>,
+    /// A PEM file of root certificates trusted besides the system's (`--ca-file`).
+    pub ca_file: Option<std::path::PathBuf>,
     /// The run's total deadline: no request starts after it and none lasts beyond it
     /// (`None`: only the per-request timeout and the retries bound a call).
     pub deadline: Option<crate::Deadline>,
@@ -81,6 +83,7 @@ impl std::fmt::Debug for HttpRerankConfig {
                 "proxy",
                 &self.proxy.as_deref().map(veredicto_core::redact::url),
             )
+            .field("ca_file", &self.ca_file)
             .finish_non_exhaustive()
     }
 }
@@ -98,6 +101,7 @@ impl HttpRerankConfig {
             backoff: Duration::from_millis(500),
             batch_size: 64,
             proxy: None,
+            ca_file: None,
             deadline: None,
         }
     }
@@ -130,6 +134,7 @@ impl HttpReranker {
             backoff: cfg.backoff,
             api_key: cfg.api_key.clone(),
             proxy: cfg.proxy.clone(),
+            ca_file: cfg.ca_file.clone(),
             deadline: cfg.deadline,
         })
         .map_err(|e| e.to_string());

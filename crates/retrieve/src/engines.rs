@@ -158,7 +158,10 @@ impl EngineRetriever {
             space,
             num_candidates,
             hnsw_ef,
-            net: Net::new(options),
+            net: Net::new(options).map_err(|reason| RetrieveError::Setup {
+                uri: redact::url(uri),
+                reason,
+            })?,
         })
     }
 

@@ -50,8 +50,11 @@ impl HttpRetriever {
         })?;
         Ok(HttpRetriever {
             url: url.to_owned(),
-            shown,
-            net: Net::new(options),
+            shown: shown.clone(),
+            net: Net::new(options).map_err(|reason| RetrieveError::Setup {
+                uri: shown.clone(),
+                reason,
+            })?,
             shape,
             template: options.body_template.clone(),
         })

@@ -260,7 +260,7 @@ pub struct Options {
     pub timeout: Duration,
     /// Total deadline for all requests of one exam or search.
     pub deadline: Duration,
-    /// Retries after a 5xx answer or a timeout (never after a 4xx or a refused connection).
+    /// Retries after a 5xx or 429 answer or a timeout (never after another 4xx or a refused connection).
     pub retries: u32,
     /// First wait between attempts; doubled after each retry.
     pub backoff: Duration,
@@ -285,6 +285,9 @@ pub struct Options {
     pub command_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     /// The request body of an HTTP retriever, when not the default contract's.
     pub body_template: Option<template::BodyTemplate>,
+    /// A PEM file of root certificates an HTTPS retriever is trusted with, besides the
+    /// system's (`--ca-file`).
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// Default per-request timeout.
@@ -309,6 +312,7 @@ impl Default for Options {
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
             command_env: Vec::new(),
             body_template: None,
+            ca_file: None,
         }
     }
 }

@@ -14,20 +14,20 @@
 //! - the total deadline passing is [`RetrieveError::Setup`].
 
 use std::io::{BufReader, Read};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use veredicto_core::redact;
+use veredicto_net::{HttpClient, HttpError, HttpSettings, PostError, Proxy, ReadFailure};
 
 use crate::answer::{Capped, Failure};
 use crate::{Options, RetrieveError};
 
+/// A live retriever's HTTP: veredicto's one client (`veredicto_net::http`) with this
+/// crate's failure classes and messages.
 pub(crate) struct Net {
-    agent: ureq::Agent,
+    client: HttpClient,
     options: Options,
-    start: Instant,
-    answered: AtomicBool,
 }
 
 fn secs(d: Duration) -> String {
@@ -40,19 +40,25 @@ fn secs(d: Duration) -> String {
 }
 
 impl Net {
-    pub(crate) fn new(options: &Options) -> Net {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .user_agent(concat!("veredicto/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
-        Net {
-            agent,
+    /// The client for `options`; the total deadline starts now. Fails on a `--ca-file`
+    /// that cannot be used (the reason, for the caller to attach to the URI).
+    pub(crate) fn new(options: &Options) -> Result<Net, String> {
+        let client = HttpClient::new(HttpSettings {
+            timeout: options.timeout,
+            retries: options.retries,
+            backoff: options.backoff,
+            deadline: Some(veredicto_net::Deadline::after(options.deadline)),
+            headers: options.headers.clone(),
+            proxy: Proxy::Environment,
+            max_body: options.max_answer_bytes,
+            ca_file: options.ca_file.clone(),
+            ..HttpSettings::default()
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(Net {
+            client,
             options: options.clone(),
-            start: Instant::now(),
-            answered: AtomicBool::new(false),
-        }
+        })
     }
 
     /// POSTs `body` to `url` and parses the 2xx answer as JSON. `shown` is the URL as
@@ -84,151 +90,123 @@ impl Net {
         payload: &[u8],
         read: impl Fn(&mut dyn Read) -> Result<T, Failure>,
     ) -> Result<T, RetrieveError> {
-        let max_attempts = self.options.retries.saturating_add(1);
-        let first = Instant::now();
-        let mut attempt = 0u32;
         let setup = |reason: String| RetrieveError::Setup {
             uri: shown.to_owned(),
             reason,
         };
-        loop {
-            attempt += 1;
-            let elapsed = self.start.elapsed();
-            let Some(left) = self
-                .options
-                .deadline
-                .checked_sub(elapsed)
-                .filter(|d| !d.is_zero())
-            else {
+        let limit = self.options.max_answer_bytes;
+        let first = Instant::now();
+        let outcome = self.client.post_reading(url, payload, |body| {
+            let mut capped = Capped::new(body, limit);
+            let outcome = read(&mut BufReader::with_capacity(64 << 10, &mut capped));
+            let stop = ReadFailure::Stop;
+            match outcome {
+                Ok(value) => Ok(value),
+                Err(_) if capped.tally.over => Err(stop(format!(
+                    "the answer is larger than {} (raise --max-answer-bytes): {}",
+                    bytes(limit),
+                    capped.tally.quote()
+                ))),
+                Err(Failure::Contract(reason)) => Err(stop(reason)),
+                Err(Failure::OutOfStep(_)) => Err(stop("the answer is for another request".into())),
+                Err(Failure::NoList(reason)) => {
+                    Err(stop(format!("{reason}: {}", capped.tally.quote())))
+                }
+                Err(Failure::Json(e)) => Err(stop(format!(
+                    "the answer is not JSON ({}): {}",
+                    redact::message(&e.to_string()),
+                    capped.tally.quote()
+                ))),
+                Err(Failure::Io(e)) if veredicto_net::http::is_timeout(&e) => {
+                    Err(ReadFailure::TimedOut)
+                }
+                Err(Failure::Io(e)) => Err(ReadFailure::Dropped(format!(
+                    "connection closed while reading the answer, after {} ({})",
+                    bytes(capped.tally.bytes()),
+                    redact::short(&redact::secrets_in_text(
+                        &veredicto_net::http::read_error_text(e)
+                    ))
+                ))),
+            }
+        });
+        let e = match outcome {
+            Ok(value) => return Ok(value),
+            Err(PostError::Read(reason)) => return Err(setup(reason)),
+            Err(PostError::Http(e)) => e,
+        };
+        // (what went wrong, whether it is a timeout, attempts) of a retryable failure
+        let (what, timed_out, attempts) = match e {
+            HttpError::Deadline { .. } => {
                 return Err(setup(format!(
                     "total deadline of {} passed (raise it with --deadline)",
                     secs(self.options.deadline)
-                )));
-            };
-            let timeout = self.options.timeout.min(left);
-            let mut req = self
-                .agent
-                .post(url)
-                .config()
-                .timeout_global(Some(timeout))
-                .build()
-                .header("Content-Type", "application/json")
-                .header("Accept", "application/json");
-            for (name, value) in &self.options.headers {
-                req = req.header(name.as_str(), value.as_str());
+                )))
             }
-            let sent = req.send(payload);
-            // (what went wrong, whether to retry, whether it is a timeout)
-            let failure: (String, bool, bool) = match sent {
-                Ok(resp) if resp.status().is_success() => {
-                    let body = resp.into_body().into_with_config().reader();
-                    let mut capped = Capped::new(body, self.options.max_answer_bytes);
-                    let outcome = read(&mut BufReader::with_capacity(64 << 10, &mut capped));
-                    match outcome {
-                        Ok(value) => {
-                            self.answered.store(true, Ordering::Relaxed);
-                            return Ok(value);
-                        }
-                        Err(_) if capped.tally.over => {
-                            return Err(setup(format!(
-                                "the answer is larger than {} (raise --max-answer-bytes): {}",
-                                bytes(self.options.max_answer_bytes),
-                                capped.tally.quote()
-                            )))
-                        }
-                        Err(Failure::Contract(reason)) => return Err(setup(reason)),
-                        Err(Failure::OutOfStep(_)) => {
-                            return Err(setup("the answer is for another request".into()))
-                        }
-                        Err(Failure::NoList(reason)) => {
-                            return Err(setup(format!("{reason}: {}", capped.tally.quote())))
-                        }
-                        Err(Failure::Json(e)) => {
-                            return Err(setup(format!(
-                                "the answer is not JSON ({}): {}",
-                                redact::message(&e.to_string()),
-                                capped.tally.quote()
-                            )))
-                        }
-                        Err(Failure::Io(e)) => {
-                            let e = ureq::Error::from(e);
-                            if is_timeout(&e) {
-                                classify(e, timeout)
-                            } else {
-                                (
-                                    format!(
-                                        "connection closed while reading the answer, after {} ({})",
-                                        bytes(capped.tally.bytes()),
-                                        redact::short(&redact::secrets_in_text(&e.to_string()))
-                                    ),
-                                    true,
-                                    false,
-                                )
-                            }
-                        }
-                    }
-                }
-                Ok(resp) => {
-                    let status = resp.status().as_u16();
-                    let location = resp
-                        .headers()
-                        .get("location")
-                        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-                    // An error's body is quoted, not parsed: its first bytes are enough.
-                    let mut head = Vec::new();
-                    let read = resp
-                        .into_body()
-                        .into_with_config()
-                        .reader()
-                        .take(ERROR_BODY)
-                        .read_to_end(&mut head);
-                    let text = String::from_utf8_lossy(&head);
-                    let closed = if read.is_err() {
-                        " (connection closed while reading the answer)"
-                    } else {
-                        ""
+            HttpError::Timeout {
+                timeout_ms,
+                attempts,
+                ..
+            } => (
+                format!(
+                    "no answer within {}",
+                    secs(Duration::from_millis(timeout_ms))
+                ),
+                true,
+                attempts,
+            ),
+            HttpError::Status {
+                status,
+                attempts,
+                body,
+                ..
+            } => {
+                let (closed, body) =
+                    match body.strip_prefix("(connection closed while reading the answer) ") {
+                        Some(rest) => (" (connection closed while reading the answer)", rest),
+                        None => ("", body.as_str()),
                     };
-                    let what = format!(
-                        "HTTP {status}{closed}: {}",
-                        redact::short(&redact::secrets_in_text(text.trim()))
-                    );
-                    if (300..400).contains(&status) {
-                        return Err(setup(format!(
-                            "HTTP {status}: redirects are not followed (Location: {}); give the final URL",
-                            location.as_deref().map_or("none given".to_owned(), |l| redact::short(&redact::url(l)))
-                        )));
-                    }
-                    if (500..600).contains(&status) {
-                        self.answered.store(true, Ordering::Relaxed);
-                        (what, true, false)
+                let what = format!("HTTP {status}{closed}: {}", redact::short(body));
+                if status != 429 && !(500..600).contains(&status) {
+                    return Err(setup(what));
+                }
+                (what, false, attempts)
+            }
+            HttpError::Dropped {
+                reason, attempts, ..
+            } => (reason, false, attempts),
+            HttpError::Redirect {
+                status, location, ..
+            } => {
+                return Err(setup(format!(
+                    "HTTP {status}: redirects are not followed (Location: {}); give the final URL",
+                    if location.is_empty() {
+                        "none given"
                     } else {
-                        return Err(setup(what));
+                        location.as_str()
                     }
-                }
-                Err(e) => classify(e, timeout),
-            };
-            let (what, retry, timed_out) = failure;
-            if !retry {
-                return Err(setup(what));
+                )))
             }
-            if attempt >= max_attempts {
-                let summary = format!("{what} ({attempt} attempts over {})", secs(first.elapsed()));
-                if timed_out && !self.answered.load(Ordering::Relaxed) {
-                    return Err(setup(format!("the server never answered: {summary}")));
-                }
-                return Err(RetrieveError::Case {
-                    uri: shown.to_owned(),
-                    reason: summary,
-                });
+            HttpError::Transport { reason, .. } => {
+                return Err(setup(format!(
+                    "cannot reach the server: {}",
+                    redact::short(&reason)
+                )))
             }
-            let wait = self.options.retry_wait(attempt);
-            std::thread::sleep(wait);
+            other => return Err(setup(other.to_string())),
+        };
+        let summary = format!(
+            "{what} ({attempts} attempts over {})",
+            secs(first.elapsed())
+        );
+        if timed_out && !self.client.has_answered() {
+            return Err(setup(format!("the server never answered: {summary}")));
         }
+        Err(RetrieveError::Case {
+            uri: shown.to_owned(),
+            reason: summary,
+        })
     }
 }
-
-/// How much of an error answer's body is read, to quote it.
-const ERROR_BODY: u64 = 64 << 10;
 
 /// A size for messages: `64 MiB`, `1.5 KiB`, `12 bytes`.
 pub(crate) fn bytes(n: u64) -> String {
@@ -244,27 +222,4 @@ pub(crate) fn bytes(n: u64) -> String {
         }
     }
     format!("{n} bytes")
-}
-
-fn is_timeout(e: &ureq::Error) -> bool {
-    match e {
-        ureq::Error::Timeout(_) => true,
-        ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::TimedOut,
-        _ => false,
-    }
-}
-
-/// (message, retry, is a timeout) for a transport error.
-fn classify(e: ureq::Error, timeout: Duration) -> (String, bool, bool) {
-    match e {
-        e if is_timeout(&e) => (format!("no answer within {}", secs(timeout)), true, true),
-        other => (
-            format!(
-                "cannot reach the server: {}",
-                redact::short(&redact::secrets_in_text(&other.to_string()))
-            ),
-            false,
-            false,
-        ),
-    }
 }

@@ -23,8 +23,11 @@
 //!   (`WHERE id::text = ANY($1)`, with the URI's `where`); when answers come back short, why
 //!   (fewer rows, or the plan's HNSW scan capped by `hnsw.ef_search`); with the exactness
 //!   check, `EXPLAIN` of the served statement (an ANN index in the plan, or an exact scan).
-//! - The password comes from the URL or from `PGPASSWORD`; it is never stored or printed.
-//!   Connections are plain TCP (no TLS).
+//! - The connection follows libpq's rules, as the PostgreSQL history's does
+//!   (`veredicto_net::pg`): the user from the URL, `PGUSER` or the OS user; the password from
+//!   the URL, `PGPASSWORD` or `~/.pgpass`; TLS as `sslmode` says (`prefer` by default;
+//!   `verify-full` with `sslrootcert=FILE` checks the certificate and the host name). The
+//!   password is never stored or printed.
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -65,6 +68,8 @@ type Equalities<'s> = Vec<(&'s str, bool)>;
 pub struct PgVector {
     shown: String,
     config: postgres::Config,
+    /// Connects with the TLS set-up `sslmode` asks for.
+    connector: veredicto_net::PgConnector,
     table: String,
     id: String,
     vector: String,
@@ -141,63 +146,18 @@ impl PgVector {
             uri: shown.clone(),
             reason,
         };
-        let rest = uri
-            .split_once("://")
-            .map(|(_, r)| r)
-            .ok_or_else(|| bad("expected postgres://user@host:port/db?table=…".into()))?;
-        let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let (authority, db) = before_query.split_once('/').unwrap_or((before_query, ""));
-        let (userinfo, hostport) = match authority.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, authority),
-        };
-        let mut config = postgres::Config::new();
-        let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(']') || hostport.starts_with('[') => (
-                h,
-                Some(
-                    p.parse::<u16>()
-                        .map_err(|_| bad(format!("port `{}` is not a number", redact::short(p))))?,
-                ),
-            ),
-            _ => (hostport, None),
-        };
-        if host.is_empty() {
-            return Err(bad("no host".into()));
-        }
-        config.host(host.trim_start_matches('[').trim_end_matches(']'));
-        config.port(port.unwrap_or(5432));
-        let db = percent_decode(db);
-        if !db.is_empty() {
-            config.dbname(&db);
-        }
-        match userinfo {
-            Some(u) => {
-                let (user, password) = match u.split_once(':') {
-                    Some((user, p)) => (user, Some(percent_decode(p))),
-                    None => (u, None),
-                };
-                config.user(&percent_decode(user));
-                if let Some(p) = password {
-                    config.password(p);
-                }
-            }
-            None => {
-                config.user(&std::env::var("PGUSER").unwrap_or_else(|_| "postgres".into()));
-            }
-        }
-        if config.get_password().is_none() {
-            if let Ok(p) = std::env::var("PGPASSWORD") {
-                config.password(p);
-            }
-        }
-        config.connect_timeout(options.timeout);
-        config.application_name("veredicto");
+        // The connection part follows libpq's rules (user, PGUSER, PGPASSWORD, ~/.pgpass,
+        // sslmode, sslrootcert, …); the rest of the query is this retriever's.
+        let (target, extras) =
+            veredicto_net::PgTarget::parse_with_extras(uri, &veredicto_net::PgEnv::from_process())
+                .map_err(|e| bad(e.to_string()))?;
+        let connector = target.connector().map_err(|e| bad(e.to_string()))?;
+        let config = target.config(options.timeout);
         let (mut table, mut id, mut vector) = (None, None, None);
         let (mut metric, mut condition, mut settings) = (Metric::Cosine, None, Vec::new());
         let mut filter_columns = std::collections::BTreeMap::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        for (k, v) in &extras {
+            let k = k.as_str();
             let v = percent_decode(v);
             match k {
                 "table" => table = Some(identifier("table", &v, true).map_err(bad)?),
@@ -233,14 +193,13 @@ impl PgVector {
                     };
                     settings.push(format!("SET {name} = {n}"));
                 }
-                "sslmode" if v == "disable" || v == "prefer" => {}
                 k if k.starts_with("filter.") && k.len() > "filter.".len() => {
                     let column = identifier(k, &v, false).map_err(bad)?;
                     filter_columns.insert(k["filter.".len()..].to_owned(), column);
                 }
                 other => {
                     return Err(bad(format!(
-                        "unknown parameter `{}` (known: table, id, vector, metric, where, filter.KEY, ef_search, probes)",
+                        "unknown parameter `{}` (known: table, id, vector, metric, where, filter.KEY, ef_search, probes, and libpq's sslmode, sslrootcert, connect_timeout, …)",
                         redact::short(other)
                     )))
                 }
@@ -255,6 +214,7 @@ impl PgVector {
             vector: need(vector, "vector")?,
             shown: shown.clone(),
             config,
+            connector,
             metric,
             condition,
             filter_columns,
@@ -300,9 +260,19 @@ impl PgVector {
         let timeout = self.options.timeout.min(self.left()?);
         let mut config = self.config.clone();
         config.connect_timeout(timeout);
-        let mut client = config
-            .connect(postgres::NoTls)
-            .map_err(|e| self.setup(format!("cannot connect: {}", self.pg_error(&e))))?;
+        let mut client = self.connector.connect(config).map_err(|e| {
+            self.setup(format!(
+                "cannot connect: {}",
+                match &e {
+                    veredicto_net::PgConnectError::Connect {
+                        error,
+                        tls_problem: None,
+                        ..
+                    } => self.pg_error(error),
+                    other => redact::short(&other.to_string()),
+                }
+            ))
+        })?;
         let mut init = format!(
             "SET statement_timeout = {}",
             self.options.timeout.as_millis().max(1)

@@ -322,3 +322,45 @@ fn a_huge_answer_keeps_only_depth_results() {
     assert_eq!(e.retrieval.run.queries["c"].len(), 8);
     assert_eq!(e.report.cases[0].expected[0].rank, Some(4));
 }
+
+/// One rule for every HTTP client: 429 (too many requests) is retried like a 5xx, honouring
+/// `Retry-After`; before, a live retriever stopped the exam at the first 429.
+#[test]
+fn too_many_requests_is_retried_after_the_servers_wait() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SEEN: AtomicUsize = AtomicUsize::new(0);
+    let url = raw_server(|_| {
+        if SEEN.fetch_add(1, Ordering::SeqCst) == 0 {
+            b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".to_vec()
+        } else {
+            let text = results(&["x"]);
+            format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}", text.len()).into_bytes()
+        }
+    });
+    let started = std::time::Instant::now();
+    let e = run_exam(&url, &Options::default(), &[case("c", "q", &["x"], None)])
+        .expect("the second attempt answers");
+    assert_eq!(e.report.cases[0].expected[0].rank, Some(1));
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "waited as told"
+    );
+}
+
+/// `--ca-file` reaches the HTTP client: a file that cannot be read is refused when the
+/// retriever is made, naming the file.
+#[test]
+fn an_unreadable_ca_file_is_refused_naming_it() {
+    let options = Options {
+        ca_file: Some("/nonexistent/corp-root.pem".into()),
+        ..Options::default()
+    };
+    let err = open("https://search.internal/v1/search", &options)
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(err, RetrieveError::Setup { .. })
+            && err.to_string().contains("/nonexistent/corp-root.pem"),
+        "{err}"
+    );
+}

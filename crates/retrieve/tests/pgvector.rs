@@ -968,3 +968,43 @@ fn ef_search_10_40_100_on_20k_rows() {
     assert!(seen[1].1 <= 40 && seen[1].2, "{seen:?}");
     assert_eq!(seen[2].1, 100, "{seen:?}");
 }
+
+/// pgvector connects by the same libpq rules and TLS as the history: before, any `sslmode`
+/// but `disable`/`prefer` was an unknown parameter and connections were plain only.
+#[test]
+fn pgvector_connects_over_tls_with_the_certificate_and_host_name_checked() {
+    let tls = std::env::var("VEREDICTO_TEST_POSTGRES_TLS")
+        .expect("VEREDICTO_TEST_POSTGRES_TLS is not set: scripts/test.sh starts the TLS server");
+    let dir = std::env::var("VEREDICTO_TEST_POSTGRES_TLS_DIR")
+        .expect("VEREDICTO_TEST_POSTGRES_TLS_DIR is not set");
+    let uri = |host: &str| {
+        format!(
+            "{}?sslmode=verify-full&sslrootcert={dir}/ca.crt&table=absent_t&id=chunk_id&vector=embedding",
+            tls.replace("localhost", host)
+        )
+    };
+    // Connected and asked the server: the table is not there (the TLS server has no
+    // pgvector tables), which proves the encrypted session was open.
+    let r = open(&uri("localhost"), &Options::default()).expect("opens");
+    let err = r.prepare(Some(DIM)).expect_err("no such table");
+    assert!(
+        err.to_string().contains("`absent_t` does not exist"),
+        "{err}"
+    );
+    // The certificate names `localhost`, not 127.0.0.1.
+    let r = open(&uri("127.0.0.1"), &Options::default()).expect("opens");
+    let err = r.prepare(Some(DIM)).expect_err("wrong host name");
+    assert!(
+        err.to_string().contains("cannot connect")
+            && err.to_string().contains("not valid for the host name"),
+        "{err}"
+    );
+    // The plain test server offers no TLS: `require` is refused.
+    let r = open(
+        &table_uri("absent_t", "&sslmode=require"),
+        &Options::default(),
+    )
+    .expect("opens");
+    let err = r.prepare(Some(DIM)).expect_err("no TLS there");
+    assert!(err.to_string().contains("does not accept TLS"), "{err}");
+}

@@ -16,7 +16,7 @@
 use crate::backend::{Backend, Col, Conn, Lock, Row, Value};
 use crate::{seal, StoreError};
 use postgres::types::{ToSql, Type};
-use postgres::{Client, Config, GenericClient, NoTls, Statement, Transaction};
+use postgres::{Client, GenericClient, Statement, Transaction};
 use std::cell::{RefCell, RefMut};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -870,69 +870,56 @@ fn row_of(r: &postgres::Row) -> Result<Row, String> {
 }
 
 /// Opens the connection `url` names, for the history at the returned location (the URL
-/// without credentials): the user from the URL, `PGUSER` or `USER`; the password from the
-/// URL, `PGPASSWORD` or the password file; no TLS; bounded attempts. This is the whole of
-/// how the history connects.
+/// without credentials), by libpq's rules (`veredicto_net::pg`): URL or key=value form;
+/// the user from the target, `PGUSER` or the OS user; the password from the target,
+/// `PGPASSWORD` or the password file; TLS as `sslmode` says (libpq's default `prefer`);
+/// bounded attempts. This is the whole of how the history connects.
 fn connect_client(url: &str) -> Result<(Client, PathBuf), StoreError> {
     let location = PathBuf::from(veredicto_core::redact::url(url));
-    let mut config: Config = url
-        .parse()
-        .map_err(|e: postgres::Error| StoreError::BadUrl {
+    let target = veredicto_net::PgTarget::parse(url, &veredicto_net::PgEnv::from_process())
+        .map_err(|e| StoreError::BadUrl {
             path: location.clone(),
-            message: veredicto_core::redact::secrets_in_text(&e.to_string()),
+            message: e.to_string(),
         })?;
-    if config.get_ssl_mode() == postgres::config::SslMode::Require {
-        return Err(StoreError::BadUrl {
-            path: location,
-            message: "sslmode=require: this veredicto connects without TLS; reach a remote \
-                      server through an SSH tunnel or a local TLS proxy"
-                .to_owned(),
-        });
-    }
-    if config.get_user().is_none() {
-        if let Some(user) = std::env::var("PGUSER")
-            .ok()
-            .or_else(|| std::env::var("USER").ok())
-        {
-            config.user(&user);
-        }
-    }
-    let host = describe_host(&config);
-    let database = config
-        .get_dbname()
-        .or(config.get_user())
-        .unwrap_or("postgres")
-        .to_owned();
-    if config.get_password().is_none() {
-        if let Some(pw) = password_from_env(&config, &host, &database) {
-            config.password(pw);
-        }
-    }
-    config
-        .connect_timeout(CONNECT_TIMEOUT)
-        .application_name("veredicto")
-        .keepalives(true)
-        .options("-c statement_timeout=60000 -c lock_timeout=30000 -c idle_in_transaction_session_timeout=60000");
+    let host = target.host_port();
+    let database = target.dbname().to_owned();
+    let connect_error = |attempts: u32, message: String| StoreError::Connect {
+        path: location.clone(),
+        host: host.clone(),
+        database: database.clone(),
+        attempts,
+        message,
+    };
+    let connector = target.connector().map_err(|e| StoreError::BadUrl {
+        path: location.clone(),
+        message: e.to_string(),
+    })?;
+    let mut config = target.config(CONNECT_TIMEOUT);
+    let timeout = config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(CONNECT_TIMEOUT);
+    let bounds = "-c statement_timeout=60000 -c lock_timeout=30000 -c idle_in_transaction_session_timeout=60000";
+    let options = match config.get_options() {
+        Some(given) => format!("{given} {bounds}"),
+        None => bounds.to_owned(),
+    };
+    config.keepalives(true).options(&options);
     let started = Instant::now();
     let mut attempts = 0;
     let client = loop {
         attempts += 1;
-        match config.connect(NoTls) {
+        match connector.connect(config.clone()) {
             Ok(c) => break c,
             Err(e) => {
-                // A server that answered (wrong password, no such database) will answer
-                // the same again: retry only when it could not be reached.
-                let retry = e.as_db_error().is_none()
+                // A server that answered (wrong password, no such database, a certificate
+                // refused) will answer the same again: retry only when it could not be
+                // reached.
+                let retry = !e.server_answered()
                     && attempts < CONNECT_ATTEMPTS
-                    && started.elapsed() + CONNECT_TIMEOUT < CONNECT_DEADLINE;
+                    && started.elapsed() + timeout < CONNECT_DEADLINE;
                 if !retry {
-                    return Err(StoreError::Connect {
-                        path: location,
-                        host,
-                        database,
-                        attempts,
-                        message: connect_message(&e),
-                    });
+                    return Err(connect_error(attempts, e.to_string()));
                 }
                 std::thread::sleep(Duration::from_millis(250 * u64::from(attempts)));
             }
@@ -941,84 +928,6 @@ fn connect_client(url: &str) -> Result<(Client, PathBuf), StoreError> {
     Ok((client, location))
 }
 
-/// `host:port` (or the socket directory) the configuration connects to.
-fn describe_host(config: &Config) -> String {
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    match config.get_hosts().first() {
-        Some(postgres::config::Host::Tcp(h)) => format!("{h}:{port}"),
-        #[cfg(unix)]
-        Some(postgres::config::Host::Unix(p)) => format!("{}:{port}", p.display()),
-        None => format!("localhost:{port}"),
-    }
-}
-
-/// The connection error's message, on one line, without credentials.
-fn connect_message(e: &postgres::Error) -> String {
-    let text = match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => {
-            let mut t = e.to_string();
-            let mut source = std::error::Error::source(e);
-            while let Some(s) = source {
-                let more = s.to_string();
-                if !t.contains(&more) {
-                    t.push_str(&format!(": {more}"));
-                }
-                source = s.source();
-            }
-            t
-        }
-    };
-    veredicto_core::redact::escape_control(&veredicto_core::redact::secrets_in_text(&text))
-}
-
-/// The password from `PGPASSWORD`, else from the password file (`PGPASSFILE`, else
-/// `~/.pgpass`): lines `host:port:database:user:password`, `*` matching anything, `\:` and
-/// `\\` escaped.
-fn password_from_env(config: &Config, host: &str, database: &str) -> Option<String> {
-    if let Ok(pw) = std::env::var("PGPASSWORD") {
-        return Some(pw);
-    }
-    let file = std::env::var_os("PGPASSFILE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")))?;
-    let text = std::fs::read_to_string(file).ok()?;
-    let (h, port) = host.rsplit_once(':').unwrap_or((host, "5432"));
-    let user = config.get_user().unwrap_or_default();
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .find_map(|line| {
-            let fields = split_pgpass(line);
-            let [fh, fp, fd, fu, pw] = fields.as_slice() else {
-                return None;
-            };
-            let ok = |f: &str, v: &str| f == "*" || f == v;
-            (ok(fh, h) && ok(fp, port) && ok(fd, database) && ok(fu, user)).then(|| pw.clone())
-        })
-}
-
-fn split_pgpass(line: &str) -> Vec<String> {
-    let mut fields = vec![String::new()];
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                if let Some(next) = chars.next() {
-                    if let Some(f) = fields.last_mut() {
-                        f.push(next);
-                    }
-                }
-            }
-            ':' if fields.len() < 5 => fields.push(String::new()),
-            c => {
-                if let Some(f) = fields.last_mut() {
-                    f.push(c);
-                }
-            }
-        }
-    }
-    fields
-}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1028,14 +937,6 @@ mod tests {
         assert_eq!(
             dollars("WHERE a = ?1 AND b >= ?2 AND c < ?3 OR d = ?1"),
             "WHERE a = $1 AND b >= $2 AND c < $3 OR d = $1"
-        );
-    }
-
-    #[test]
-    fn pgpass_lines_split_with_escapes() {
-        assert_eq!(
-            split_pgpass(r"db\:host:5432:*:ann:p\:w\\d"),
-            ["db:host", "5432", "*", "ann", r"p:w\d"]
         );
     }
 }

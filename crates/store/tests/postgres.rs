@@ -437,8 +437,46 @@ fn connection_failures_name_host_and_database_without_the_password() {
 
     let err = History::open_spec("postgres://127.0.0.1:99999999/x").expect_err("bad port");
     assert!(matches!(err, StoreError::BadUrl { .. }), "{err}");
-    let err = History::open_spec("postgres://127.0.0.1:5432/x?sslmode=require").expect_err("TLS");
-    assert!(err.to_string().contains("without TLS"), "{err}");
+    let err = History::open_spec(&format!("{}?sslmode=bogus", server())).expect_err("sslmode");
+    assert!(matches!(err, StoreError::BadUrl { .. }), "{err}");
+    assert!(err.to_string().contains("verify-full"), "{err}");
+}
+
+/// The history over TLS (a server with `ssl=on` and a CA of the test run's): before, any
+/// `sslmode` that needs TLS was refused ("this veredicto connects without TLS").
+#[test]
+fn the_history_records_over_tls_with_the_certificate_and_host_name_checked() {
+    let tls = std::env::var("VEREDICTO_TEST_POSTGRES_TLS")
+        .expect("VEREDICTO_TEST_POSTGRES_TLS is not set: scripts/test.sh starts the TLS server");
+    let dir = std::env::var("VEREDICTO_TEST_POSTGRES_TLS_DIR")
+        .expect("VEREDICTO_TEST_POSTGRES_TLS_DIR is not set");
+    let db = unique_name("tls");
+    let mut plain = tls.replace("localhost", "127.0.0.1");
+    plain.push_str("?sslmode=disable");
+    let mut c = postgres::Client::connect(&plain, postgres::NoTls).expect("admin connection");
+    c.batch_execute(&format!("CREATE DATABASE {db}"))
+        .expect("creates");
+    let url = format!(
+        "{}?sslmode=verify-full&sslrootcert={dir}/ca.crt",
+        with_database(&tls, &db)
+    );
+    let h = History::open_spec(&url).expect("opens over TLS");
+    let report = exam(20, 7, 0.9, 1);
+    let id = h
+        .record(&meta(&report, "2025-11-10T08:00:00Z", None), &report)
+        .expect("records");
+    assert_eq!(h.get(&id).expect("reads").report.cases.len(), 20);
+    drop(h);
+    let wrong = url.replace("localhost", "127.0.0.1");
+    let err = History::open_spec(&wrong).expect_err("the certificate names localhost only");
+    assert!(
+        matches!(err, StoreError::Connect { attempts: 1, .. })
+            && err.to_string().contains("not valid for the host name"),
+        "{err}"
+    );
+    // The plain test server offers no TLS: `require` is refused, not downgraded.
+    let err = History::open_spec(&format!("{}?sslmode=require", server())).expect_err("no TLS");
+    assert!(err.to_string().contains("does not accept TLS"), "{err}");
 }
 
 /// A role granted only SELECT and INSERT records and reads, and cannot change anything even
