@@ -164,7 +164,7 @@ start_chroma() {
   as_server_user env -i PATH=/usr/bin:/bin HOME="$data" PYTHONPATH="$cache" \
     ANONYMIZED_TELEMETRY=False NO_COLOR=1 \
     sh -c 'echo $$ > "$1/pid"; exec "$2" -c "import sys, chromadb_rust_bindings as b; b.cli([\"chroma\", \"run\", \"--path\", sys.argv[1], \"--host\", \"127.0.0.1\", \"--port\", sys.argv[2]])" "$1/db" "$3" >"$1/server.log" 2>&1' \
-    sh "$data" "$py" "$port" &
+    sh "$data" "$py" "$port" </dev/null >/dev/null 2>&1 &
   local url="http://127.0.0.1:$port"
   wait_http "$url/api/v2/heartbeat" 60 "$data/pid" \
     || { cat "$data/server.log" >&2 2>/dev/null; die "chroma did not start"; }

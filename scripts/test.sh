@@ -7,7 +7,9 @@
 #      pgvector retriever and the PostgreSQL history, and a second one with ssl=on and a
 #      certificate authority made for the run (scripts/postgres.sh start --tls DIR), for the
 #      TLS tests; both stopped again when the tests end, whatever their outcome;
-#   4. `cargo test --workspace` (extra arguments are passed to it).
+#   4. a Chroma server on a free loopback port (scripts/engines.sh, from the pinned `chromadb`
+#      wheel), for the Chroma retriever; stopped by PID when the tests end;
+#   5. `cargo test --workspace` (extra arguments are passed to it).
 #
 #   bash scripts/test.sh [CARGO TEST ARGS...]
 set -euo pipefail
@@ -29,7 +31,9 @@ stop_pg() {
     VEREDICTO_PG_STATE="$TLS_STATE" bash scripts/postgres.sh stop || true
     rm -rf "$PG_DIR"
 }
-trap stop_pg EXIT
+export VEREDICTO_ENGINES_STATE="$PG_DIR/engines"
+stop_engines() { bash scripts/engines.sh stop || true; }
+trap 'stop_engines; stop_pg' EXIT
 VEREDICTO_TEST_POSTGRES="$(bash scripts/postgres.sh start)"
 export VEREDICTO_TEST_POSTGRES
 echo "test.sh: PostgreSQL for the tests at $VEREDICTO_TEST_POSTGRES"
@@ -38,5 +42,9 @@ export VEREDICTO_TEST_POSTGRES_TLS_DIR="$PG_DIR/tls"
 VEREDICTO_TEST_POSTGRES_TLS="$(VEREDICTO_PG_STATE="$TLS_STATE" bash scripts/postgres.sh start --tls "$VEREDICTO_TEST_POSTGRES_TLS_DIR")"
 export VEREDICTO_TEST_POSTGRES_TLS
 echo "test.sh: PostgreSQL with TLS for the tests at $VEREDICTO_TEST_POSTGRES_TLS"
+
+VEREDICTO_TEST_CHROMA="$(bash scripts/engines.sh start chroma)"
+export VEREDICTO_TEST_CHROMA
+echo "test.sh: Chroma for the tests at $VEREDICTO_TEST_CHROMA"
 
 cargo test --workspace "$@"

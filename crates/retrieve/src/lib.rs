@@ -18,6 +18,8 @@
 //! | `postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL` | pgvector ([`pgvector`]) |
 //! | `opensearch+http(s)://…/INDEX?field=F`, `elasticsearch+…` | kNN `_search` ([`engines`]) |
 //! | `qdrant+http(s)://…/COLLECTION` | Qdrant points search ([`engines`]) |
+//! | `chroma+http(s)://…/COLLECTION` | a Chroma collection's query API ([`chroma`]) |
+//! | `vectorize://ACCOUNT_ID/INDEX` | a Cloudflare Vectorize index's REST query API ([`vectorize`]) |
 //!
 //! Nothing here stores or prints a credential: [`Retriever::describe`] is the URI with its
 //! userinfo and secret query parameters removed ([`veredicto_core::redact::url`]).
@@ -31,6 +33,7 @@ use veredicto_core::case::Corpus;
 use veredicto_core::run::Run;
 
 mod answer;
+pub mod chroma;
 pub mod cmd;
 pub mod conclude;
 pub mod engines;
@@ -43,6 +46,7 @@ pub mod pgvector;
 pub mod run_file;
 pub mod template;
 mod uri;
+pub mod vectorize;
 
 pub use conclude::{run_exam, ExamError, ExamOutcome, ExamRequest};
 pub use uri::open;

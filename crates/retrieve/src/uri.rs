@@ -5,7 +5,7 @@ use crate::{Options, RetrieveError, Retriever};
 
 /// The schemes [`open`] knows, for the error on an unknown one.
 pub const SCHEMES: &str =
-    "index:DIR, run:FILE (run:- for standard input), http://…, https://…, cmd:PROGRAM ARGS…, postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL, opensearch+http(s)://HOST:9200/INDEX?field=F, elasticsearch+http(s)://HOST:9200/INDEX?field=F, qdrant+http(s)://HOST:6333/COLLECTION";
+    "index:DIR, run:FILE (run:- for standard input), http://…, https://…, cmd:PROGRAM ARGS…, postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL, opensearch+http(s)://HOST:9200/INDEX?field=F, elasticsearch+http(s)://HOST:9200/INDEX?field=F, qdrant+http(s)://HOST:6333/COLLECTION, chroma+http(s)://HOST:8000/COLLECTION, vectorize://ACCOUNT_ID/INDEX";
 
 /// Opens the retriever a URI names. Live retrievers do not connect yet: the first request
 /// (or [`Retriever::prepare`]) does.
@@ -48,6 +48,14 @@ pub fn open(uri: &str, options: &Options) -> Result<Box<dyn Retriever>, Retrieve
         return Ok(Box::new(crate::engines::EngineRetriever::new(
             uri, options,
         )?));
+    }
+    if lower.starts_with("vectorize://") || lower.starts_with("vectorize+") {
+        return Ok(Box::new(crate::vectorize::VectorizeRetriever::new(
+            uri, options,
+        )?));
+    }
+    if lower.starts_with("chroma+") {
+        return Ok(Box::new(crate::chroma::ChromaRetriever::new(uri, options)?));
     }
     if let Some(command) = uri.strip_prefix("cmd:") {
         return Ok(Box::new(crate::cmd::CommandRetriever::new(
