@@ -303,6 +303,47 @@ impl Retriever for ChromaRetriever {
         }))
     }
 
+    fn stored_vectors(
+        &self,
+        ids: &[&str],
+    ) -> Result<Option<Vec<crate::StoredVector>>, RetrieveError> {
+        let collection = self.collection()?;
+        let url = format!("{}/{}/get", self.collections, collection.id);
+        let mut found = std::collections::BTreeMap::new();
+        for batch in ids.chunks(crate::HOLDS_BATCH) {
+            let answer = self.net.post(
+                &url,
+                &self.shown,
+                &json!({"ids": batch, "include": ["embeddings"]}),
+            )?;
+            let (Some(got), Some(vectors)) = (
+                answer.get("ids").and_then(Value::as_array),
+                answer.get("embeddings").and_then(Value::as_array),
+            ) else {
+                return Err(self.setup(format!(
+                    "reading stored vectors: the answer has no `ids` and `embeddings` lists: {}",
+                    redact::short(&answer.to_string())
+                )));
+            };
+            for (id, v) in got.iter().zip(vectors) {
+                let (Some(id), Some(v)) = (id.as_str(), v.as_array()) else {
+                    continue;
+                };
+                let v: Vec<f32> = v
+                    .iter()
+                    .filter_map(Value::as_f64)
+                    .map(|x| x as f32)
+                    .collect();
+                found.insert(id.to_owned(), v);
+            }
+        }
+        Ok(Some(
+            ids.iter()
+                .filter_map(|id| found.remove(*id).map(|v| ((*id).to_owned(), v)))
+                .collect(),
+        ))
+    }
+
     fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError> {
         let vector = request.vector.ok_or_else(|| RetrieveError::NoVector {
             case: request.case_id.to_owned(),

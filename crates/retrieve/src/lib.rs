@@ -217,6 +217,13 @@ pub trait Retriever: Send + Sync {
         let _ = ids;
         Ok(None)
     }
+    /// The stored vectors of the chunks named by `ids` that the collection holds, in `ids`
+    /// order, for comparing them with the query model's (`veredicto_vectors::check_vectors`).
+    /// `None`: the retriever cannot return vectors. Chroma returns them.
+    fn stored_vectors(&self, ids: &[&str]) -> Result<Option<Vec<StoredVector>>, RetrieveError> {
+        let _ = ids;
+        Ok(None)
+    }
     /// How the engine answers `request`'s served (approximate) query, as its planner says
     /// (pgvector: `EXPLAIN`); `None` when it cannot say. Asked once, by the exactness check.
     /// `request.vector` may be `None`: the engine then plans with a vector of its own.
@@ -238,6 +245,9 @@ pub trait Retriever: Send + Sync {
         Ok(None)
     }
 }
+
+/// A chunk ID and its stored vector ([`Retriever::stored_vectors`]).
+pub type StoredVector = (String, Vec<f32>);
 
 /// Most expected chunk IDs one exam asks a retriever about ([`Retriever::holds`]); the rest
 /// (in ID order) stay unknown.

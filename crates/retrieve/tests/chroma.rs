@@ -338,3 +338,21 @@ fn chroma_missing_collection_and_wrong_dimension_stop_before_any_case() {
     assert!(matches!(e, RetrieveError::Setup { .. }), "{e:?}");
     assert!(e.to_string().contains("HTTP 400"), "{e}");
 }
+
+#[test]
+fn chroma_returns_stored_vectors_for_the_model_check() {
+    let chunks = chunks(20);
+    let name = make_collection("cosine", &chunks);
+    let r = open(&uri(&name), &Options::default()).unwrap();
+    let got = r
+        .stored_vectors(&["c003", "c999", "c001"])
+        .unwrap()
+        .unwrap();
+    let ids: Vec<&str> = got.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["c003", "c001"]);
+    // Chroma may normalise what a cosine collection stores: the direction is what counts.
+    let (a, b) = (&got[0].1, &chunks[3].1);
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let n = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!(dot / (n(a) * n(b)) > 0.9999, "{a:?} vs {b:?}");
+}
