@@ -8,10 +8,12 @@
 #      certificate authority made for the run (scripts/postgres.sh start --tls DIR), for the
 #      TLS tests; both stopped again when the tests end, whatever their outcome;
 #   4. ranx from PyPI in a virtual environment under the target folder, the oracle of the
-#      fusion test (crates/core/tests/fusion_ranx.rs), kept between runs: the first install
+#      fusion test (crates/core/tests/core/fusion_ranx.rs), kept between runs: the first install
 #      downloads about 250 MB (ranx pulls numba, numpy, scipy, pandas) and spends about 70 s
 #      of CPU; later runs skip it;
-#   5. `cargo test --workspace` (extra arguments are passed to it).
+#   5. a Chroma server on a free loopback port (scripts/engines.sh, from the pinned `chromadb`
+#      wheel), for the Chroma retriever; stopped by PID when the tests end;
+#   6. `cargo test --workspace` (extra arguments are passed to it).
 #
 #   bash scripts/test.sh [CARGO TEST ARGS...]
 set -euo pipefail
@@ -40,7 +42,9 @@ stop_pg() {
     VEREDICTO_PG_STATE="$TLS_STATE" bash scripts/postgres.sh stop || true
     rm -rf "$PG_DIR"
 }
-trap stop_pg EXIT
+export VEREDICTO_ENGINES_STATE="$PG_DIR/engines"
+stop_engines() { bash scripts/engines.sh stop || true; }
+trap 'stop_engines; stop_pg' EXIT
 VEREDICTO_TEST_POSTGRES="$(bash scripts/postgres.sh start)"
 export VEREDICTO_TEST_POSTGRES
 echo "test.sh: PostgreSQL for the tests at $VEREDICTO_TEST_POSTGRES"
@@ -49,5 +53,9 @@ export VEREDICTO_TEST_POSTGRES_TLS_DIR="$PG_DIR/tls"
 VEREDICTO_TEST_POSTGRES_TLS="$(VEREDICTO_PG_STATE="$TLS_STATE" bash scripts/postgres.sh start --tls "$VEREDICTO_TEST_POSTGRES_TLS_DIR")"
 export VEREDICTO_TEST_POSTGRES_TLS
 echo "test.sh: PostgreSQL with TLS for the tests at $VEREDICTO_TEST_POSTGRES_TLS"
+
+VEREDICTO_TEST_CHROMA="$(bash scripts/engines.sh start chroma)"
+export VEREDICTO_TEST_CHROMA
+echo "test.sh: Chroma for the tests at $VEREDICTO_TEST_CHROMA"
 
 cargo test --workspace "$@"

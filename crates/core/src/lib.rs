@@ -23,4 +23,5 @@ pub mod run;
 pub mod signals;
 pub mod snapshot;
 pub mod time;
+pub mod traces;
 pub mod trec;

@@ -129,6 +129,40 @@ pub fn is_rfc3339(text: &str) -> bool {
     check_timestamp(text).is_ok()
 }
 
+/// Unix milliseconds to RFC 3339 in UTC with milliseconds (`2025-11-17T09:15:40.123Z`), the
+/// inverse of [`check_timestamp`] for years 0000–9999; `None` outside them.
+pub fn format_timestamp_ms(ms: i64) -> Option<String> {
+    let days = ms.div_euclid(86_400_000);
+    let in_day = ms.rem_euclid(86_400_000);
+    let (y, m, d) = civil_from_days(days);
+    if !(0..=9999).contains(&y) {
+        return None;
+    }
+    let secs = in_day / 1000;
+    Some(format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60,
+        in_day % 1000
+    ))
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day) (H. Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
 fn timestamp_of(text: &str, expected: Expected) -> Result<i64, TimeError> {
     let b = text.as_bytes();
     let shape = || expected.error(text);
@@ -267,6 +301,25 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formatted_instants_read_back() {
+        for ms in [
+            0,
+            1_763_370_940_123,
+            951_782_400_000,
+            -1,
+            253_402_300_799_999,
+        ] {
+            let text = format_timestamp_ms(ms).unwrap();
+            assert_eq!(parse_timestamp_ms(&text), Some(ms), "{text}");
+        }
+        assert_eq!(
+            format_timestamp_ms(1_763_370_940_123).unwrap(),
+            "2025-11-17T09:15:40.123Z"
+        );
+        assert_eq!(format_timestamp_ms(253_402_300_800_000), None);
+    }
 
     #[test]
     fn known_instants() {

@@ -30,6 +30,21 @@ pub enum FormatError {
         field: String,
         message: String,
     },
+    /// A cell of a table (a golden set kept in SQLite) holds a value that is not acceptable.
+    #[error(
+        "{path}: table `{}`, row {row}, column `{}`: {}",
+        veredicto_core::redact::short(table),
+        veredicto_core::redact::short(column),
+        veredicto_core::redact::message(message)
+    )]
+    Row {
+        path: PathBuf,
+        table: String,
+        /// The rowid (a view's rows: their position, from 1); 0 for the whole table.
+        row: i64,
+        column: String,
+        message: String,
+    },
 }
 
 impl FormatError {

@@ -41,6 +41,11 @@ pub fn read_golden(path: &Path) -> Result<Vec<Case>> {
 /// Reads a golden set and locates its evidence in `documents`: quotes found, offsets
 /// converted to characters and checked against the texts. The first problem is the error.
 pub fn read_golden_with(path: &Path, documents: Option<&Documents>) -> Result<Vec<Case>> {
+    // `sqlite:FILE?table=T` reads the cases from a table of a SQLite database (a Cloudflare
+    // D1 database's local file too); see [`crate::golden_sqlite`].
+    if let Some(spec) = crate::golden_sqlite::spec_of(path) {
+        return crate::golden_sqlite::read(spec);
+    }
     read_golden_file(path)?.resolve(documents)
 }
 
@@ -278,13 +283,22 @@ fn read_jsonl(path: &Path) -> Result<Vec<GoldenLine>> {
     let mut seen = SeenIds::default();
     let mut cases = Vec::new();
     for line in jsonl::read_objects(path)? {
-        let id = line.req_id("id")?;
-        seen.check(&line, "id", &id, "case")?;
-        let query = line
-            .opt_text("query")?
-            .ok_or_else(|| line.error("query", "missing"))?;
-        let has = |k: &str| !matches!(line.object.get(k), None | Some(Value::Null));
-        let (expected, grades, evidence) = match (has("expected"), has("evidence")) {
+        cases.push(golden_line_of(&line, &mut seen)?);
+    }
+    Ok(cases)
+}
+
+/// One case from one object (a JSONL line, or a row of a SQLite table made into one), with
+/// its evidence not yet located.
+fn golden_line_of(line: &jsonl::ObjectLine<'_>, seen: &mut SeenIds) -> Result<GoldenLine> {
+    let id = line.req_id("id")?;
+    seen.check(line, "id", &id, "case")?;
+    let query = line
+        .opt_text("query")?
+        .ok_or_else(|| line.error("query", "missing"))?;
+    let has = |k: &str| !matches!(line.object.get(k), None | Some(Value::Null));
+    let (expected, grades, evidence) =
+        match (has("expected"), has("evidence")) {
             (true, true) => return Err(line.error(
                 "evidence",
                 "a case gives `expected` (chunk IDs) or `evidence` (spans of documents), not both",
@@ -294,30 +308,41 @@ fn read_jsonl(path: &Path) -> Result<Vec<GoldenLine>> {
                 "missing: a case needs `expected` (chunk IDs) or `evidence` (spans of documents)",
             )),
             (true, false) => {
-                let (expected, grades) = read_expected(&line)?;
+                let (expected, grades) = read_expected(line)?;
                 (expected, grades, Vec::new())
             }
-            (false, true) => (Vec::new(), BTreeMap::new(), read_evidence(&line)?),
+            (false, true) => (Vec::new(), BTreeMap::new(), read_evidence(line)?),
         };
-        cases.push(GoldenLine {
-            case: Case {
-                id,
-                query,
-                expected,
-                grades,
-                evidence: Vec::new(),
-                top_k: line.opt_positive("top_k")?,
-                domain: line.opt_id("domain")?,
-                tags: line.str_list("tags")?,
-                gold: line.opt_bool("gold")?.unwrap_or(false),
-                query_vector: line.opt_vector("query_vector")?,
-                filters: read_filters(&line)?,
-            },
-            line: line.line,
-            evidence,
-        });
+    Ok(GoldenLine {
+        case: Case {
+            id,
+            query,
+            expected,
+            grades,
+            evidence: Vec::new(),
+            top_k: line.opt_positive("top_k")?,
+            domain: line.opt_id("domain")?,
+            tags: line.str_list("tags")?,
+            gold: line.opt_bool("gold")?.unwrap_or(false),
+            query_vector: line.opt_vector("query_vector")?,
+            filters: read_filters(line)?,
+        },
+        line: line.line,
+        evidence,
+    })
+}
+
+/// One case of a source that cannot carry evidence spans (a SQLite table): `evidence` is
+/// refused there, naming the row.
+pub(crate) fn case_of(line: &jsonl::ObjectLine<'_>, seen: &mut SeenIds) -> Result<Case> {
+    let g = golden_line_of(line, seen)?;
+    if !g.evidence.is_empty() {
+        return Err(line.error(
+            "evidence",
+            "evidence spans are read from JSONL golden sets only; give `expected` chunk IDs here",
+        ));
     }
-    Ok(cases)
+    Ok(g.case)
 }
 
 /// A grade: an integer from 1 to [`MAX_GRADE`].

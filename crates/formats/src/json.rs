@@ -50,7 +50,7 @@ pub fn check_unique_keys(text: &str) -> Result<(), serde_json::Error> {
 }
 
 /// Builds a [`Value`], refusing repeated keys.
-struct StrictValue;
+pub(crate) struct StrictValue;
 
 impl<'de> DeserializeSeed<'de> for StrictValue {
     type Value = Value;

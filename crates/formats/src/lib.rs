@@ -8,6 +8,7 @@ pub mod corpus;
 pub mod documents;
 pub mod error;
 pub mod golden;
+pub mod golden_sqlite;
 pub mod json;
 pub mod jsonl;
 pub mod locate;
@@ -17,6 +18,7 @@ pub mod policy;
 pub mod run;
 pub mod signals;
 pub mod text;
+pub mod traces;
 pub mod trec;
 
 pub use error::{FormatError, Result};

@@ -369,6 +369,26 @@ impl HttpClient {
         payload: &[u8],
         read: impl Fn(&mut dyn Read) -> Result<T, ReadFailure<E>>,
     ) -> Result<T, PostError<E>> {
+        self.send_reading(url, Some(payload), read)
+    }
+
+    /// GETs `url` and hands the 2xx answer's body to `read`, under the same rule as
+    /// [`HttpClient::post_reading`] (for APIs that look a resource up by GET only).
+    pub fn get_reading<T, E>(
+        &self,
+        url: &str,
+        read: impl Fn(&mut dyn Read) -> Result<T, ReadFailure<E>>,
+    ) -> Result<T, PostError<E>> {
+        self.send_reading(url, None, read)
+    }
+
+    /// POST with `payload`, or GET without one.
+    fn send_reading<T, E>(
+        &self,
+        url: &str,
+        payload: Option<&[u8]>,
+        read: impl Fn(&mut dyn Read) -> Result<T, ReadFailure<E>>,
+    ) -> Result<T, PostError<E>> {
         let (request_url, basic) = split_userinfo(url);
         let shown = redact::url(url);
         let has_authorization = self
@@ -392,21 +412,48 @@ impl HttpClient {
                 };
                 timeout = timeout.min(left);
             }
-            let mut req = self
-                .agent
-                .post(&request_url)
-                .config()
-                .timeout_global(Some(timeout))
-                .build()
-                .header("Content-Type", "application/json")
-                .header("Accept", "application/json");
-            for (name, value) in &self.settings.headers {
-                req = req.header(name.as_str(), value.as_str());
-            }
-            if let (Some(basic), false) = (&basic, has_authorization) {
-                req = req.header("Authorization", format!("Basic {basic}"));
-            }
-            let (failure, retry_after) = match req.send(payload) {
+            let extra: Vec<(&str, String)> = self
+                .settings
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.clone()))
+                .chain(
+                    basic
+                        .as_ref()
+                        .filter(|_| !has_authorization)
+                        .map(|b| ("Authorization", format!("Basic {b}"))),
+                )
+                .collect();
+            let sent = match payload {
+                Some(payload) => {
+                    let mut req = self
+                        .agent
+                        .post(&request_url)
+                        .config()
+                        .timeout_global(Some(timeout))
+                        .build()
+                        .header("Content-Type", "application/json")
+                        .header("Accept", "application/json");
+                    for (name, value) in &extra {
+                        req = req.header(*name, value.as_str());
+                    }
+                    req.send(payload)
+                }
+                None => {
+                    let mut req = self
+                        .agent
+                        .get(&request_url)
+                        .config()
+                        .timeout_global(Some(timeout))
+                        .build()
+                        .header("Accept", "application/json");
+                    for (name, value) in &extra {
+                        req = req.header(*name, value.as_str());
+                    }
+                    req.call()
+                }
+            };
+            let (failure, retry_after) = match sent {
                 Ok(resp) => {
                     let status = resp.status().as_u16();
                     let header = |name: &str| {

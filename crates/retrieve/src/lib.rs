@@ -18,6 +18,8 @@
 //! | `postgres://USER@HOST:PORT/DB?table=T&id=COL&vector=COL` | pgvector ([`pgvector`]) |
 //! | `opensearch+http(s)://…/INDEX?field=F`, `elasticsearch+…` | kNN `_search` ([`engines`]) |
 //! | `qdrant+http(s)://…/COLLECTION` | Qdrant points search ([`engines`]) |
+//! | `chroma+http(s)://…/COLLECTION` | a Chroma collection's query API ([`chroma`]) |
+//! | `vectorize://ACCOUNT_ID/INDEX` | a Cloudflare Vectorize index's REST query API ([`vectorize`]) |
 //!
 //! Nothing here stores or prints a credential: [`Retriever::describe`] is the URI with its
 //! userinfo and secret query parameters removed ([`veredicto_core::redact::url`]).
@@ -31,6 +33,7 @@ use veredicto_core::case::Corpus;
 use veredicto_core::run::Run;
 
 mod answer;
+pub mod chroma;
 pub mod cmd;
 pub mod engines;
 pub mod fusion;
@@ -42,6 +45,7 @@ pub mod pgvector;
 pub mod run_file;
 pub mod template;
 mod uri;
+pub mod vectorize;
 
 pub use uri::{open, scheme_of, schemes_help, Backend, Scheme, SCHEME_LIST};
 
@@ -211,6 +215,13 @@ pub trait Retriever: Send + Sync {
         let _ = ids;
         Ok(None)
     }
+    /// The stored vectors of the chunks named by `ids` that the collection holds, in `ids`
+    /// order, for comparing them with the query model's (`veredicto_vectors::check_vectors`).
+    /// `None`: the retriever cannot return vectors. Chroma returns them.
+    fn stored_vectors(&self, ids: &[&str]) -> Result<Option<Vec<StoredVector>>, RetrieveError> {
+        let _ = ids;
+        Ok(None)
+    }
     /// How the engine answers `request`'s served (approximate) query, as its planner says
     /// (pgvector: `EXPLAIN`); `None` when it cannot say. Asked once, by the exactness check.
     /// `request.vector` may be `None`: the engine then plans with a vector of its own.
@@ -232,6 +243,9 @@ pub trait Retriever: Send + Sync {
         Ok(None)
     }
 }
+
+/// A chunk ID and its stored vector ([`Retriever::stored_vectors`]).
+pub type StoredVector = (String, Vec<f32>);
 
 /// Most expected chunk IDs one exam asks a retriever about ([`Retriever::holds`]); the rest
 /// (in ID order) stay unknown.

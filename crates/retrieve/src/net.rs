@@ -70,14 +70,13 @@ impl Net {
         body: &Value,
     ) -> Result<Value, RetrieveError> {
         let payload = serde_json::to_vec(body).unwrap_or_default();
-        self.post_reading(url, shown, &payload, |reader| {
-            let mut de = serde_json::Deserializer::from_reader(reader);
-            let value = serde::Deserialize::deserialize(&mut de).and_then(|v| de.end().map(|()| v));
-            value.map_err(|e| match e.classify() {
-                serde_json::error::Category::Io => Failure::Io(e.into()),
-                _ => Failure::Json(e),
-            })
-        })
+        self.reading(url, shown, Some(&payload), read_json)
+    }
+
+    /// GETs `url` and parses the 2xx answer as JSON, under the same rule as
+    /// [`Net::post`].
+    pub(crate) fn get(&self, url: &str, shown: &str) -> Result<Value, RetrieveError> {
+        self.reading(url, shown, None, read_json)
     }
 
     /// POSTs `payload` (JSON) to `url` and gives the 2xx answer's body, as it streams in
@@ -90,13 +89,24 @@ impl Net {
         payload: &[u8],
         read: impl Fn(&mut dyn Read) -> Result<T, Failure>,
     ) -> Result<T, RetrieveError> {
+        self.reading(url, shown, Some(payload), read)
+    }
+
+    /// POST with `payload`, or GET without one.
+    fn reading<T>(
+        &self,
+        url: &str,
+        shown: &str,
+        payload: Option<&[u8]>,
+        read: impl Fn(&mut dyn Read) -> Result<T, Failure>,
+    ) -> Result<T, RetrieveError> {
         let setup = |reason: String| RetrieveError::Setup {
             uri: shown.to_owned(),
             reason,
         };
         let limit = self.options.max_answer_bytes;
         let first = Instant::now();
-        let outcome = self.client.post_reading(url, payload, |body| {
+        let answer = |body: &mut dyn Read| {
             let mut capped = Capped::new(body, limit);
             let outcome = read(&mut BufReader::with_capacity(64 << 10, &mut capped));
             let stop = ReadFailure::Stop;
@@ -128,7 +138,11 @@ impl Net {
                     ))
                 ))),
             }
-        });
+        };
+        let outcome = match payload {
+            Some(payload) => self.client.post_reading(url, payload, answer),
+            None => self.client.get_reading(url, answer),
+        };
         let e = match outcome {
             Ok(value) => return Ok(value),
             Err(PostError::Read(reason)) => return Err(setup(reason)),
@@ -206,6 +220,16 @@ impl Net {
             reason: summary,
         })
     }
+}
+
+/// Reads a whole answer as one JSON value.
+fn read_json(reader: &mut dyn Read) -> Result<Value, Failure> {
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let value = serde::Deserialize::deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    value.map_err(|e| match e.classify() {
+        serde_json::error::Category::Io => Failure::Io(e.into()),
+        _ => Failure::Json(e),
+    })
 }
 
 /// A size for messages: `64 MiB`, `1.5 KiB`, `12 bytes`.

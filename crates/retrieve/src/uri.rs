@@ -26,6 +26,10 @@ pub enum Backend {
     Qdrant,
     /// The fusion of other retrievers (its arms given apart).
     Fusion,
+    /// A Chroma collection.
+    Chroma,
+    /// A Cloudflare Vectorize index.
+    Vectorize,
 }
 
 /// One retriever scheme: the prefixes that select it (lower case), the URI's form and what
@@ -101,6 +105,18 @@ pub const SCHEME_LIST: &[Scheme] = &[
         prefixes: &["qdrant+"],
         form: "qdrant+http(s)://HOST:6333/COLLECTION",
         about: "a Qdrant collection",
+    },
+    Scheme {
+        backend: Backend::Chroma,
+        prefixes: &["chroma+"],
+        form: "chroma+http(s)://HOST:8000/COLLECTION",
+        about: "a Chroma collection (`?tenant=T&database=D`)",
+    },
+    Scheme {
+        backend: Backend::Vectorize,
+        prefixes: &["vectorize://", "vectorize+"],
+        form: "vectorize://ACCOUNT_ID/INDEX",
+        about: "a Cloudflare Vectorize index, through its REST query API",
     },
 ];
 
@@ -189,6 +205,10 @@ pub fn open(uri: &str, options: &Options) -> Result<Box<dyn Retriever>, Retrieve
         Backend::OpenSearch | Backend::Elasticsearch | Backend::Qdrant => Ok(Box::new(
             crate::engines::EngineRetriever::new(uri, options)?,
         )),
+        Backend::Chroma => Ok(Box::new(crate::chroma::ChromaRetriever::new(uri, options)?)),
+        Backend::Vectorize => Ok(Box::new(crate::vectorize::VectorizeRetriever::new(
+            uri, options,
+        )?)),
         Backend::Command => Ok(Box::new(crate::cmd::CommandRetriever::new(rest, options)?)),
     }
 }

@@ -4,6 +4,7 @@
 // Tests may say on their output what they skipped and why.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod chroma;
 mod cmd_protocol;
 mod common;
 mod engines;
@@ -13,3 +14,4 @@ mod http_cmd;
 mod own_index_batch;
 mod own_index_filters;
 mod pgvector;
+mod vectorize;
