@@ -11,7 +11,7 @@
 //! never both (a case gives chunk IDs of one chunking, or evidence that survives
 //! re-chunking). Optional: `top_k` (>= 1), `domain`, `tags`, `gold`, `query_vector` (a
 //! precomputed query embedding) and `filters` (an object: `domain`, `label` / `labels`,
-//! `valid_at`, `facets`, any other key a facet; see [`read_filters`]). Other fields of a case
+//! `valid_at`, `facets`, any other key a facet; see `read_filters`). Other fields of a case
 //! are allowed and ignored; an evidence item or a graded entry accepts only its own fields.
 //!
 //! Quotes, and offsets in another unit than characters, need the documents' text

@@ -11,7 +11,7 @@
 //!   the document's own offsets, and converting UTF-8 byte or UTF-16 offsets.
 //! - [`spans`]: the interval structure per document ([`SpanIndex`]) that answers "which
 //!   chunks overlap this span" without scanning every chunk.
-//! - [`judge`]: one case's items against one ranking: each item's rank and coverage, and the
+//! - [`judge`](mod@judge): one case's items against one ranking: each item's rank and coverage, and the
 //!   counts recall, precision, nDCG and AP are computed from (the semantics are documented
 //!   there and in `docs/policy.md`).
 //! - [`check`]: `golden check` (where each item sits in a chunking) and `golden convert`
