@@ -296,7 +296,17 @@ fn golden_line_of(line: &jsonl::ObjectLine<'_>, seen: &mut SeenIds) -> Result<Go
     let query = line
         .opt_text("query")?
         .ok_or_else(|| line.error("query", "missing"))?;
-    let has = |k: &str| !matches!(line.object.get(k), None | Some(Value::Null));
+    let has_expected = !matches!(line.object.get("expected"), None | Some(Value::Null));
+    let has = |k: &str| match line.object.get(k) {
+        None | Some(Value::Null) => false,
+        // A list of plain strings beside `expected` is not spans: it is where a drafted
+        // candidate came from (`signals candidates` writes the signal log lines there), kept
+        // for the reviewer and ignored like any other extra field.
+        Some(Value::Array(items)) if k == "evidence" && has_expected => {
+            !items.iter().all(Value::is_string)
+        }
+        Some(_) => true,
+    };
     let (expected, grades, evidence) =
         match (has("expected"), has("evidence")) {
             (true, true) => return Err(line.error(

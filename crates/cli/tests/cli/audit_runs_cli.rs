@@ -387,7 +387,7 @@ fn a_chat_judge_suggests_beside_the_reviewer_and_agreement_is_measured() {
         stderr(&o)
     );
     assert!(
-        stderr(&o).contains("error: 1 claim(s) got no suggestion"),
+        stderr(&o).contains("error: the judge's reply for Q-017 C-017-3 could not be read"),
         "{}",
         stderr(&o)
     );
