@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::worded::examine;
 use serde_json::{json, Value};
-use veredicto_app::exam::{examine, Examined, Inputs};
+use veredicto_app::exam::{Examined, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::diagnosis::DiagnosisFinding;
 use veredicto_core::policy::Policy;

@@ -5,11 +5,12 @@
 #![allow(clippy::result_large_err)]
 
 use crate::common;
+use crate::worded::examine;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use veredicto_app::exam::{examine, Examined, Inputs};
+use veredicto_app::exam::{Examined, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
 use veredicto_retrieve::pass::Settings;

@@ -7,11 +7,12 @@
 #![allow(clippy::result_large_err)]
 
 use crate::common;
+use crate::worded::examine;
 use common::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use veredicto_app::exam::{examine, Examined, Inputs};
+use veredicto_app::exam::{Examined, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
 use veredicto_retrieve::pass::Settings;

@@ -4,6 +4,7 @@
 #![allow(clippy::result_large_err)]
 
 use crate::common;
+use crate::worded::examine;
 use common::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -11,7 +12,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
-use veredicto_app::exam::{examine, Examined, Inputs};
+use veredicto_app::exam::{Examined, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
 use veredicto_retrieve::pass::Settings;

@@ -3,12 +3,13 @@
 #![allow(clippy::result_large_err)]
 
 use crate::common;
+use crate::worded::examine;
 use common::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use veredicto_app::exam::{examine, Examined, Inputs};
+use veredicto_app::exam::{Examined, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
 use veredicto_core::retrieval::{DuplicateRule, FailureLimit};

@@ -157,7 +157,8 @@ fn exam_json(
     concurrency: usize,
     latency_sample: usize,
 ) -> (String, veredicto_retrieve::pass::Retrieval) {
-    use veredicto_app::exam::{examine, Inputs};
+    use crate::worded::examine;
+    use veredicto_app::exam::Inputs;
     use veredicto_retrieve::pass::Settings;
     let policy = veredicto_core::policy::Policy::default();
     let notes = std::collections::BTreeMap::new();

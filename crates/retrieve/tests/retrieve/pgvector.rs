@@ -5,9 +5,10 @@
 #![allow(clippy::print_stdout)]
 #![allow(clippy::result_large_err)]
 
+use crate::worded::examine;
 use std::collections::BTreeMap;
 use std::path::Path;
-use veredicto_app::exam::{examine, Examined, Inputs};
+use veredicto_app::exam::{Examined, Inputs};
 use veredicto_core::case::Case;
 use veredicto_core::policy::Policy;
 use veredicto_index::*;
