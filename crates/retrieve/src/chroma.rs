@@ -266,14 +266,10 @@ impl Retriever for ChromaRetriever {
 
     fn prepare(&self, dimension: Option<usize>) -> Result<(), RetrieveError> {
         let collection = self.collection()?;
-        if let (Some(want), Some(got)) = (collection.dimension, dimension) {
-            if want != got {
-                return Err(self.setup(format!(
-                    "its vectors have dimension {want}, the embedder's have {got} (another model embedded the collection?)"
-                )));
-            }
+        match crate::dimension_mismatch(collection.dimension, dimension, "collection") {
+            Some(reason) => Err(self.setup(reason)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn holds(&self, ids: &[&str]) -> Result<Option<crate::Holding>, RetrieveError> {

@@ -486,3 +486,18 @@ impl RetrieveError {
         matches!(self, RetrieveError::Case { .. })
     }
 }
+
+/// The reason a store's vectors cannot be searched with the embedder's, when both dimensions
+/// are known and differ (`holder` names what holds the vectors: "collection", "index").
+pub(crate) fn dimension_mismatch(
+    stored: Option<usize>,
+    embedder: Option<usize>,
+    holder: &str,
+) -> Option<String> {
+    match (stored, embedder) {
+        (Some(want), Some(got)) if want != got => Some(format!(
+            "its vectors have dimension {want}, the embedder's have {got} (another model embedded the {holder}?)"
+        )),
+        _ => None,
+    }
+}

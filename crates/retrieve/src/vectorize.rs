@@ -248,14 +248,10 @@ impl Retriever for VectorizeRetriever {
 
     fn prepare(&self, dimension: Option<usize>) -> Result<(), RetrieveError> {
         let index = self.index()?;
-        if let (Some(want), Some(got)) = (index.dimension, dimension) {
-            if want != got {
-                return Err(self.setup(format!(
-                    "its vectors have dimension {want}, the embedder's have {got} (another model embedded the index?)"
-                )));
-            }
+        match crate::dimension_mismatch(index.dimension, dimension, "index") {
+            Some(reason) => Err(self.setup(reason)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn holds(&self, ids: &[&str]) -> Result<Option<crate::Holding>, RetrieveError> {
