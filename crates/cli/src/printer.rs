@@ -23,15 +23,20 @@ pub enum ExitStatus {
 
 impl From<ExitStatus> for ExitCode {
     fn from(s: ExitStatus) -> ExitCode {
-        ExitCode::from(match s {
-            ExitStatus::Success => 0,
-            ExitStatus::Stop => 1,
-            ExitStatus::Error => 2,
-        })
+        ExitCode::from(s.code())
     }
 }
 
 impl ExitStatus {
+    /// The process exit code: 0, 1 or 2.
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Stop => 1,
+            ExitStatus::Error => 2,
+        }
+    }
+
     /// `Stop` when `stop`, else `Success`.
     pub fn stop_if(stop: bool) -> ExitStatus {
         if stop {

