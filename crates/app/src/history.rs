@@ -251,6 +251,8 @@ pub struct CompareRequest<'a> {
     pub baseline: Baseline,
     /// The current corpus, to tell the ingest batch of chunks that displaced expected ones.
     pub corpus: Option<&'a Path>,
+    /// The documents the corpus' chunks are located in ([`crate::golden::load_corpus`]).
+    pub documents: Option<&'a Path>,
     /// Seed of the randomisation test and the bootstrap.
     pub seed: u64,
     /// Monte-Carlo sign patterns when exact enumeration is too large.
@@ -293,7 +295,7 @@ pub fn compare_runs(spec: &HistorySpec, req: &CompareRequest<'_>) -> Result<Comp
         );
     };
     let base = history.get(&base_id)?;
-    let corpus = read_corpus(req.corpus)?;
+    let corpus = read_corpus(req.corpus, req.documents)?;
     let comparison = compare::compare(
         &base,
         &new,
@@ -333,6 +335,8 @@ pub struct ReportRequest<'a> {
     pub baseline: Baseline,
     /// The current corpus (ingest batches of displacing chunks).
     pub corpus: Option<&'a Path>,
+    /// The documents the corpus' chunks are located in ([`crate::golden::load_corpus`]).
+    pub documents: Option<&'a Path>,
     /// Runs of history for the trends and the cross-run diagnosis.
     pub window: usize,
     /// Seed of the randomisation test and the bootstrap.
@@ -358,7 +362,7 @@ pub fn report_run(spec: &HistorySpec, req: &ReportRequest<'_>) -> Result<RunRepo
     use veredicto_core::compare::{self, CompareOptions, DiagnoseOptions};
     let history = spec.open_read_only()?;
     let current = history.get(req.run)?;
-    let corpus = read_corpus(req.corpus)?;
+    let corpus = read_corpus(req.corpus, req.documents)?;
     let comparison = match req.baseline.resolve(&history, &current.meta)? {
         Some(id) => {
             let base = history.get(&id)?;
@@ -393,12 +397,14 @@ pub fn report_run(spec: &HistorySpec, req: &ReportRequest<'_>) -> Result<RunRepo
     })
 }
 
-/// The corpus at `path`, when given.
-fn read_corpus(path: Option<&Path>) -> Result<Option<veredicto_core::case::Corpus>> {
+/// The corpus at `path`, when given, its chunks located in `documents` when given.
+fn read_corpus(
+    path: Option<&Path>,
+    documents: Option<&Path>,
+) -> Result<Option<veredicto_core::case::Corpus>> {
+    let docs = crate::golden::documents(documents)?;
     Ok(match path {
-        Some(p) => Some(veredicto_core::case::Corpus::new(
-            veredicto_formats::corpus::read_corpus(p)?,
-        )),
+        Some(p) => Some(crate::golden::load_corpus(p, docs.as_ref(), crate::Events::silent())?.0),
         None => None,
     })
 }

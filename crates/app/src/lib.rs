@@ -12,10 +12,12 @@
 //! - errors are [`Error`] values whose message names the file, line and field.
 
 pub mod audit;
+pub mod chunk;
 mod error;
 pub mod events;
 pub mod exam;
 pub mod files;
+pub mod golden;
 pub mod history;
 mod live;
 pub mod matrix;

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use veredicto_app::ExamRequest;
-use veredicto_core::case::Corpus;
 use veredicto_core::exam::calibrate::{self, Settings};
 use veredicto_core::exam::{evaluate, ExamInput};
 use veredicto_core::policy::Policy;
@@ -47,6 +46,10 @@ pub struct CalibrateArgs {
     /// Chunk JSONL: gold labels and the chunks' texts for the diagnosis.
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
+    /// Documents JSONL (`id`, `text`): quotes located, chunk offsets checked, chunks
+    /// without offsets located by text.
+    #[arg(long, value_name = "FILE")]
+    pub documents: Option<PathBuf>,
     /// The policy to start from (every key but the noise ceiling is kept); default: the
     /// policy of veredicto.toml, else the documented defaults.
     #[arg(long, value_name = "POLICY.toml")]
@@ -124,11 +127,16 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitStatus> {
         );
     }
     let policy: Policy = starting.exam.clone();
-    let cases = formats::golden::read_golden(&golden)?;
-    let given_corpus = match &corpus_path {
-        Some(p) => Some(Corpus::new(formats::corpus::read_corpus(p)?)),
-        None => None,
-    };
+    let veredicto_app::golden::Loaded {
+        cases,
+        corpus: given_corpus,
+        ..
+    } = veredicto_app::golden::load(
+        &golden,
+        corpus_path.as_deref(),
+        args.documents.as_deref(),
+        crate::printer::events(),
+    )?;
     let notes = match &args.notes {
         Some(p) => formats::notes::read_notes(p)?,
         None => BTreeMap::new(),

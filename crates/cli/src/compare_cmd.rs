@@ -20,6 +20,9 @@ pub struct CompareArgs {
     /// The current corpus, to tell the ingest batch of chunks that displaced expected ones.
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
+    /// Documents JSONL (`id`, `text`): the corpus' chunks located in them.
+    #[arg(long, value_name = "FILE")]
+    pub documents: Option<PathBuf>,
     /// Seed of the randomisation test and the bootstrap.
     #[arg(long, default_value_t = compare::DEFAULT_SEED)]
     pub seed: u64,
@@ -75,6 +78,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
             run: args.run.as_deref().unwrap_or("latest"),
             baseline,
             corpus: corpus.as_deref(),
+            documents: args.documents.as_deref(),
             seed: args.seed,
             permutations: args.permutations,
             bootstrap: args.bootstrap,

@@ -5,7 +5,6 @@ use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use veredicto_app::{ExamRequest, Recording};
-use veredicto_core::case::Corpus;
 use veredicto_core::policy::Policy;
 use veredicto_formats as formats;
 use veredicto_formats::config::Source;
@@ -73,6 +72,10 @@ pub struct ExamArgs {
     /// Chunk JSONL (or BEIR corpus.jsonl): gold labels, domains, validity, text for the diagnosis.
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
+    /// Documents JSONL (`id`, `text`): the golden set's quotes are located in them, the
+    /// corpus' chunk offsets checked against them, chunks without offsets located by text.
+    #[arg(long, value_name = "FILE")]
+    pub documents: Option<PathBuf>,
     /// Policy TOML; default: the `[policy]` of veredicto.toml, else the documented defaults.
     #[arg(long, value_name = "POLICY.toml")]
     pub policy: Option<PathBuf>,
@@ -210,11 +213,12 @@ fn outcome_of(
     if let Some(k) = top_k {
         policy.top_k = k;
     }
-    let cases = formats::golden::read_golden(golden)?;
-    let corpus = match &args.corpus {
-        Some(p) => Some(Corpus::new(formats::corpus::read_corpus(p)?)),
-        None => None,
-    };
+    let veredicto_app::golden::Loaded { cases, corpus, .. } = veredicto_app::golden::load(
+        golden,
+        args.corpus.as_deref(),
+        args.documents.as_deref(),
+        crate::printer::events(),
+    )?;
     let Some(uri) = crate::retriever_args::source_uri(
         args.run.as_deref(),
         args.index.as_deref(),

@@ -11,12 +11,14 @@ use std::ffi::OsString;
 mod audit_cmd;
 mod audit_target;
 mod calibrate_cmd;
+mod chunk_cmd;
 mod clock;
 mod compare_cmd;
 mod corpus_cmd;
 mod date_args;
 mod exam_cmd;
 mod gate_cmd;
+mod golden_cmd;
 mod help;
 mod history_args;
 mod history_cmd;
@@ -126,6 +128,11 @@ enum Command {
     /// Corpus hygiene: duplicates, obsolete, suspicious, drift, aggregation questions.
     #[command(after_help = help::corpus())]
     Corpus(corpus_cmd::CorpusArgs),
+    /// Golden sets and chunkings: `golden check` (where each evidence item sits in a
+    /// chunking), `golden convert` (chunk IDs rewritten as evidence spans).
+    Golden(golden_cmd::GoldenArgs),
+    /// Cut documents into a corpus (chunk JSONL with doc_id, start, end, deterministic IDs).
+    Chunk(chunk_cmd::ChunkArgs),
 }
 
 /// Runs one `veredicto` command line (`args` starts with the program name, as
@@ -206,6 +213,8 @@ where
         Command::Models(args) => models_cmd::run(args),
         Command::Signals(args) => signals_cmd::run(args),
         Command::Corpus(args) => corpus_cmd::run(args),
+        Command::Golden(args) => golden_cmd::run(args),
+        Command::Chunk(args) => chunk_cmd::run(args),
     };
     match result {
         Ok(status) => status,

@@ -29,6 +29,9 @@ pub struct ReportArgs {
     /// The current corpus (ingest batches of displacing chunks).
     #[arg(long, value_name = "CORPUS")]
     pub corpus: Option<PathBuf>,
+    /// Documents JSONL (`id`, `text`): the corpus' chunks located in them.
+    #[arg(long, value_name = "FILE")]
+    pub documents: Option<PathBuf>,
     /// Runs of history for the trends and the cross-run diagnosis.
     #[arg(long, default_value_t = crate::history_args::DEFAULT_WINDOW)]
     pub window: usize,
@@ -55,6 +58,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
             run: &args.run,
             baseline: args.baseline.clone(),
             corpus: corpus.as_deref(),
+            documents: args.documents.as_deref(),
             window: args.window,
             seed: args.seed,
         },

@@ -8,6 +8,7 @@ pub mod corpus;
 pub mod explain;
 pub mod findings;
 pub mod gate;
+pub mod golden;
 pub mod html;
 pub mod human;
 pub mod json;
