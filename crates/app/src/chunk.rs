@@ -15,8 +15,9 @@
 //!   longer than `size` is cut as `text` would cut it.
 //!
 //! Sizes count characters (`--unit chars`) or the tokens of a tokenizer (`--unit tokens`,
-//! a model folder's `tokenizer.json`). Chunks are trimmed of white space at both ends; a
-//! document of white space only gives no chunk.
+//! a model folder's `tokenizer.json`). Chunks keep their white space (nothing is trimmed),
+//! so that without overlap consecutive chunks tile the document: evidence that runs across
+//! a sentence boundary is covered by the two sentences' chunks, the space between them too.
 
 use std::path::Path;
 
@@ -198,17 +199,16 @@ fn write(req: &ChunkRequest<'_>, cut: &dyn Fn(&str) -> Result<Vec<Piece>>) -> Re
 /// The chunks of one text under `c`, as character spans in text order.
 pub fn pieces<S: ChunkSizer>(text: &str, c: Chunking, sizer: S) -> Result<Vec<Piece>> {
     let config = ChunkConfig::new(c.size)
+        .with_trim(false)
         .with_sizer(sizer)
         .with_overlap(c.overlap)
         .map_err(|e| Error::msg(format!("--overlap: {e}")))?;
-    let mut out = Vec::new();
+    // (start, end, white space only)
+    let mut raw: Vec<(usize, usize, bool)> = Vec::new();
     let mut push = |char_offset: usize, chunk: &str| {
         let len = chunk.chars().count();
         if len > 0 {
-            out.push(Piece {
-                start: char_offset,
-                end: char_offset + len,
-            });
+            raw.push((char_offset, char_offset + len, chunk.trim().is_empty()));
         }
     };
     match c.split {
@@ -236,8 +236,18 @@ pub fn pieces<S: ChunkSizer>(text: &str, c: Chunking, sizer: S) -> Result<Vec<Pi
             }
         }
     }
-    out.sort_unstable_by_key(|p| (p.start, p.end));
-    out.dedup();
+    raw.sort_unstable();
+    raw.dedup();
+    // A piece of white space only joins the piece it follows (so that the pieces still
+    // tile the text), or is dropped.
+    let mut out: Vec<Piece> = Vec::with_capacity(raw.len());
+    for (start, end, blank) in raw {
+        match out.last_mut() {
+            Some(last) if blank && last.end == start => last.end = end,
+            _ if blank => {}
+            _ => out.push(Piece { start, end }),
+        }
+    }
     Ok(out)
 }
 
@@ -262,7 +272,6 @@ mod tests {
             assert!(!ps.is_empty());
             for p in &ps {
                 let s: String = text.chars().skip(p.start).take(p.end - p.start).collect();
-                assert_eq!(s.trim(), s, "{split:?} trimmed");
                 assert!(s.chars().count() <= 20, "{split:?} {s:?}");
             }
         }
@@ -279,8 +288,8 @@ mod tests {
         assert_eq!(
             got,
             [
-                "Añejo vino.",
-                "Él dijo: sí.",
+                "Añejo vino. ",
+                "Él dijo: sí.\n\n",
                 "Otra frase más larga que las demás, con comas."
             ]
         );

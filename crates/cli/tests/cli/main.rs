@@ -20,6 +20,7 @@ mod exam_cli;
 mod first_hour;
 mod friday_story;
 mod gate_cli;
+mod golden_cli;
 mod history_cli;
 mod history_postgres_cli;
 mod hygiene_cli;

@@ -1,0 +1,294 @@
+//! Golden sets that survive re-chunking, end to end: `golden convert` on the rack example
+//! gives the same verdict and measures as the chunk-ID suite; `chunk` writes a corpus whose
+//! chunks point at their documents; `golden check` says which items a chunking splits or
+//! drops; bad evidence stops the exam with one line naming file, line and field, and nothing
+//! is recorded.
+
+use crate::common;
+use common::*;
+
+fn exam_json(args: &[&str]) -> (i32, serde_json::Value) {
+    let o = veredicto(args);
+    let code = o.status.code().unwrap_or(-1);
+    let v = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| {
+        panic!("{e}: {}\n{}", stdout(&o), stderr(&o));
+    });
+    (code, v)
+}
+
+#[test]
+fn the_rack_example_converted_to_evidence_spans_gives_the_same_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let converted = dir.path().join("golden-evidence.jsonl");
+    let (golden, corpus, documents) = (
+        example("golden.jsonl"),
+        example("corpus.jsonl"),
+        example("documents.jsonl"),
+    );
+    let o = veredicto(&[
+        "golden",
+        "convert",
+        "--golden",
+        golden.to_str().unwrap(),
+        "--corpus",
+        corpus.to_str().unwrap(),
+        "--documents",
+        documents.to_str().unwrap(),
+        "--out",
+        converted.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&converted).unwrap();
+    assert!(!text.contains("\"expected\""));
+    // The example ships the converted set.
+    assert_eq!(
+        text,
+        std::fs::read_to_string(example("golden-evidence.jsonl")).unwrap()
+    );
+    for (run, want) in [("run-accept.trec", 0), ("run-stop.trec", 1)] {
+        let run = example(run);
+        let policy = example("policy.toml");
+        let common = [
+            "--run",
+            run.to_str().unwrap(),
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+            "--no-record",
+            "--json",
+            "--as-of",
+            "2025-11-20",
+        ];
+        let mut a = vec!["exam", "--golden", golden.to_str().unwrap()];
+        a.extend(common);
+        let (ca, ids) = exam_json(&a);
+        let mut b = vec![
+            "exam",
+            "--golden",
+            converted.to_str().unwrap(),
+            "--documents",
+            documents.to_str().unwrap(),
+        ];
+        b.extend(common);
+        let (cb, spans) = exam_json(&b);
+        assert_eq!((ca, cb), (want, want));
+        assert_eq!(ids["verdict"], spans["verdict"]);
+        assert_eq!(ids["summary"], spans["summary"], "the same measures");
+        let cases = |v: &serde_json::Value| -> Vec<(String, bool, f64)> {
+            v["cases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| {
+                    (
+                        c["id"].as_str().unwrap().to_owned(),
+                        c["passed"].as_bool().unwrap(),
+                        c["recall"].as_f64().unwrap(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(cases(&ids), cases(&spans));
+        let first = &spans["cases"][0]["evidence"][0];
+        assert_eq!(first["chunks"][0]["id"], "gold_001");
+        assert_eq!(first["rank"], 1);
+    }
+}
+
+const DOCS: &str = concat!(
+    "{\"id\":\"D1\",\"text\":\"The fee is computed monthly. It is 5 % of the net income. Payment is due on the first day.\",\"lang\":\"en\"}\n",
+    "{\"id\":\"D2\",\"text\":\"Holidays last 22 working days. Extra days need approval.\"}\n",
+);
+
+#[test]
+fn chunk_writes_located_chunks_and_golden_check_finds_split_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = write(dir.path(), "docs.jsonl", DOCS);
+    let golden = write(
+        dir.path(),
+        "golden.jsonl",
+        concat!(
+            "{\"id\":\"q1\",\"query\":\"fee\",\"evidence\":[{\"doc_id\":\"D1\",\"quote\":\"computed monthly. It is 5 %\"}]}\n",
+            "{\"id\":\"q2\",\"query\":\"holidays\",\"evidence\":[{\"doc_id\":\"D2\",\"start\":0,\"end\":30,\"grade\":2}]}\n",
+        ),
+    );
+    let out = dir.path().join("corpus.jsonl");
+    let o = veredicto(&[
+        "chunk",
+        "--documents",
+        &docs,
+        "--out",
+        out.to_str().unwrap(),
+        "--size",
+        "40",
+        "--split",
+        "sentences",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let corpus = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<serde_json::Value> = corpus
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["id"], "D1:0-29");
+    assert_eq!(lines[0]["text"], "The fee is computed monthly. ");
+    assert_eq!(lines[0]["lang"], "en", "the document's fields are kept");
+    assert_eq!(lines.len(), 5, "{corpus}");
+    // Twice the same command: the same bytes.
+    let again = dir.path().join("again.jsonl");
+    veredicto(&[
+        "chunk",
+        "--documents",
+        &docs,
+        "--out",
+        again.to_str().unwrap(),
+        "--size",
+        "40",
+        "--split",
+        "sentences",
+    ]);
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), corpus);
+
+    let o = veredicto(&[
+        "golden",
+        "check",
+        "--golden",
+        &golden,
+        "--corpus",
+        out.to_str().unwrap(),
+        "--documents",
+        &docs,
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let check: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        (check["items"].as_u64(), check["quotes"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(check["split"], 1);
+    assert_eq!(check["whole"], 1);
+    assert_eq!(check["places"][0]["placement"], "split");
+    assert_eq!(check["places"][0]["chunks"][0]["id"], "D1:0-29");
+    assert_eq!(check["places"][0]["chunks"][1]["id"], "D1:29-58");
+
+    // A run over the chunks: the split item needs both chunks within K.
+    let run = write(
+        dir.path(),
+        "run.trec",
+        "q1 Q0 D1:0-29 1 3.0 t\nq1 Q0 D2:0-30 2 2.0 t\nq1 Q0 D1:29-58 3 1.0 t\nq2 Q0 D2:0-30 1 1.0 t\n",
+    );
+    let (_, v) = exam_json(&[
+        "exam",
+        "--golden",
+        &golden,
+        "--documents",
+        &docs,
+        "--corpus",
+        out.to_str().unwrap(),
+        "--run",
+        &run,
+        "--no-record",
+        "--json",
+    ]);
+    let ev = &v["cases"][0]["evidence"][0];
+    assert_eq!(ev["rank"], 3);
+    assert_eq!(ev["covered"], 1.0);
+    assert_eq!(v["cases"][1]["evidence"][0]["grade"], 2);
+
+    // A chunking that drops text: the item is not covered and the check says so (exit 1).
+    let gappy = write(
+        dir.path(),
+        "gappy.jsonl",
+        "{\"id\":\"a\",\"doc_id\":\"D1\",\"start\":0,\"end\":10}\n{\"id\":\"b\",\"doc_id\":\"D2\",\"start\":0,\"end\":30}\n",
+    );
+    let o = veredicto(&[
+        "golden",
+        "check",
+        "--golden",
+        &golden,
+        "--corpus",
+        &gappy,
+        "--documents",
+        &docs,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("items the chunking does not cover (1)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn bad_evidence_is_one_line_naming_file_line_and_field_and_nothing_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = write(dir.path(), "docs.jsonl", DOCS);
+    let run = write(dir.path(), "run.trec", "q1 Q0 c1 1 1.0 t\n");
+    let cases = [
+        (
+            "{\"id\":\"q1\",\"query\":\"x\",\"evidence\":[{\"doc_id\":\"D1\",\"quote\":\"not in the text\"}]}\n",
+            "golden.jsonl:1: field `evidence[0].quote`",
+        ),
+        (
+            "{\"id\":\"q1\",\"query\":\"x\",\"evidence\":[{\"doc_id\":\"D1\",\"quote\":\"is\"}]}\n",
+            "golden.jsonl:1: field `evidence[0].quote`",
+        ),
+        (
+            "{\"id\":\"q1\",\"query\":\"x\",\"evidence\":[{\"doc_id\":\"D1\",\"start\":0,\"end\":9999}]}\n",
+            "golden.jsonl:1: field `evidence[0].end`",
+        ),
+        (
+            "{\"id\":\"q1\",\"query\":\"x\",\"evidence\":[{\"doc_id\":\"NOPE\",\"start\":0,\"end\":3}]}\n",
+            "golden.jsonl:1: field `evidence[0].doc_id`",
+        ),
+        (
+            "{\"id\":\"q1\",\"query\":\"x\"}\n",
+            "golden.jsonl:1: field `expected`",
+        ),
+    ];
+    for (golden, want) in cases {
+        let g = write(dir.path(), "golden.jsonl", golden);
+        let o = veredicto_in(
+            dir.path(),
+            &["exam", "--golden", &g, "--documents", &docs, "--run", &run],
+        );
+        assert_eq!(o.status.code(), Some(2), "{golden}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(want), "{golden}: {err}");
+        assert!(!dir.path().join(".veredicto").exists(), "nothing recorded");
+    }
+    // Chunk offsets that disagree with the document's text.
+    let g = write(
+        dir.path(),
+        "golden.jsonl",
+        "{\"id\":\"q1\",\"query\":\"x\",\"evidence\":[{\"doc_id\":\"D1\",\"start\":0,\"end\":3}]}\n",
+    );
+    let corpus = write(
+        dir.path(),
+        "corpus.jsonl",
+        "{\"id\":\"c1\",\"doc_id\":\"D1\",\"start\":0,\"end\":7,\"text\":\"Holiday\"}\n",
+    );
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "exam",
+            "--golden",
+            &g,
+            "--documents",
+            &docs,
+            "--corpus",
+            &corpus,
+            "--run",
+            &run,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("corpus.jsonl:1: field `text`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join(".veredicto").exists(), "nothing recorded");
+}
