@@ -38,12 +38,27 @@ pub fn reasons(c: &CaseResult) -> String {
 
 /// `gold_001#1 silver_legal_045#3 silver_finanzas_123#15 other#-`.
 pub fn expected_ranks(c: &CaseResult) -> String {
+    let grade = |g: u32| {
+        if g == veredicto_core::evidence::DEFAULT_GRADE {
+            String::new()
+        } else {
+            format!(" (grade {g})")
+        }
+    };
+    let rank = |r: Option<usize>| r.map_or("-".to_owned(), |r| r.to_string());
     c.expected
         .iter()
-        .map(|e| match e.rank {
-            Some(r) => format!("{}#{r}", e.id),
-            None => format!("{}#-", e.id),
-        })
+        .map(|e| format!("{}#{}{}", e.id, rank(e.rank), grade(e.grade)))
+        .chain(c.evidence.iter().map(|e| {
+            format!(
+                "{}[{}..{}]#{}{}",
+                e.doc_id,
+                e.start,
+                e.end,
+                rank(e.rank),
+                grade(e.grade)
+            )
+        }))
         .collect::<Vec<_>>()
         .join(" ")
 }

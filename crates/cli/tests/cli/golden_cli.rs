@@ -197,6 +197,34 @@ fn chunk_writes_located_chunks_and_golden_check_finds_split_items() {
     assert_eq!(ev["covered"], 1.0);
     assert_eq!(v["cases"][1]["evidence"][0]["grade"], 2);
 
+    // Grades and evidence ranks in the human, Markdown and JUnit reports (q2 fails: its
+    // chunk is not retrieved).
+    let run2 = write(
+        dir.path(),
+        "run2.trec",
+        "q1 Q0 D1:0-29 1 3.0 t\nq1 Q0 D1:29-58 2 1.0 t\nq2 Q0 D1:0-29 1 1.0 t\n",
+    );
+    for format in ["human", "markdown", "junit"] {
+        let o = veredicto(&[
+            "exam",
+            "--golden",
+            &golden,
+            "--documents",
+            &docs,
+            "--corpus",
+            out.to_str().unwrap(),
+            "--run",
+            &run2,
+            "--no-record",
+            "--format",
+            format,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{format}: {}", stderr(&o));
+        // Markdown escapes the brackets.
+        let text = stdout(&o).replace('\\', "");
+        assert!(text.contains("D2[0..30]#- (grade 2)"), "{format}: {text}");
+    }
+
     // A chunking that drops text: the item is not covered and the check says so (exit 1).
     let gappy = write(
         dir.path(),

@@ -36,7 +36,15 @@ pub fn chunk_rank(e: &ExpectedChunk, k: u32) -> String {
     if e.in_corpus == Some(false) {
         tip.push("not in the corpus".to_owned());
     }
+    if e.grade != veredicto_core::evidence::DEFAULT_GRADE {
+        tip.push(format!("grade {}", e.grade));
+    }
     let rank = e.rank.map_or("#–".to_owned(), |r| format!("#{r}"));
+    let rank = if e.grade == veredicto_core::evidence::DEFAULT_GRADE {
+        rank
+    } else {
+        format!("{rank} g{}", e.grade)
+    };
     format!(
         "<span class=\"{class}\" title=\"{}\">{}{} <span class=\"r\">{rank}</span></span>",
         escape(&tip.join(" · ")),
@@ -181,7 +189,16 @@ pub fn table(r: &ExamReport) -> String {
                 escape(&fmt::reasons(c).replace(',', ", "))
             }
         ));
-        let chunks: Vec<String> = c.expected.iter().map(|e| chunk_rank(e, c.top_k)).collect();
+        let chunks: Vec<String> = c
+            .expected
+            .iter()
+            .map(|e| chunk_rank(e, c.top_k))
+            .chain(
+                c.evidence
+                    .iter()
+                    .map(|e| evidence_rank(e, c.top_k, c.retrieved)),
+            )
+            .collect();
         s.push_str(&format!(
             "<td class=\"chunks\" data-v=\"{worst}\">{}</td>",
             chunks.join("")
@@ -194,6 +211,48 @@ pub fn table(r: &ExamReport) -> String {
     }
     s.push_str("</tbody></table></div>\n</section>\n");
     s
+}
+
+/// One evidence item with its rank: `DOC [1200..1388] #3` (a rank beyond K in red; the
+/// chunks holding it, its coverage and its grade in the tooltip).
+pub fn evidence_rank(
+    e: &veredicto_core::evidence::EvidenceResult,
+    k: u32,
+    listed: usize,
+) -> String {
+    let mut class = String::from("chunk");
+    let mut tip = vec![format!("characters {}..{} of {}", e.start, e.end, e.doc_id)];
+    match e.rank {
+        Some(r) => tip.push(format!("covered at rank {r}")),
+        None => tip.push("not covered by the retrieved chunks".to_owned()),
+    }
+    if !e.in_top_k(k, listed) {
+        class.push_str(" out");
+    }
+    tip.push(format!("top {k} hold {}", pct(e.covered)));
+    if !e.chunks.is_empty() {
+        let held: Vec<String> = e
+            .chunks
+            .iter()
+            .map(|h| match h.rank {
+                Some(r) => format!("{} (rank {r})", h.id),
+                None => h.id.clone(),
+            })
+            .collect();
+        tip.push(format!("held by {}", held.join(", ")));
+    }
+    let mut rank = e.rank.map_or("#–".to_owned(), |r| format!("#{r}"));
+    if e.grade != veredicto_core::evidence::DEFAULT_GRADE {
+        tip.push(format!("grade {}", e.grade));
+        rank.push_str(&format!(" g{}", e.grade));
+    }
+    format!(
+        "<span class=\"{class}\" title=\"{}\">{} [{}..{}] <span class=\"r\">{rank}</span></span>",
+        escape(&tip.join(" · ")),
+        escape(&e.doc_id),
+        e.start,
+        e.end
+    )
 }
 
 /// The per-case recall bars, the noise histogram and the calibration.
