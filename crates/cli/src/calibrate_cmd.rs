@@ -82,22 +82,42 @@ pub struct CalibrateArgs {
     pub json: bool,
 }
 
-pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitStatus> {
+impl CalibrateArgs {
+    /// What the flags say about the shared settings (golden set, corpus, source, policy,
+    /// model, the answer rules).
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        let source = match (&self.run, &self.index, &self.retriever) {
+            (Some(run), _, _) => Some(Source::Run(PathBuf::from(run))),
+            (_, Some(dir), _) => Some(Source::Index(dir.clone())),
+            (_, _, Some(uri)) => Some(Source::Retriever(uri.clone())),
+            _ => None,
+        };
+        veredicto_app::Overrides {
+            golden: self.golden.clone(),
+            corpus: self.corpus.clone(),
+            source,
+            policy: self.policy.clone(),
+            model: self.embedder.model.clone(),
+            duplicates: self.answers.duplicates,
+            max_retriever_failures: self.answers.max_retriever_failures,
+            ..Default::default()
+        }
+    }
+}
+
+pub fn run(args: CalibrateArgs, project: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
     let settings = Settings {
         min_healthy: args.min_healthy,
     };
-    // Flags, else the environment and veredicto.toml (see docs/config.md).
-    let project = crate::project::settings()?;
     let golden = match (&args.golden, &project.golden) {
         (Some(g), _) | (None, Some(g)) => g.clone(),
         (None, None) => anyhow::bail!(
             "calibrate needs a golden set: give --golden FILE, or `golden` in veredicto.toml (`veredicto init` writes one)"
         ),
     };
-    let corpus_path = args.corpus.clone().or_else(|| project.corpus.clone());
+    let corpus_path = project.corpus.clone();
     // The exam's keys are checked; the other commands' tables are carried over as written.
-    let starting =
-        crate::project::policy_file(args.policy.as_deref(), &[formats::policy::Section::Exam])?;
+    let starting = project.policy_sections(&[formats::policy::Section::Exam])?;
     let project_file = project.project.clone();
     if args.write_project && project_file.is_none() {
         anyhow::bail!("--write-project: no veredicto.toml is in use (`veredicto init` writes one)");
@@ -148,12 +168,13 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitStatus> {
             "give --retriever URI, --index DIR or --run FILE, or a [source] in veredicto.toml"
         );
     };
-    let (duplicates, max_retriever_failures) = args.answers.resolve()?;
+    let (duplicates, max_retriever_failures) = (project.duplicates, project.max_retriever_failures);
     let deadline = args.net.total_deadline();
-    let retriever = veredicto_retrieve::open(&uri, &args.net.options()?)?;
+    let retriever = veredicto_retrieve::open(&uri, &args.net.options(&project.env)?)?;
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
         &args.embedder,
+        project,
         &args.net,
         deadline,
         &cases,
@@ -220,7 +241,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitStatus> {
             .context("the calibrated policy does not read back")?;
         write_policy(&out, text.as_bytes(), force)?;
         if let (true, Some(file)) = (args.write_project, &project_file) {
-            update_project(file, &out)?;
+            update_project(file, &out, &project.cwd)?;
         }
         Some(out.display().to_string())
     };
@@ -247,11 +268,10 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitStatus> {
 /// Points the project file at the policy file written (relative to the project's folder
 /// when inside it); the new text must read back as a project file before it replaces the
 /// old one.
-fn update_project(file: &Path, policy: &Path) -> anyhow::Result<()> {
+fn update_project(file: &Path, policy: &Path, cwd: &Path) -> anyhow::Result<()> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let root = file.parent().unwrap_or(Path::new(""));
-    let cwd = std::env::current_dir().unwrap_or_default();
     let absolute = cwd.join(policy);
     let value = match absolute.strip_prefix(cwd.join(root)) {
         Ok(rest) => rest.display().to_string(),

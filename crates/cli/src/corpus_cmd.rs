@@ -53,13 +53,22 @@ pub struct CheckArgs {
     pub format: crate::signals_cmd::OutFormat,
 }
 
-pub fn run(args: CorpusArgs) -> anyhow::Result<ExitStatus> {
-    match args.command {
-        CorpusCommand::Check(a) => check(*a),
+impl CorpusArgs {
+    /// The `--history` of the subcommand, as a setting.
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        match &self.command {
+            CorpusCommand::Check(a) => a.history.overrides(),
+        }
     }
 }
 
-fn check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
+pub fn run(args: CorpusArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
+    match args.command {
+        CorpusCommand::Check(a) => check(*a, &settings.history),
+    }
+}
+
+fn check(args: CheckArgs, history: &veredicto_app::HistorySpec) -> anyhow::Result<ExitStatus> {
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
     let (policy, gold_label) = match &args.policy {
         Some(p) => {
@@ -144,11 +153,10 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
             }
         }
     }
-    if args.history.history.is_file() {
-        let history = args
-            .history
+    if history.is_file() {
+        let history = history
             .open_read_only()
-            .with_context(|| format!("opening the history {}", args.history.history.display()))?;
+            .with_context(|| format!("opening the history {}", history.display()))?;
         if let Some(run) = history.last_accepted(None, None)? {
             let recorded = history.get(&run.id)?;
             input.accepted_chunks = history.run_chunks(&run.id)?;

@@ -5,6 +5,7 @@
 
 use crate::printer::ExitStatus;
 use std::path::PathBuf;
+use veredicto_app::{HistorySpec, Settings};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum GateFormat {
@@ -56,10 +57,23 @@ pub struct AcceptArgs {
     pub format: GateFormat,
 }
 
-pub fn run(args: GateArgs) -> anyhow::Result<ExitStatus> {
+impl GateArgs {
+    /// `--policy` and `--history` as settings.
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        veredicto_app::Overrides {
+            policy: match &self.command {
+                None => self.check.policy.clone(),
+                Some(GateCommand::Accept(_)) => None,
+            },
+            ..self.history.overrides()
+        }
+    }
+}
+
+pub fn run(args: GateArgs, settings: &Settings) -> anyhow::Result<ExitStatus> {
     match args.command {
-        Some(GateCommand::Accept(a)) => accept(a, &args.history),
-        None => check(args.check, &args.history),
+        Some(GateCommand::Accept(a)) => accept(a, settings),
+        None => check(args.check, settings),
     }
 }
 
@@ -69,10 +83,10 @@ pub fn run(args: GateArgs) -> anyhow::Result<ExitStatus> {
 pub fn judge(
     index: &std::path::Path,
     policy: &veredicto_core::gate::IngestPolicy,
-    history: &crate::history_args::HistoryArgs,
+    history: &HistorySpec,
 ) -> anyhow::Result<veredicto_core::gate::GateOutcome> {
     let outcome = veredicto_index::judge_latest_batch(index, policy)?;
-    if !history.history.is_file() {
+    if !history.is_file() {
         return Ok(outcome);
     }
     let manifest = veredicto_index::Manifest::read(index)?;
@@ -90,25 +104,20 @@ pub fn judge(
             rejected: a.rejected,
         })
         .collect();
-    Ok(outcome.with_acceptances(&format!("history {}", history.history.display()), &found))
+    Ok(outcome.with_acceptances(&format!("history {}", history.display()), &found))
 }
 
-fn check(
-    args: CheckArgs,
-    history: &crate::history_args::HistoryArgs,
-) -> anyhow::Result<ExitStatus> {
+fn check(args: CheckArgs, settings: &Settings) -> anyhow::Result<ExitStatus> {
     let Some(index) = args.index else {
         anyhow::bail!("veredicto gate: --index DIR is required");
     };
-    let policy = crate::project::policy_file(
-        args.policy.as_deref(),
-        &[
+    let policy = settings
+        .policy_sections(&[
             veredicto_formats::policy::Section::Exam,
             veredicto_formats::policy::Section::Ingest,
-        ],
-    )?
-    .ingest;
-    let outcome = judge(&index, &policy, history)?;
+        ])?
+        .ingest;
+    let outcome = judge(&index, &policy, &settings.history)?;
     let name = index.display().to_string();
     let text = match args.format {
         GateFormat::Human => veredicto_report::gate::gate_human(&name, &outcome),
@@ -118,10 +127,7 @@ fn check(
     Ok(ExitStatus::stop_if(outcome.blocks()))
 }
 
-fn accept(
-    args: AcceptArgs,
-    history: &crate::history_args::HistoryArgs,
-) -> anyhow::Result<ExitStatus> {
+fn accept(args: AcceptArgs, settings: &Settings) -> anyhow::Result<ExitStatus> {
     let reason = args.reason.trim();
     if reason.is_empty() {
         anyhow::bail!("--reason: a written reason is required (got an empty text)");
@@ -135,11 +141,11 @@ fn accept(
     let rejected = latest.rejected.len();
     // The history first: it is the append-only record the gate trusts wherever the index
     // goes; then the index's own batch record.
-    let store = history.open()?;
+    let store = settings.history.open()?;
     let recorded = store.record_acceptance(&veredicto_store::GateAcceptance {
         id: String::new(),
         created_at: time.clone(),
-        index: project_relative(&args.index),
+        index: project_relative(&args.index, settings),
         batch: latest.name.clone(),
         batch_fingerprint: veredicto_core::gate::batch_fingerprint(
             &latest.name,
@@ -149,7 +155,7 @@ fn accept(
         reason: reason.clone(),
         rejected,
         rejections: latest.rejected.clone(),
-        who: who(),
+        who: who(&settings.env),
         tool_version: env!("CARGO_PKG_VERSION").to_owned(),
     })?;
     let batch = veredicto_index::accept_latest_batch(
@@ -195,15 +201,15 @@ fn accept(
 
 /// The index as recorded in the history: relative to the project's folder (that of
 /// veredicto.toml, else the working folder) when inside it, else as given.
-fn project_relative(index: &std::path::Path) -> String {
-    let cwd = std::env::current_dir().unwrap_or_default();
+fn project_relative(index: &std::path::Path, settings: &Settings) -> String {
+    let cwd = &settings.cwd;
     let absolute = cwd.join(index);
-    let root = crate::project::settings()
-        .ok()
-        .and_then(|s| s.project.as_ref())
+    let root = settings
+        .project
+        .as_ref()
         .and_then(|p| p.parent())
         .map(|p| cwd.join(p))
-        .unwrap_or(cwd);
+        .unwrap_or_else(|| cwd.clone());
     let clean = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
     match clean(&absolute).strip_prefix(clean(&root)) {
         Ok(rest) if !rest.as_os_str().is_empty() => rest.display().to_string(),
@@ -214,7 +220,7 @@ fn project_relative(index: &std::path::Path) -> String {
 
 /// Who accepts: the git user name of the working folder, else `$USER` (never a credential:
 /// a value that looks like one is masked, and it is cut short).
-fn who() -> Option<String> {
+fn who(env: &veredicto_app::Env) -> Option<String> {
     let git = std::process::Command::new("git")
         .args(["config", "user.name"])
         .output()
@@ -226,7 +232,7 @@ fn who() -> Option<String> {
     let name = git.or_else(|| {
         ["USER", "USERNAME", "LOGNAME"]
             .iter()
-            .find_map(|v| std::env::var(v).ok().filter(|s| !s.trim().is_empty()))
+            .find_map(|v| env.get(v).filter(|s| !s.trim().is_empty()))
     })?;
     Some(veredicto_core::redact::short(
         &veredicto_core::redact::secrets_in_text(name.trim()),
@@ -238,6 +244,7 @@ fn who() -> Option<String> {
 pub fn gate_before_exam(
     args: &crate::exam_cmd::ExamArgs,
     policy: &veredicto_core::gate::IngestPolicy,
+    history: &HistorySpec,
 ) -> anyhow::Result<Option<ExitStatus>> {
     let dir = match (&args.index, args.retriever.as_deref()) {
         (Some(dir), _) => dir.clone(),
@@ -246,7 +253,7 @@ pub fn gate_before_exam(
             "--gate-ingest: needs the examined index (--index DIR or --retriever index:DIR)"
         ),
     };
-    let outcome = judge(&dir, policy, &args.record.history)?;
+    let outcome = judge(&dir, policy, history)?;
     let text = veredicto_report::gate::gate_human(&dir.display().to_string(), &outcome);
     if outcome.blocks() {
         crate::printer::stderr_text(&text);

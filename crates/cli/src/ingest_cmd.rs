@@ -120,9 +120,26 @@ pub fn precomputed_fingerprint(dim: usize) -> ModelFingerprint {
     ModelFingerprint { value, hash }
 }
 
-pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
+impl IngestArgs {
+    /// What the flags say about the shared settings (corpus, index, model).
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        veredicto_app::Overrides {
+            corpus: self.corpus.clone(),
+            source: self
+                .index
+                .clone()
+                .map(veredicto_formats::config::Source::Index),
+            model: self.embedder.model.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+pub fn run(
+    args: IngestArgs,
+    settings: &veredicto_app::Settings,
+) -> anyhow::Result<crate::printer::ExitStatus> {
     let started = std::time::Instant::now();
-    let settings = crate::project::settings()?;
     let corpus_path = match (&args.corpus, &settings.corpus) {
         (Some(p), _) | (None, Some(p)) => p.clone(),
         (None, None) => anyhow::bail!(
@@ -237,6 +254,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<crate::printer::ExitStatus> {
         Some(_) => None,
         None => Some(
             args.embedder.load_for_index(
+                settings.model.as_deref(),
                 Some(&index_path),
                 Some(
                     (

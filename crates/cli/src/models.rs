@@ -54,21 +54,24 @@ impl From<(std::time::Duration, u32)> for HttpNet {
 }
 
 impl EmbedderArgs {
-    /// Loads the embedder the arguments name; without `--model` / `--embedder`, the local
+    /// Loads the embedder the arguments name: `--embedder`, else the local `model` (the
+    /// settings' model: `--model`, else the environment's and the project's), else the
     /// model recorded in the index at `index_dir` (when there is one). `net` = (per-request
     /// timeout, retries) for an embeddings server (`--timeout`, `--retries`).
     pub fn load_for_index(
         &self,
+        model: Option<&str>,
         index_dir: Option<&Path>,
         net: Option<HttpNet>,
     ) -> anyhow::Result<Box<dyn Embedder>> {
-        self.load_within(index_dir, net, None)
+        self.load_within(model, index_dir, net, None)
     }
 
     /// [`Self::load_for_index`], with the run's total deadline bounding every request to an
     /// embeddings server (`--deadline`).
     pub fn load_within(
         &self,
+        model: Option<&str>,
         index_dir: Option<&Path>,
         net: Option<HttpNet>,
         deadline: Option<veredicto_embed::Deadline>,
@@ -97,10 +100,9 @@ impl EmbedderArgs {
                 Ok(Box::new(e))
             }
             None => {
-                // The flag, else the project file's `model` (or VEREDICTO_MODEL).
-                let configured = crate::project::settings()?.model.clone();
-                let model = self.model.clone().or(configured);
-                let dir = match (&model, index_dir.and_then(recorded_model)) {
+                // `model`: the flag, else the project file's `model` (or VEREDICTO_MODEL),
+                // as resolved with the settings.
+                let dir = match (model, index_dir.and_then(recorded_model)) {
                     (Some(spec), _) => resolve_model(spec)?,
                     (None, Some((folder, name))) => {
                         if !folder.is_dir() {
