@@ -12,10 +12,12 @@
 //! - errors are [`Error`] values whose message names the file, line and field.
 
 pub mod audit;
+pub mod calibrate;
 mod error;
 pub mod events;
 pub mod exam;
 pub mod files;
+pub mod gate;
 pub mod history;
 mod live;
 pub mod matrix;
