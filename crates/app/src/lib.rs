@@ -13,12 +13,16 @@
 
 pub mod audit;
 pub mod calibrate;
+pub mod corpus;
 mod error;
 pub mod events;
 pub mod exam;
 pub mod files;
 pub mod gate;
 pub mod history;
+pub mod index;
+pub mod ingest;
+pub mod init;
 mod live;
 pub mod matrix;
 pub mod project;
