@@ -68,6 +68,15 @@ impl From<veredicto_retrieve::RetrieveError> for Error {
     }
 }
 
+impl From<veredicto_index::records::RecordError> for Error {
+    fn from(e: veredicto_index::records::RecordError) -> Self {
+        match e {
+            veredicto_index::records::RecordError::Index(e) => Error::Index(e),
+            veredicto_index::records::RecordError::Record(e) => Error::Format(e),
+        }
+    }
+}
+
 impl Error {
     /// A one-line error.
     pub fn msg(text: impl Display) -> Error {

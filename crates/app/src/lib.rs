@@ -12,13 +12,19 @@
 //! - errors are [`Error`] values whose message names the file, line and field.
 
 pub mod audit;
+pub mod calibrate;
 pub mod chunk;
+pub mod corpus;
 mod error;
 pub mod events;
 pub mod exam;
 pub mod files;
+pub mod gate;
 pub mod golden;
 pub mod history;
+pub mod index;
+pub mod ingest;
+pub mod init;
 mod live;
 pub mod matrix;
 pub mod project;

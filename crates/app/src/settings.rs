@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use veredicto_core::retrieval::{DuplicateRule, FailureLimit};
 use veredicto_formats::config::{self, PolicySource, Project, Source};
-use veredicto_formats::policy::PolicyFile;
+use veredicto_formats::policy::{PolicyFile, Section};
 
 use crate::history::HistorySpec;
 use crate::Result;
@@ -171,6 +171,37 @@ impl Settings {
         }
     }
 
+    /// These settings with `flags` over them (what one step of a larger command gives, e.g.
+    /// a configuration of a matrix): each setting `flags` names replaces the resolved one.
+    pub fn overridden(&self, flags: &Overrides) -> Settings {
+        let mut s = self.clone();
+        if let Some(g) = &flags.golden {
+            s.golden = Some(g.clone());
+        }
+        if let Some(c) = &flags.corpus {
+            s.corpus = Some(c.clone());
+        }
+        if let Some(src) = &flags.source {
+            s.source = Some(src.clone());
+        }
+        if let Some(p) = &flags.policy {
+            s.policy = Some(PolicySource::File(p.clone()));
+        }
+        if let Some(h) = &flags.history {
+            s.history = HistorySpec::chosen(h.clone());
+        }
+        if let Some(m) = &flags.model {
+            s.model = Some(m.clone());
+        }
+        if let Some(d) = flags.duplicates {
+            s.duplicates = d;
+        }
+        if let Some(f) = flags.max_retriever_failures {
+            s.max_retriever_failures = f;
+        }
+        s
+    }
+
     /// Settings with nothing but the defaults, in `cwd` (tests, front ends without a
     /// project).
     pub fn defaults(cwd: &Path) -> Settings {
@@ -182,6 +213,16 @@ impl Settings {
     pub fn policy_file(&self) -> Result<PolicyFile> {
         Ok(match &self.policy {
             Some(PolicySource::File(p)) => PolicyFile::read(p)?,
+            Some(PolicySource::Table(f)) => (**f).clone(),
+            None => PolicyFile::default(),
+        })
+    }
+
+    /// [`Self::policy_file`], reading and checking only `sections` of a policy file (those
+    /// the command uses; the other tables are kept as written).
+    pub fn policy_sections(&self, sections: &[Section]) -> Result<PolicyFile> {
+        Ok(match &self.policy {
+            Some(PolicySource::File(p)) => PolicyFile::read_sections(p, sections)?,
             Some(PolicySource::Table(f)) => (**f).clone(),
             None => PolicyFile::default(),
         })
@@ -216,5 +257,45 @@ pub fn source_uri(source: &Source) -> String {
         Source::Index(dir) => format!("index:{}", dir.display()),
         Source::Run(file) => format!("run:{}", file.display()),
         Source::Retriever(uri) => uri.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Flags over the environment over the defaults, and a step's own flags over those.
+    #[test]
+    fn flags_go_over_the_environment_and_a_steps_flags_over_both() {
+        let env = Env::default()
+            .with("VEREDICTO_HISTORY", "env.db")
+            .with("VEREDICTO_GOLDEN", "env.jsonl");
+        let cwd = Path::new("/work");
+        let none = Settings::resolve(&Overrides::default(), None, env.clone(), cwd);
+        assert_eq!(none.history.as_str(), "env.db");
+        assert!(none.history.is_explicit());
+        let flags = Overrides {
+            history: Some("flag.db".into()),
+            ..Overrides::default()
+        };
+        let given = Settings::resolve(&flags, None, env, cwd);
+        assert_eq!(given.history.as_str(), "flag.db");
+        assert_eq!(given.golden, none.golden);
+        let step = given.overridden(&Overrides {
+            golden: Some("step.jsonl".into()),
+            duplicates: Some(DuplicateRule::Refuse),
+            ..Overrides::default()
+        });
+        assert_eq!(step.golden.as_deref(), Some(Path::new("step.jsonl")));
+        assert_eq!(step.history.as_str(), "flag.db");
+        assert_eq!(step.duplicates, DuplicateRule::Refuse);
+        assert_eq!(given.overridden(&Overrides::default()), given);
+    }
+
+    #[test]
+    fn without_a_history_named_the_default_file_is_not_explicit() {
+        let s = Settings::defaults(Path::new("/work"));
+        assert_eq!(s.history.as_str(), ".veredicto/history.db");
+        assert!(!s.history.is_explicit());
     }
 }

@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use veredicto_app::audit as app;
 use veredicto_app::audit::suggest::{JudgeSettings, Suggester};
+use veredicto_app::Settings;
 use veredicto_grounding as g;
 use veredicto_report::audit as report;
 
@@ -315,8 +316,8 @@ fn parse_support(s: &str) -> Result<g::Support, String> {
     s.parse()
 }
 
-pub fn run(args: AuditArgs) -> anyhow::Result<ExitStatus> {
-    let h = &args.history;
+pub fn run(args: AuditArgs, settings: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = settings;
     match args.command {
         AuditCommand::Check(a) => check(a, h),
         AuditCommand::Record(a) => record(a, h),
@@ -334,7 +335,8 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitStatus> {
     }
 }
 
-fn check(a: CheckArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn check(a: CheckArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let t = target::open(&a.target, h)?;
     let out = app::check(&t, a.policy.as_deref(), &a.k)?;
     let run = t.run_meta().map(|m| m.id.as_str());
@@ -368,7 +370,8 @@ fn print_raw(bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn sheet(a: SheetArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let t = target::open(&a.target, h)?;
     let rows = g::build_sheet(&t.set, &t.reviews, &t.suggestions);
     let bytes = match a.format {
@@ -388,7 +391,8 @@ fn sheet(a: SheetArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn review(a: ReviewArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let done = app::record::review(
@@ -418,7 +422,8 @@ fn review(a: ReviewArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn package(a: PackageArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let t = target::open(&a.target, h)?;
     let done = app::package::package(
         &t,
@@ -429,7 +434,7 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
             created: a.created.as_deref(),
             tool_version: env!("CARGO_PKG_VERSION"),
         },
-        &h.spec(),
+        h,
         printer::events(),
     )?;
     printer::status(&format!(
@@ -445,13 +450,14 @@ fn package(a: PackageArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn verify(a: VerifyArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let limits = g::ReadLimits {
         max_member_bytes: a.max_member_bytes,
         max_total_bytes: a.max_total_bytes,
         max_members: a.max_members,
     };
-    let v = app::package::verify(&a.package, &limits, &h.spec())?;
+    let v = app::package::verify(&a.package, &limits, h)?;
     let package = a.package.display().to_string();
     print(
         a.json || a.format == Format::Json,
@@ -461,7 +467,8 @@ fn verify(a: VerifyArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::stop_if(!v.verified()))
 }
 
-fn impact(a: ImpactArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn impact(a: ImpactArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let t = target::open(&a.target, h)?;
     let (hits, reopened) = app::impact(&t, &a.sources)?;
     print(
@@ -490,7 +497,8 @@ fn from_scifact(a: FromScifactArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn agreement(a: AgreementArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let t = target::open(&a.target, h)?;
     let ag = app::agreement(&t, a.suggestions);
     print(
@@ -501,7 +509,8 @@ fn agreement(a: AgreementArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn compare(a: CompareArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn compare(a: CompareArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let base = target::open(&a.base, h)?;
     let new = target::open(&a.new, h)?;
     print_comparison(&base, &new, a.json || a.format == Format::Json)?;
@@ -518,7 +527,8 @@ fn print_comparison(base: &Target, new: &Target, json: bool) -> anyhow::Result<(
     )
 }
 
-fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn suggest(a: SuggestArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
     let by = match (&a.nli, &a.judge) {
@@ -528,13 +538,13 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
                 .judge_model
                 .clone()
                 .context("--judge needs --judge-model")?;
-            let api_key = match &a.api_key_env {
-                Some(var) => Some(
-                    std::env::var(var)
-                        .with_context(|| format!("--api-key-env {var}: the variable is not set"))?,
-                ),
-                None => None,
-            };
+            let api_key =
+                match &a.api_key_env {
+                    Some(var) => Some(s.env.get(var).with_context(|| {
+                        format!("--api-key-env {var}: the variable is not set")
+                    })?),
+                    None => None,
+                };
             Suggester::Judge(JudgeSettings {
                 url: url.clone(),
                 model,
@@ -575,24 +585,24 @@ fn suggest(a: SuggestArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
 }
 
 /// What a new audit run records, from the flags.
-fn recording(r: Recording) -> app::record::Recording {
-    let cwd = std::env::current_dir().unwrap_or_default();
+fn recording(r: Recording, cwd: &std::path::Path) -> app::record::Recording {
     app::record::Recording {
         label: r.label,
         notes: r.notes,
         time: r.time.unwrap_or_else(crate::clock::now_rfc3339),
-        git_revision: veredicto_app::history::git_revision(&cwd),
+        git_revision: veredicto_app::history::git_revision(cwd),
         tool_version: env!("CARGO_PKG_VERSION").into(),
     }
 }
 
-fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn record(a: RecordArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let t = target::from_file(&a.cases)?;
-    let id = app::record::record(&t, None, &recording(a.recording), &h.spec())?;
+    let id = app::record::record(&t, None, &recording(a.recording, &s.cwd), h)?;
     let c = t.counts();
     printer::status(&format!(
         "recorded audit run {id} in {}: {} cases, {} answers, {} claims, {} record(s) carried over",
-        h.history.display(),
+        h.display(),
         c.cases,
         c.answers,
         c.claims,
@@ -602,12 +612,13 @@ fn record(a: RecordArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn replay(a: ReplayArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let done = app::record::replay(
         &a.base,
         &a.cases,
-        &recording(a.recording),
-        &h.spec(),
+        &recording(a.recording, &s.cwd),
+        h,
         printer::events(),
     )?;
     printer::status(&format!(
@@ -622,12 +633,13 @@ fn replay(a: ReplayArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn runs(a: RunsArgs, h: &HistoryArgs) -> anyhow::Result<ExitStatus> {
+fn runs(a: RunsArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
+    let h = &s.history;
     let history = h.open_read_only()?;
     let list = history.audit_runs(a.limit)?;
     match a.json || a.format == Format::Json {
         true => print_raw(report::runs_json(&list).as_bytes())?,
-        false => print_raw(report::runs_human(&list, &h.history.display()).as_bytes())?,
+        false => print_raw(report::runs_human(&list, &h.display()).as_bytes())?,
     }
     Ok(ExitStatus::Success)
 }

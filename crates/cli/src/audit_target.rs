@@ -1,17 +1,17 @@
 //! Opening an audit target from the command line: a case file, or an audit run in the
 //! history `--history` names (`veredicto_app::audit::open`); warnings go to stderr.
 
-use crate::history_args::HistoryArgs;
 use std::path::Path;
+use veredicto_app::HistorySpec;
 
 pub use veredicto_app::audit::AuditTarget as Target;
 
 /// A case file when `arg` names an existing file, else an audit run (ID, unique prefix
 /// or `latest`) in the history.
-pub fn open(arg: &str, history: &HistoryArgs) -> anyhow::Result<Target> {
+pub fn open(arg: &str, history: &HistorySpec) -> anyhow::Result<Target> {
     Ok(veredicto_app::audit::open(
         arg,
-        &history.spec(),
+        history,
         crate::printer::events(),
     )?)
 }
@@ -26,9 +26,9 @@ pub fn from_file(path: &Path) -> anyhow::Result<Target> {
 
 /// The warnings of an append, and for a case file also recorded as an audit run in the
 /// history, the note that records appended to the file stay out of the run.
-pub fn appended(t: &Target, warnings: &[String], history: &HistoryArgs) {
+pub fn appended(t: &Target, warnings: &[String], history: &HistorySpec) {
     veredicto_app::audit::warn(warnings, crate::printer::events());
-    if let Some(note) = veredicto_app::audit::recorded_elsewhere(t, &history.spec()) {
+    if let Some(note) = veredicto_app::audit::recorded_elsewhere(t, history) {
         crate::printer::status(&note);
     }
 }

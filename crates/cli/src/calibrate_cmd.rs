@@ -3,17 +3,13 @@
 //! Nothing is recorded in the history: a calibration is not a run.
 
 use crate::printer::ExitStatus;
-use anyhow::Context;
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use veredicto_app::ExamRequest;
-use veredicto_core::exam::calibrate::{self, Settings};
-use veredicto_core::exam::{evaluate, ExamInput};
-use veredicto_core::policy::Policy;
+use std::path::PathBuf;
+use veredicto_app::calibrate as app;
+use veredicto_core::exam::calibrate;
 use veredicto_formats as formats;
-use veredicto_formats::config::{PolicySource, Source};
-use veredicto_report::calibration::{self as render, Verdicts};
+use veredicto_formats::config::Source;
+use veredicto_report::calibration as render;
 
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("source").multiple(false))]
@@ -85,55 +81,52 @@ pub struct CalibrateArgs {
     pub json: bool,
 }
 
-pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitStatus> {
-    let settings = Settings {
-        min_healthy: args.min_healthy,
-    };
-    // Flags, else the environment and veredicto.toml (see docs/config.md).
-    let project = crate::project::settings()?;
+impl CalibrateArgs {
+    /// What the flags say about the shared settings (golden set, corpus, source, policy,
+    /// model, the answer rules).
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        let source = match (&self.run, &self.index, &self.retriever) {
+            (Some(run), _, _) => Some(Source::Run(PathBuf::from(run))),
+            (_, Some(dir), _) => Some(Source::Index(dir.clone())),
+            (_, _, Some(uri)) => Some(Source::Retriever(uri.clone())),
+            _ => None,
+        };
+        veredicto_app::Overrides {
+            golden: self.golden.clone(),
+            corpus: self.corpus.clone(),
+            source,
+            policy: self.policy.clone(),
+            model: self.embedder.model.clone(),
+            duplicates: self.answers.duplicates,
+            max_retriever_failures: self.answers.max_retriever_failures,
+            ..Default::default()
+        }
+    }
+}
+
+pub fn run(args: CalibrateArgs, project: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
     let golden = match (&args.golden, &project.golden) {
         (Some(g), _) | (None, Some(g)) => g.clone(),
         (None, None) => anyhow::bail!(
             "calibrate needs a golden set: give --golden FILE, or `golden` in veredicto.toml (`veredicto init` writes one)"
         ),
     };
-    let corpus_path = args.corpus.clone().or_else(|| project.corpus.clone());
     // The exam's keys are checked; the other commands' tables are carried over as written.
-    let starting =
-        crate::project::policy_file(args.policy.as_deref(), &[formats::policy::Section::Exam])?;
-    let project_file = project.project.clone();
-    if args.write_project && project_file.is_none() {
-        anyhow::bail!("--write-project: no veredicto.toml is in use (`veredicto init` writes one)");
-    }
-    // The project's own policy file is the one to update; else a new policy.toml.
-    let own_policy = match (&args.policy, &project.policy) {
-        (None, Some(PolicySource::File(p))) => Some(p.clone()),
-        _ => None,
-    };
-    let out = match (&args.out, args.write_project) {
-        (Some(o), _) => o.clone(),
-        (None, true) => own_policy
-            .clone()
-            .unwrap_or_else(|| project.root.clone().unwrap_or_default().join("policy.toml")),
-        (None, false) => PathBuf::from("policy.toml"),
-    };
-    // Updating the project's own policy file is what --write-project asks for.
-    let force = args.force || (args.write_project && own_policy.as_ref() == Some(&out));
+    let starting = project.policy_sections(&[formats::policy::Section::Exam])?;
     // Every argument is checked before the suite runs.
-    if !force && !args.dry_run && out.exists() {
-        anyhow::bail!(
-            "{} exists: give --force to replace it, or --out FILE",
-            out.display()
-        );
-    }
-    let policy: Policy = starting.exam.clone();
-    let veredicto_app::golden::Loaded {
-        cases,
-        corpus: given_corpus,
-        ..
-    } = veredicto_app::golden::load(
+    let output = app::plan_output(
+        &app::OutputChoice {
+            out: args.out.clone(),
+            policy_named: args.policy.is_some(),
+            write_project: args.write_project,
+            force: args.force,
+            dry_run: args.dry_run,
+        },
+        project,
+    )?;
+    let veredicto_app::golden::Loaded { cases, corpus, .. } = veredicto_app::golden::load(
         &golden,
-        corpus_path.as_deref(),
+        project.corpus.as_deref(),
         args.documents.as_deref(),
         crate::printer::events(),
     )?;
@@ -141,106 +134,51 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitStatus> {
         Some(p) => formats::notes::read_notes(p)?,
         None => BTreeMap::new(),
     };
-    let from_project = project.source.as_ref().map(|s| match s {
-        Source::Index(d) => format!("index:{}", d.display()),
-        Source::Run(f) => format!("run:{}", f.display()),
-        Source::Retriever(u) => u.clone(),
-    });
-    let Some(uri) = crate::retriever_args::source_uri(
-        args.run.as_deref(),
-        args.index.as_deref(),
-        args.retriever.as_deref(),
-    )
-    .or(from_project) else {
+    let Some(uri) = project.source_uri() else {
         anyhow::bail!(
             "give --retriever URI, --index DIR or --run FILE, or a [source] in veredicto.toml"
         );
     };
-    let (duplicates, max_retriever_failures) = args.answers.resolve()?;
     let deadline = args.net.total_deadline();
-    let retriever = veredicto_retrieve::open(&uri, &args.net.options()?)?;
+    let retriever = veredicto_retrieve::open(&uri, &args.net.options(&project.env)?)?;
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
         &args.embedder,
+        project,
         &args.net,
         deadline,
         &cases,
     )?;
-    // The chunks the exam reads (the file's, else the retriever's own), kept for the
-    // verdict under the calibrated policy.
-    let corpus = match given_corpus {
-        Some(c) => Some(c),
-        None => retriever.corpus()?,
-    };
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
-    // The exam library's entry point, without recording: a calibration is not a run.
-    let outcome = veredicto_app::run_exam(ExamRequest {
+    let done = app::calibrate(app::CalibrateRequest {
         retriever: retriever.as_ref(),
         embedder: embedder.as_deref(),
         cases: &cases,
-        policy: &policy,
-        corpus: corpus.clone(),
-        corpus_fingerprint: None,
+        corpus,
         notes: &notes,
         as_of: &as_of,
-        settings: veredicto_retrieve::pass::Settings {
+        starting: &starting,
+        pass: veredicto_retrieve::pass::Settings {
             depth: args.depth,
             concurrency: args.concurrency,
-            duplicates,
-            max_retriever_failures,
+            duplicates: project.duplicates,
+            max_retriever_failures: project.max_retriever_failures,
             ..Default::default()
         },
-        rerank_spec: None,
-        timings: false,
-        record: None,
+        min_healthy: args.min_healthy,
+        output,
         events: crate::printer::events(),
     })?;
-    let report = outcome.report;
-    let examined = outcome.retrieval;
-    let calibration = calibrate::calibrate(&report, settings)?;
-    let after = evaluate(ExamInput {
-        cases: &cases,
-        run: &examined.run,
-        corpus: corpus.as_ref(),
-        policy: &calibration.policy,
-        notes: &notes,
-        as_of: Some(&as_of),
-    });
-    let verdicts = Verdicts {
-        before: report.verdict,
-        after: after.verdict,
-    };
-    let written = if args.dry_run {
-        None
-    } else {
-        let mut text = render::policy_toml(&calibration, &report.golden_fingerprint);
-        // The starting policy's tables for other commands (`[grounding]`, `[corpus]`,
-        // `[ingest]`) come along.
-        let others = &starting.others;
-        if !others.is_empty() {
-            text.push_str(
-                "\n# The tables of other commands, carried over from the starting policy:\n",
-            );
-            text.push_str(others.trim_start_matches('\n'));
-        }
-        // The file must load as a policy: a renderer bug must not leave a broken file.
-        formats::policy::parse_policy(&out, &text)
-            .context("the calibrated policy does not read back")?;
-        write_policy(&out, text.as_bytes(), force)?;
-        if let (true, Some(file)) = (args.write_project, &project_file) {
-            update_project(file, &out)?;
-        }
-        Some(out.display().to_string())
-    };
+    let written = done.written.as_ref().map(|p| p.display().to_string());
     let out = if args.format.or_json(args.json) == crate::printer::Format::Json {
-        render::render_json(&calibration, Some(verdicts))
+        render::render_json(&done.calibration, Some(done.verdicts))
     } else {
         let mut text = render::render_human(
-            &calibration,
-            Some(verdicts),
+            &done.calibration,
+            Some(done.verdicts),
             written.as_deref().filter(|_| !args.write_project),
         );
-        if let (true, Some(path), Some(file)) = (args.write_project, &written, &project_file) {
+        if let (Some(path), Some(file)) = (&written, &done.project_updated) {
             text.push_str(&format!(
                 "wrote {path} and pointed {} at it (policy_file): the exam uses it from now on\n",
                 file.display()
@@ -250,60 +188,4 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitStatus> {
     };
     crate::output::print_stdout(&out)?;
     Ok(ExitStatus::Success)
-}
-
-/// Points the project file at the policy file written (relative to the project's folder
-/// when inside it); the new text must read back as a project file before it replaces the
-/// old one.
-fn update_project(file: &Path, policy: &Path) -> anyhow::Result<()> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let root = file.parent().unwrap_or(Path::new(""));
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let absolute = cwd.join(policy);
-    let value = match absolute.strip_prefix(cwd.join(root)) {
-        Ok(rest) => rest.display().to_string(),
-        Err(_) => std::fs::canonicalize(&absolute)
-            .unwrap_or(absolute)
-            .display()
-            .to_string(),
-    };
-    let new = formats::config::with_policy_file(&text, &value);
-    formats::config::parse_project(file, &new)
-        .context("the updated project file does not read back")?;
-    write_policy(file, new.as_bytes(), true)
-}
-
-/// Temp file in the target's folder, then a rename; without `force` the rename refuses to
-/// replace a file that appeared meanwhile.
-fn write_policy(path: &Path, bytes: &[u8], force: bool) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("writing {}", path.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    let persisted = if force {
-        tmp.persist(path).map(drop)
-    } else {
-        tmp.persist_noclobber(path).map(drop)
-    };
-    persisted.map_err(|e| {
-        if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-            anyhow::anyhow!(
-                "{} exists: give --force to replace it, or --out FILE",
-                path.display()
-            )
-        } else {
-            anyhow::Error::new(e.error).context(format!("writing {}", path.display()))
-        }
-    })
 }

@@ -51,7 +51,17 @@ pub struct CompareArgs {
     pub history: HistoryArgs,
 }
 
-pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
+impl CompareArgs {
+    /// `--corpus` and `--history` as settings.
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        veredicto_app::Overrides {
+            corpus: self.corpus.clone(),
+            ..self.history.overrides()
+        }
+    }
+}
+
+pub fn run(args: CompareArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
     let format = if args.markdown {
         Format::Markdown
     } else {
@@ -63,17 +73,14 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitStatus> {
         None => args.baseline.clone(),
     };
     // The flag, else `corpus` of veredicto.toml.
-    let corpus = args
-        .corpus
-        .clone()
-        .or_else(|| crate::project::settings().ok()?.corpus.clone());
+    let corpus = settings.corpus.clone();
     let Compared {
         new,
         comparison,
         diagnosis,
         ..
     } = compare_runs(
-        &args.history.spec(),
+        &settings.history,
         &CompareRequest {
             run: args.run.as_deref().unwrap_or("latest"),
             baseline,

@@ -4,11 +4,8 @@
 
 use crate::history_args::HistoryArgs;
 use crate::printer::ExitStatus;
-use anyhow::Context;
-use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
-use veredicto_core::hygiene::{self, CheckInput};
 
 #[derive(Debug, clap::Args)]
 pub struct CorpusArgs {
@@ -53,109 +50,34 @@ pub struct CheckArgs {
     pub format: crate::signals_cmd::OutFormat,
 }
 
-pub fn run(args: CorpusArgs) -> anyhow::Result<ExitStatus> {
-    match args.command {
-        CorpusCommand::Check(a) => check(*a),
+impl CorpusArgs {
+    /// The `--history` of the subcommand, as a setting.
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        match &self.command {
+            CorpusCommand::Check(a) => a.history.overrides(),
+        }
     }
 }
 
-fn check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
-    let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
-    let (policy, gold_label) = match &args.policy {
-        Some(p) => {
-            use veredicto_formats::policy::{PolicyFile, Section};
-            let file = PolicyFile::read_sections(p, &[Section::Exam, Section::Corpus])?;
-            (file.corpus, file.exam.gold_label)
-        }
-        None => (
-            hygiene::CorpusPolicy::default(),
-            veredicto_core::policy::Policy::default().gold_label,
-        ),
-    };
-    let index = match &args.index {
-        Some(dir) => Some(veredicto_index::Index::open(dir)?),
-        None => None,
-    };
-    let mut input = CheckInput {
-        as_of,
-        gold_label,
-        ..CheckInput::default()
-    };
-    match (&args.corpus, &index) {
-        (Some(path), _) => {
-            for line in veredicto_formats::corpus::read_corpus_lines(path)? {
-                input.sources.push(
-                    line.raw
-                        .get("source")
-                        .and_then(|v| v.as_str())
-                        .filter(|s| !s.trim().is_empty())
-                        .map(str::to_owned),
-                );
-                input.vectors.push(line.vector);
-                input.chunks.push(line.chunk);
-            }
-        }
-        (None, Some(index)) => {
-            let corpus = veredicto_index::records::corpus_of(index)?;
-            for c in corpus.iter() {
-                input.sources.push(None);
-                input.vectors.push(None);
-                input.chunks.push(c.clone());
-            }
-        }
-        (None, None) => anyhow::bail!("give --corpus FILE or --index DIR"),
+pub fn run(args: CorpusArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
+    match args.command {
+        CorpusCommand::Check(a) => check(*a, &settings.history),
     }
-    if let Some(index) = &index {
-        // The index's vectors (they win over a line's own) and its batch times; checked
-        // against the manifest first, as before a search.
-        index.check_vectors()?;
-        let rows: HashMap<&str, usize> = index.chunks().map(|c| (c.id(), c.row())).collect();
-        for (i, c) in input.chunks.iter().enumerate() {
-            if let Some(&row) = rows.get(c.id.as_str()) {
-                input.vectors[i] = Some(index.vector(row).to_vec());
-            }
-        }
-        let mut times: BTreeMap<String, String> = BTreeMap::new();
-        for c in index.chunks() {
-            let t = times.entry(c.ingest_batch().to_owned()).or_default();
-            if c.ingested_at() > t.as_str() {
-                *t = c.ingested_at().to_owned();
-            }
-        }
-        input.batch_times = times;
-    }
-    if let Some(prev) = &args.since {
-        input.previous = Some(veredicto_formats::corpus::read_corpus(prev)?);
-    }
-    if let Some(g) = &args.golden {
-        input.questions = hygiene::golden_questions(&veredicto_formats::golden::read_golden(g)?);
-    }
-    if let Some(s) = &args.signals {
-        let events = veredicto_formats::signals::read_events(
-            s,
-            &veredicto_formats::signals::FieldMap::default(),
-        )?;
-        let mut seen = std::collections::BTreeSet::new();
-        for e in events {
-            if seen.insert(e.event.query.clone()) {
-                input
-                    .questions
-                    .push(("signals".to_owned(), e.at.clone(), e.event.query.clone()));
-            }
-        }
-    }
-    if args.history.history.is_file() {
-        let history = args
-            .history
-            .open_read_only()
-            .with_context(|| format!("opening the history {}", args.history.history.display()))?;
-        if let Some(run) = history.last_accepted(None, None)? {
-            let recorded = history.get(&run.id)?;
-            input.accepted_chunks = history.run_chunks(&run.id)?;
-            input.accepted_batches = Some((run.id, recorded.report.batches));
-        }
-    }
-    let result = hygiene::check(&input, &policy);
+}
+
+fn check(args: CheckArgs, history: &veredicto_app::HistorySpec) -> anyhow::Result<ExitStatus> {
+    let result = veredicto_app::corpus::check(
+        &veredicto_app::corpus::CheckRequest {
+            corpus: args.corpus,
+            index: args.index,
+            policy: args.policy,
+            golden: args.golden,
+            signals: args.signals,
+            since: args.since,
+            as_of: args.as_of.unwrap_or_else(crate::clock::today_utc),
+        },
+        history,
+    )?;
     let text = match args.format {
         crate::signals_cmd::OutFormat::Json => veredicto_report::corpus::json(&result),
         crate::signals_cmd::OutFormat::Human => veredicto_report::corpus::human(&result),

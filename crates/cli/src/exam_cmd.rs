@@ -4,10 +4,11 @@ use crate::history_args::HistoryArgs;
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use veredicto_app::{ExamRequest, Recording};
+use veredicto_app::{ExamRequest, Overrides, Recording, Settings};
 use veredicto_core::policy::Policy;
 use veredicto_formats as formats;
 use veredicto_formats::config::Source;
+use veredicto_formats::config::Source as FlagSource;
 use veredicto_formats::policy::{PolicyFile, Section};
 use veredicto_report::Format;
 
@@ -131,32 +132,60 @@ pub struct RecordArgs {
     pub chunk_overlap: Option<u32>,
 }
 
-pub fn run(args: ExamArgs) -> anyhow::Result<crate::printer::ExitStatus> {
-    let (args, golden, policy) = resolve(args)?;
+impl ExamArgs {
+    /// What the flags say about the shared settings (golden set, corpus, source, policy,
+    /// history, model, the answer rules).
+    pub fn overrides(&self) -> Overrides {
+        let source = match (&self.run, &self.index, &self.retriever) {
+            (Some(run), _, _) => Some(FlagSource::Run(PathBuf::from(run))),
+            (_, Some(dir), _) => Some(FlagSource::Index(dir.clone())),
+            (_, _, Some(uri)) => Some(FlagSource::Retriever(uri.clone())),
+            _ => None,
+        };
+        Overrides {
+            golden: self.golden.clone(),
+            corpus: self.corpus.clone(),
+            source,
+            policy: self.policy.clone(),
+            history: self.record.history.flag(),
+            model: self.embedder.model.clone(),
+            duplicates: self.answers.duplicates,
+            max_retriever_failures: self.answers.max_retriever_failures,
+        }
+    }
+}
+
+pub fn run(args: ExamArgs, settings: &Settings) -> anyhow::Result<crate::printer::ExitStatus> {
+    let (args, golden, policy) = resolve(args, settings)?;
     if args.gate_ingest {
         // The same policy as the exam's (flag, else the project's), its `[ingest]` table.
-        if let Some(_blocked) = crate::gate_cmd::gate_before_exam(&args, &policy.ingest)? {
+        if let Some(_blocked) =
+            crate::gate_cmd::gate_before_exam(&args, &policy.ingest, &settings.history)?
+        {
             return Ok(crate::printer::ExitStatus::Stop);
         }
     }
-    let outcome = outcome_of(&args, &golden, policy.exam, None)?;
+    let outcome = outcome_of(&args, settings, &golden, policy.exam, None)?;
     render(&args, &outcome)
 }
 
 /// Runs the exam the arguments describe (recording it unless `--no-record`), with what the
-/// flags leave out taken from the environment and veredicto.toml; `top_k` overrides the
-/// policy's default K (the matrix's per-configuration top-K).
-pub fn outcome(args: &ExamArgs, top_k: Option<u32>) -> anyhow::Result<veredicto_app::ExamOutcome> {
-    let (args, golden, policy) = resolve(args.clone())?;
-    outcome_of(&args, &golden, policy.exam, top_k)
+/// flags leave out taken from `settings` (the environment and veredicto.toml under the
+/// arguments' own flags); `top_k` overrides the policy's default K (the matrix's
+/// per-configuration top-K).
+pub fn outcome(
+    args: &ExamArgs,
+    settings: &Settings,
+    top_k: Option<u32>,
+) -> anyhow::Result<veredicto_app::ExamOutcome> {
+    let (args, golden, policy) = resolve(args.clone(), settings)?;
+    outcome_of(&args, settings, &golden, policy.exam, top_k)
 }
 
-/// Flags, else the environment and veredicto.toml (see docs/config.md): the arguments with
-/// the project's source and corpus filled in, the golden set's path and the policy. Every
+/// The arguments with the resolved source and corpus filled in, the golden set's path and
+/// the policy (flags, else the environment and veredicto.toml: see docs/config.md). Every
 /// check that can fail before the run is recorded happens here.
-fn resolve(args: ExamArgs) -> anyhow::Result<(ExamArgs, PathBuf, PolicyFile)> {
-    // Flags, else the environment and veredicto.toml (see docs/config.md).
-    let settings = crate::project::settings()?;
+fn resolve(args: ExamArgs, settings: &Settings) -> anyhow::Result<(ExamArgs, PathBuf, PolicyFile)> {
     let mut args = args;
     let golden = match (&args.golden, &settings.golden) {
         (Some(g), _) | (None, Some(g)) => g.clone(),
@@ -173,7 +202,7 @@ fn resolve(args: ExamArgs) -> anyhow::Result<(ExamArgs, PathBuf, PolicyFile)> {
     } else {
         &[Section::Exam]
     };
-    let policy = crate::project::policy_file(args.policy.as_deref(), sections)?;
+    let policy = settings.policy_sections(sections)?;
     if (args.run.is_none() && args.index.is_none() && args.retriever.is_none())
         && settings.source.is_some()
     {
@@ -190,22 +219,23 @@ fn resolve(args: ExamArgs) -> anyhow::Result<(ExamArgs, PathBuf, PolicyFile)> {
         && (args.record.compare || args.record.fail_on_regression)
         && matches!(args.record.baseline, crate::history_args::Baseline::Run(_))
     {
-        if !args.record.history.history.is_file() {
+        if !settings.history.is_file() {
             anyhow::bail!(
                 "--baseline {}: there is no history at {} yet",
                 args.record.baseline,
-                args.record.history.history.display()
+                settings.history.display()
             );
         }
         args.record
             .baseline
-            .check(&args.record.history.open_read_only()?)?;
+            .check(&settings.history.open_read_only()?)?;
     }
     Ok((args, golden, policy))
 }
 
 fn outcome_of(
     args: &ExamArgs,
+    settings: &Settings,
     golden: &std::path::Path,
     mut policy: Policy,
     top_k: Option<u32>,
@@ -230,10 +260,11 @@ fn outcome_of(
     };
     // One total deadline for every request of the run: retriever, embedder, reranker.
     let deadline = args.net.total_deadline();
-    let retriever = veredicto_retrieve::open(&uri, &args.net.options()?)?;
+    let retriever = veredicto_retrieve::open(&uri, &args.net.options(&settings.env)?)?;
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
         &args.embedder,
+        settings,
         &args.net,
         deadline,
         &cases,
@@ -258,13 +289,13 @@ fn outcome_of(
     };
     let rec = &args.record;
     let record = (!rec.no_record).then(|| {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let cwd = &settings.cwd;
         Recording {
-            history: rec.history.history.as_str(),
+            history: settings.history.as_str(),
             label: rec.label.clone(),
             created_at: crate::clock::now_rfc3339(),
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            git_revision: crate::history_args::git_revision(&cwd),
+            git_revision: crate::history_args::git_revision(cwd),
             chunk_size: rec.chunk_size,
             chunk_overlap: rec.chunk_overlap,
             compare: ((rec.compare || rec.fail_on_regression)
@@ -274,7 +305,8 @@ fn outcome_of(
             seed: rec.seed,
         }
     });
-    let (duplicates, max_retriever_failures) = args.answers.resolve()?;
+    let (duplicates, max_retriever_failures) =
+        (settings.duplicates, settings.max_retriever_failures);
     // Latency is shown by the human report, put in the JSON by --timings, and recorded.
     let latency_shown = args.timings
         || record.is_some()

@@ -5,6 +5,7 @@
 
 use crate::printer::ExitStatus;
 use std::path::PathBuf;
+use veredicto_app::{HistorySpec, Settings};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum GateFormat {
@@ -56,59 +57,37 @@ pub struct AcceptArgs {
     pub format: GateFormat,
 }
 
-pub fn run(args: GateArgs) -> anyhow::Result<ExitStatus> {
+impl GateArgs {
+    /// `--policy` and `--history` as settings.
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        veredicto_app::Overrides {
+            policy: match &self.command {
+                None => self.check.policy.clone(),
+                Some(GateCommand::Accept(_)) => None,
+            },
+            ..self.history.overrides()
+        }
+    }
+}
+
+pub fn run(args: GateArgs, settings: &Settings) -> anyhow::Result<ExitStatus> {
     match args.command {
-        Some(GateCommand::Accept(a)) => accept(a, &args.history),
-        None => check(args.check, &args.history),
+        Some(GateCommand::Accept(a)) => accept(a, settings),
+        None => check(args.check, settings),
     }
 }
 
-/// The gate's outcome for `index` under the policy file (if any), with the acceptances of
-/// its latest batch from the index's batch record and from the run history (when there is
-/// one; a history that does not exist yet holds none).
-pub fn judge(
-    index: &std::path::Path,
-    policy: &veredicto_core::gate::IngestPolicy,
-    history: &crate::history_args::HistoryArgs,
-) -> anyhow::Result<veredicto_core::gate::GateOutcome> {
-    let outcome = veredicto_index::judge_latest_batch(index, policy)?;
-    if !history.history.is_file() {
-        return Ok(outcome);
-    }
-    let manifest = veredicto_index::Manifest::read(index)?;
-    let Some(batch) = manifest.batches.last() else {
-        return Ok(outcome);
-    };
-    let key = veredicto_core::gate::batch_fingerprint(&batch.name, &batch.time, &batch.rejected);
-    let found: Vec<veredicto_core::gate::Acceptance> = history
-        .open_read_only()?
-        .acceptances(Some(&key))?
-        .into_iter()
-        .map(|a| veredicto_core::gate::Acceptance {
-            time: a.created_at,
-            reason: a.reason,
-            rejected: a.rejected,
-        })
-        .collect();
-    Ok(outcome.with_acceptances(&format!("history {}", history.history.display()), &found))
-}
-
-fn check(
-    args: CheckArgs,
-    history: &crate::history_args::HistoryArgs,
-) -> anyhow::Result<ExitStatus> {
+fn check(args: CheckArgs, settings: &Settings) -> anyhow::Result<ExitStatus> {
     let Some(index) = args.index else {
         anyhow::bail!("veredicto gate: --index DIR is required");
     };
-    let policy = crate::project::policy_file(
-        args.policy.as_deref(),
-        &[
+    let policy = settings
+        .policy_sections(&[
             veredicto_formats::policy::Section::Exam,
             veredicto_formats::policy::Section::Ingest,
-        ],
-    )?
-    .ingest;
-    let outcome = judge(&index, &policy, history)?;
+        ])?
+        .ingest;
+    let outcome = veredicto_app::gate::judge(&index, &policy, &settings.history)?;
     let name = index.display().to_string();
     let text = match args.format {
         GateFormat::Human => veredicto_report::gate::gate_human(&name, &outcome),
@@ -118,49 +97,23 @@ fn check(
     Ok(ExitStatus::stop_if(outcome.blocks()))
 }
 
-fn accept(
-    args: AcceptArgs,
-    history: &crate::history_args::HistoryArgs,
-) -> anyhow::Result<ExitStatus> {
-    let reason = args.reason.trim();
-    if reason.is_empty() {
-        anyhow::bail!("--reason: a written reason is required (got an empty text)");
-    }
-    let manifest = veredicto_index::Manifest::read(&args.index)?;
-    let Some(latest) = manifest.batches.last() else {
-        anyhow::bail!("{}: the index has no batch", args.index.display());
-    };
-    let time = crate::clock::now_rfc3339();
-    let reason = veredicto_core::redact::secrets_in_text(reason);
-    let rejected = latest.rejected.len();
-    // The history first: it is the append-only record the gate trusts wherever the index
-    // goes; then the index's own batch record.
-    let store = history.open()?;
-    let recorded = store.record_acceptance(&veredicto_store::GateAcceptance {
-        id: String::new(),
-        created_at: time.clone(),
-        index: project_relative(&args.index),
-        batch: latest.name.clone(),
-        batch_fingerprint: veredicto_core::gate::batch_fingerprint(
-            &latest.name,
-            &latest.time,
-            &latest.rejected,
-        ),
-        reason: reason.clone(),
-        rejected,
-        rejections: latest.rejected.clone(),
-        who: who(),
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-    })?;
-    let batch = veredicto_index::accept_latest_batch(
-        &args.index,
-        veredicto_core::gate::Acceptance {
-            time,
-            reason,
-            rejected,
+fn accept(args: AcceptArgs, settings: &Settings) -> anyhow::Result<ExitStatus> {
+    let done = veredicto_app::gate::accept(
+        &veredicto_app::gate::AcceptRequest {
+            index_as_recorded: veredicto_app::gate::project_relative(
+                &args.index,
+                &settings.cwd,
+                settings.project.as_deref(),
+            ),
+            index: args.index.clone(),
+            reason: args.reason.clone(),
+            time: crate::clock::now_rfc3339(),
+            who: veredicto_app::gate::who(&settings.cwd, &settings.env),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
         },
-        veredicto_index::DEFAULT_LOCK_WAIT,
+        &settings.history,
     )?;
+    let (batch, rejected) = (&done.batch, done.rejected);
     let text = match args.format {
         GateFormat::Json => format!(
             "{}\n",
@@ -169,8 +122,8 @@ fn accept(
                 "batch": batch.name,
                 "rejected": rejected,
                 "acceptances": batch.acceptances,
-                "history": store.path().display().to_string(),
-                "history_acceptance": recorded,
+                "history": done.history,
+                "history_acceptance": done.history_acceptance,
             }))?
         ),
         GateFormat::Human => format!(
@@ -185,52 +138,12 @@ fn accept(
             } else {
                 "s"
             },
-            veredicto_core::redact::escape_control(&store.path().display().to_string()),
-            recorded
+            veredicto_core::redact::escape_control(&done.history),
+            done.history_acceptance
         ),
     };
     crate::output::print_stdout(&text)?;
     Ok(ExitStatus::Success)
-}
-
-/// The index as recorded in the history: relative to the project's folder (that of
-/// veredicto.toml, else the working folder) when inside it, else as given.
-fn project_relative(index: &std::path::Path) -> String {
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let absolute = cwd.join(index);
-    let root = crate::project::settings()
-        .ok()
-        .and_then(|s| s.project.as_ref())
-        .and_then(|p| p.parent())
-        .map(|p| cwd.join(p))
-        .unwrap_or(cwd);
-    let clean = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
-    match clean(&absolute).strip_prefix(clean(&root)) {
-        Ok(rest) if !rest.as_os_str().is_empty() => rest.display().to_string(),
-        Ok(_) => ".".to_owned(),
-        Err(_) => index.display().to_string(),
-    }
-}
-
-/// Who accepts: the git user name of the working folder, else `$USER` (never a credential:
-/// a value that looks like one is masked, and it is cut short).
-fn who() -> Option<String> {
-    let git = std::process::Command::new("git")
-        .args(["config", "user.name"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty());
-    let name = git.or_else(|| {
-        ["USER", "USERNAME", "LOGNAME"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok().filter(|s| !s.trim().is_empty()))
-    })?;
-    Some(veredicto_core::redact::short(
-        &veredicto_core::redact::secrets_in_text(name.trim()),
-    ))
 }
 
 /// `exam --gate-ingest`: the gate on the examined index; `Some(exit 1)` (with the gate's
@@ -238,6 +151,7 @@ fn who() -> Option<String> {
 pub fn gate_before_exam(
     args: &crate::exam_cmd::ExamArgs,
     policy: &veredicto_core::gate::IngestPolicy,
+    history: &HistorySpec,
 ) -> anyhow::Result<Option<ExitStatus>> {
     let dir = match (&args.index, args.retriever.as_deref()) {
         (Some(dir), _) => dir.clone(),
@@ -246,7 +160,7 @@ pub fn gate_before_exam(
             "--gate-ingest: needs the examined index (--index DIR or --retriever index:DIR)"
         ),
     };
-    let outcome = judge(&dir, policy, &args.record.history)?;
+    let outcome = veredicto_app::gate::judge(&dir, policy, history)?;
     let text = veredicto_report::gate::gate_human(&dir.display().to_string(), &outcome);
     if outcome.blocks() {
         crate::printer::stderr_text(&text);

@@ -62,15 +62,18 @@ pub struct ConvertArgs {
     pub out: Option<PathBuf>,
 }
 
-pub fn run(args: GoldenArgs) -> anyhow::Result<ExitStatus> {
+pub fn run(args: GoldenArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
     match args.command {
-        GoldenCommand::Check(a) => check(a),
+        GoldenCommand::Check(a) => check(a, settings),
         GoldenCommand::Convert(a) => convert(a),
     }
 }
 
-fn check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
-    let policy = crate::project::policy_file(args.policy.as_deref(), &[Section::Exam])?;
+fn check(args: CheckArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
+    let policy = match &args.policy {
+        Some(p) => veredicto_formats::policy::PolicyFile::read_sections(p, &[Section::Exam])?,
+        None => settings.policy_sections(&[Section::Exam])?,
+    };
     let report = veredicto_app::golden::check(
         &veredicto_app::golden::CheckRequest {
             golden: &args.golden,

@@ -4,6 +4,7 @@
 use crate::history_args::HistoryArgs;
 use crate::printer::{self, ExitStatus, Format};
 use std::fmt::Write;
+use veredicto_app::HistorySpec;
 
 #[derive(Debug, clap::Args)]
 pub struct HistoryCmdArgs {
@@ -70,17 +71,28 @@ struct CheckArgs {
     json: bool,
 }
 
-pub fn run(args: HistoryCmdArgs) -> anyhow::Result<ExitStatus> {
-    match args.command {
-        HistoryCommand::Migrate(a) => migrate(a),
-        HistoryCommand::Check(a) => check(a),
-        HistoryCommand::Acceptances(a) => acceptances(a),
+impl HistoryCmdArgs {
+    /// The `--history` of the subcommand, as a setting.
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        match &self.command {
+            HistoryCommand::Check(a) => a.history.overrides(),
+            HistoryCommand::Acceptances(a) => a.history.overrides(),
+            HistoryCommand::Migrate(_) => veredicto_app::Overrides::default(),
+        }
     }
 }
 
-fn acceptances(a: AcceptancesArgs) -> anyhow::Result<ExitStatus> {
-    let spec = a.history.spec();
-    let list = veredicto_app::history::acceptances(&spec, a.batch.as_deref())?;
+pub fn run(args: HistoryCmdArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
+    let history = &settings.history;
+    match args.command {
+        HistoryCommand::Migrate(a) => migrate(a),
+        HistoryCommand::Check(a) => check(a, history),
+        HistoryCommand::Acceptances(a) => acceptances(a, history),
+    }
+}
+
+fn acceptances(a: AcceptancesArgs, spec: &HistorySpec) -> anyhow::Result<ExitStatus> {
+    let list = veredicto_app::history::acceptances(spec, a.batch.as_deref())?;
     let text = if a.json || a.format == Format::Json {
         veredicto_report::gate::acceptances_json(&spec.display(), &list)
     } else {
@@ -133,8 +145,8 @@ fn migrate(a: MigrateArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn check(a: CheckArgs) -> anyhow::Result<ExitStatus> {
-    let done = veredicto_app::history::check(&a.history.spec())?;
+fn check(a: CheckArgs, spec: &HistorySpec) -> anyhow::Result<ExitStatus> {
+    let done = veredicto_app::history::check(spec)?;
     let (report, head) = (&done.report, done.head.as_deref());
     let mut out = String::new();
     if a.json || a.format == Format::Json {

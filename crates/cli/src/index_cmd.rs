@@ -2,7 +2,6 @@
 
 use crate::printer::ExitStatus;
 use std::path::PathBuf;
-use veredicto_index::Index;
 
 #[derive(Debug, clap::Args)]
 pub struct IndexArgs {
@@ -37,15 +36,13 @@ pub fn run(args: IndexArgs) -> anyhow::Result<ExitStatus> {
 }
 
 fn verify(args: VerifyArgs) -> anyhow::Result<ExitStatus> {
-    let index = Index::open(&args.dir)?;
-    index.verify()?;
-    let files = &index.manifest().files;
-    let bytes: u64 = files.values().map(|f| f.bytes).sum();
+    let done = veredicto_app::index::verify(&args.dir)?;
+    let (files, bytes) = (&done.files, done.bytes());
     let text = if args.json || args.format == crate::printer::Format::Json {
         let summary = serde_json::json!({
             "index": args.dir.display().to_string(),
             "ok": true,
-            "chunks": index.len(),
+            "chunks": done.chunks,
             "files": files,
         });
         format!("{}\n", serde_json::to_string_pretty(&summary)?)
@@ -53,7 +50,7 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitStatus> {
         format!(
             "{}: ok: {} chunks; {} files ({bytes} bytes) match the manifest's SHA-256; every vector is finite and normalised\n",
             veredicto_core::redact::escape_control(&args.dir.display().to_string()),
-            index.len(),
+            done.chunks,
             files.len(),
         )
     };

@@ -2,12 +2,7 @@
 //! says what to run next.
 
 use crate::printer::{self, ExitStatus, Format};
-use anyhow::Context;
 use std::path::PathBuf;
-use veredicto_formats::config::{self, InitOptions};
-
-/// The corpus `init` names when `--corpus` is not given.
-const DEFAULT_CORPUS: &str = "corpus.jsonl";
 
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("source").multiple(false))]
@@ -48,90 +43,34 @@ pub struct InitArgs {
 }
 
 pub fn run(args: InitArgs) -> anyhow::Result<ExitStatus> {
-    let path = args.dir.join(config::FILE_NAME);
-    if path.exists() && !args.force {
-        anyhow::bail!("{} already exists (--force overwrites it)", path.display());
-    }
-    // A user name is not a credential (`postgres://ci@db/veredicto` is fine); a password, a
-    // token or a secret parameter is, and the message shows it masked where it was.
-    if veredicto_core::redact::url_has_credentials(&args.history) {
-        anyhow::bail!(
-            "--history: the URL carries a credential ({}); give the password through PGPASSWORD or ~/.pgpass, never in the project file",
-            veredicto_core::redact::url_masked(&args.history)
-        );
-    }
-    let source = match (&args.index, &args.retriever, &args.run) {
-        (_, Some(uri), _) => {
-            if veredicto_core::redact::url_has_credentials(uri) {
-                anyhow::bail!(
-                    "--retriever: the URI carries a credential ({}); keep it out of the project file (PGPASSWORD or ~/.pgpass for PostgreSQL; a header or the server's own configuration for HTTP)",
-                    veredicto_core::redact::url_masked(uri)
-                );
-            }
-            ("retriever", uri.clone())
-        }
-        (_, _, Some(run)) => ("run", run.clone()),
-        (Some(dir), _, _) => ("index", dir.clone()),
-        _ => ("index", ".veredicto/index".to_owned()),
-    };
-    // The index needs a corpus to ingest; a live retriever or a run file only uses one for
-    // the diagnosis, so a default that does not exist is left out (commented).
-    let corpus = match (&args.corpus, source.0) {
-        (Some(c), _) => Some(c.clone()),
-        (None, "index") => Some(DEFAULT_CORPUS.to_owned()),
-        (None, _) => Some(DEFAULT_CORPUS.to_owned()).filter(|c| args.dir.join(c).is_file()),
-    };
-    let options = InitOptions {
-        golden: args.golden.clone(),
-        corpus: corpus.clone(),
-        source: (source.0.to_owned(), source.1.clone()),
-        history: args.history.clone(),
-        model: args.model.clone(),
-    };
-    let text = config::init_text(&options);
-    // What we write must read back: a bad value is found now, not by the next command.
-    config::parse_project(&path, &text)?;
-    std::fs::create_dir_all(&args.dir)
-        .with_context(|| format!("creating {}", args.dir.display()))?;
-    crate::output::write_atomic(&path, text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))?;
-
-    let missing: Vec<&str> = std::iter::once(args.golden.as_str())
-        .chain(corpus.as_deref())
-        .filter(|p| !args.dir.join(p).exists())
-        .collect();
-    let mut next = Vec::new();
-    if source.0 == "index" {
-        next.push(format!(
-            "veredicto ingest    # embeds {} into {}",
-            corpus.as_deref().unwrap_or(DEFAULT_CORPUS),
-            source.1
-        ));
-    }
-    next.push(format!(
-        "veredicto exam      # examines {} against the {}, records the run",
-        args.golden, source.0
-    ));
-    next.push(
-        "veredicto calibrate # proposes the policy's noise ceiling from the healthy cases"
-            .to_owned(),
-    );
+    let done = veredicto_app::init::init(&veredicto_app::init::InitRequest {
+        dir: args.dir,
+        golden: args.golden,
+        corpus: args.corpus,
+        index: args.index,
+        retriever: args.retriever,
+        run: args.run,
+        history: args.history,
+        model: args.model,
+        force: args.force,
+    })?;
+    let (path, source) = (&done.path, &done.source);
     let out = match args.format.or_json(args.json) {
         Format::Json => printer::json(&serde_json::json!({
             "config": path.display().to_string(),
             "source": {"kind": source.0, "value": source.1},
-            "missing": missing,
-            "next": next,
+            "missing": done.missing,
+            "next": done.next,
         }))?,
         _ => {
             let mut s = format!("wrote {}\n", path.display());
-            for m in &missing {
+            for m in &done.missing {
                 s.push_str(&format!(
                     "note: {m} does not exist yet: put your data there or edit the file\n"
                 ));
             }
             s.push_str("next:\n");
-            for n in &next {
+            for n in &done.next {
                 s.push_str(&format!("  {n}\n"));
             }
             s

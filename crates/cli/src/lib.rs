@@ -1,12 +1,18 @@
 //! The `veredicto` command line as a library: [`run`] takes the arguments (the program name
 //! first) and returns the exit code, so the `veredicto` binary and the Python package's
-//! `veredicto` command run the same code. Thin: parses arguments, resolves them into typed
-//! settings and calls the library crates. Exit codes: 0 accept/ok, 1 the gate said stop,
-//! 2 error.
+//! `veredicto` command run the same code. Thin: parses the arguments, resolves the settings
+//! once (flags over the `VEREDICTO_*` environment over veredicto.toml over the defaults:
+//! [`veredicto_app::Settings`]), calls the application layer and prints through its one
+//! printer. Exit codes: 0 accept/ok, 1 the gate said stop, 2 error.
+//!
+//! One process may call [`run`] as often as it likes: the environment, the working folder
+//! and the project file are read afresh by each call, and nothing of one call is kept for
+//! the next.
 
 use clap::{CommandFactory, Parser, Subcommand};
 use printer::{ExitStatus, Printer, Verbosity};
 use std::ffi::OsString;
+use veredicto_app::{Overrides, Settings};
 
 mod audit_cmd;
 mod audit_target;
@@ -135,10 +141,39 @@ enum Command {
     Chunk(chunk_cmd::ChunkArgs),
 }
 
+impl Command {
+    /// What the command's flags say about the settings every command shares (the rest come
+    /// from the environment, the project file and the defaults).
+    fn overrides(&self) -> Overrides {
+        match self {
+            Command::Exam(a) => a.overrides(),
+            Command::Calibrate(a) => a.overrides(),
+            Command::Ingest(a) => a.overrides(),
+            Command::Search(a) => a.overrides(),
+            Command::Gate(a) => a.overrides(),
+            Command::Matrix(a) => a.overrides(),
+            Command::Compare(a) => a.overrides(),
+            Command::Report(a) => a.overrides(),
+            Command::Runs(a) => a.history.overrides(),
+            Command::Audit(a) => a.history.overrides(),
+            Command::History(a) => a.overrides(),
+            Command::Corpus(a) => a.overrides(),
+            Command::Signals(a) => a.overrides(),
+            Command::Init(_)
+            | Command::Index(_)
+            | Command::Trec(_)
+            | Command::Models(_)
+            | Command::Golden(_)
+            | Command::Chunk(_)
+            | Command::Completions { .. } => Overrides::default(),
+        }
+    }
+}
+
 /// Runs one `veredicto` command line (`args` starts with the program name, as
 /// `std::env::args_os()` does) and returns its exit code: 0 accept/ok, 1 stop, 2 error.
-/// Output goes to this process's stdout and stderr. The first call fixes colours and
-/// verbosity for the process (later calls keep them).
+/// Output goes to this process's stdout and stderr; colours and verbosity are each call's
+/// own. Reads the environment, the working folder and the project file when called.
 pub fn run<I, T>(args: I) -> u8
 where
     I: IntoIterator<Item = T>,
@@ -175,20 +210,32 @@ where
         color: cli.color,
     }
     .install();
+    let process = project::Process::now();
     // A broken project file stops every command but those that do not read it (`init
     // --force` rewrites it).
-    if !matches!(cli.command, Command::Init(_) | Command::Completions { .. }) {
-        // One line names the project file in use (silenced by `-q`); a project file found
-        // but not trusted is a warning.
-        match project::announce() {
-            Ok(()) => {}
+    let loaded = if matches!(cli.command, Command::Init(_) | Command::Completions { .. }) {
+        None
+    } else {
+        match process.load() {
+            Ok(loaded) => {
+                // One line names the project file in use (silenced by `-q`); a project
+                // file found but not trusted is a warning.
+                project::announce(&loaded);
+                Some(loaded)
+            }
             Err(e) => {
-                printer::error(&veredicto_core::redact::message(&e.to_string()));
+                printer::error(&veredicto_core::redact::message(&e));
                 return ExitStatus::Error;
             }
         }
-    }
-    let result: anyhow::Result<ExitStatus> = match cli.command {
+    };
+    let settings = process.settings(&cli.command.overrides(), loaded);
+    finish(dispatch(cli.command, &settings))
+}
+
+/// Calls the command with the settings resolved for it.
+fn dispatch(command: Command, settings: &Settings) -> anyhow::Result<ExitStatus> {
+    match command {
         Command::Init(args) => init_cmd::run(args),
         Command::Completions { shell } => {
             let mut out = Vec::new();
@@ -197,25 +244,30 @@ where
                 .map(|()| ExitStatus::Success)
                 .map_err(Into::into)
         }
-        Command::Exam(args) => exam_cmd::run(*args),
-        Command::Calibrate(args) => calibrate_cmd::run(*args),
+        Command::Exam(args) => exam_cmd::run(*args, settings),
+        Command::Calibrate(args) => calibrate_cmd::run(*args, settings),
         Command::Trec(args) => trec_cmd::run(args),
-        Command::Ingest(args) => ingest_cmd::run(args),
-        Command::Gate(args) => gate_cmd::run(args),
-        Command::Matrix(args) => matrix_cmd::run(args),
+        Command::Ingest(args) => ingest_cmd::run(args, settings),
+        Command::Gate(args) => gate_cmd::run(args, settings),
+        Command::Matrix(args) => matrix_cmd::run(args, settings),
         Command::Index(args) => index_cmd::run(args),
-        Command::Search(args) => search_cmd::run(args),
-        Command::Runs(args) => runs_cmd::run(args),
-        Command::Compare(args) => compare_cmd::run(args),
-        Command::Report(args) => report_cmd::run(args),
-        Command::Audit(args) => audit_cmd::run(args),
-        Command::History(args) => history_cmd::run(args),
+        Command::Search(args) => search_cmd::run(args, settings),
+        Command::Runs(args) => runs_cmd::run(args, settings),
+        Command::Compare(args) => compare_cmd::run(args, settings),
+        Command::Report(args) => report_cmd::run(args, settings),
+        Command::Audit(args) => audit_cmd::run(args, settings),
+        Command::History(args) => history_cmd::run(args, settings),
         Command::Models(args) => models_cmd::run(args),
-        Command::Signals(args) => signals_cmd::run(args),
-        Command::Corpus(args) => corpus_cmd::run(args),
-        Command::Golden(args) => golden_cmd::run(args),
+        Command::Signals(args) => signals_cmd::run(args, settings),
+        Command::Corpus(args) => corpus_cmd::run(args, settings),
+        Command::Golden(args) => golden_cmd::run(args, settings),
         Command::Chunk(args) => chunk_cmd::run(args),
-    };
+    }
+}
+
+/// The exit status of a command's result; an error is printed (each line cut to a readable
+/// length).
+fn finish(result: anyhow::Result<ExitStatus>) -> ExitStatus {
     match result {
         Ok(status) => status,
         // A reader that went away (`| head`) is not a failure of the command.
@@ -235,5 +287,31 @@ where
             printer::error(&lines.join("\n"));
             ExitStatus::Error
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The Python package runs several command lines in one process, changing folder in
+    /// between: each call finds the project file of its own working folder (a broken one
+    /// is an error there, and only there).
+    #[test]
+    fn each_call_reads_the_project_file_of_its_own_folder() {
+        let good = tempfile::tempdir().unwrap();
+        let broken = tempfile::tempdir().unwrap();
+        std::fs::write(good.path().join("veredicto.toml"), "golden = \"g.jsonl\"\n").unwrap();
+        std::fs::write(broken.path().join("veredicto.toml"), "golden = \n").unwrap();
+        let before = std::env::current_dir().unwrap();
+        let run_in = |dir: &std::path::Path| {
+            std::env::set_current_dir(dir).unwrap();
+            super::run(["veredicto", "-q", "models", "list", "--json"])
+        };
+        let codes = [
+            run_in(good.path()),
+            run_in(broken.path()),
+            run_in(good.path()),
+        ];
+        std::env::set_current_dir(before).unwrap();
+        assert_eq!(codes, [0, 2, 0]);
     }
 }

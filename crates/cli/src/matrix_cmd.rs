@@ -75,7 +75,17 @@ fn exam_argv(
     v
 }
 
-pub fn run(args: MatrixArgs) -> anyhow::Result<ExitStatus> {
+impl MatrixArgs {
+    /// `--history` as a setting.
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        veredicto_app::Overrides {
+            history: self.history.clone().filter(|h| !h.is_empty()),
+            ..Default::default()
+        }
+    }
+}
+
+pub fn run(args: MatrixArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
     let matrix = veredicto_formats::matrix::read_matrix(&args.config)?;
     // One configuration's exam, parsed and resolved as `veredicto exam` does.
     let mut exam =
@@ -84,11 +94,13 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitStatus> {
             let exam = ExamOnly::try_parse_from(&argv)
                 .map_err(|e| veredicto_app::Error::msg(e.to_string().trim()))?
                 .exam;
-            let outcome = crate::exam_cmd::outcome(&exam, c.top_k)
+            // The configuration's flags over the matrix's settings.
+            let settings = settings.overridden(&exam.overrides());
+            let outcome = crate::exam_cmd::outcome(&exam, &settings, c.top_k)
                 .map_err(|e| veredicto_app::Error::msg(format!("{e:#}")))?;
             Ok(ConfigRun {
                 outcome,
-                history: (!args.no_record).then(|| exam.record.history.spec()),
+                history: (!args.no_record).then(|| settings.history.clone()),
             })
         };
     let outcome = run_matrix(&matrix, &args.config, &mut exam)?;

@@ -53,22 +53,27 @@ impl From<(std::time::Duration, u32)> for HttpNet {
     }
 }
 
+pub use veredicto_app::ingest::{check_index_model, index_fingerprint};
+
 impl EmbedderArgs {
-    /// Loads the embedder the arguments name; without `--model` / `--embedder`, the local
+    /// Loads the embedder the arguments name: `--embedder`, else the local `model` (the
+    /// settings' model: `--model`, else the environment's and the project's), else the
     /// model recorded in the index at `index_dir` (when there is one). `net` = (per-request
     /// timeout, retries) for an embeddings server (`--timeout`, `--retries`).
     pub fn load_for_index(
         &self,
+        model: Option<&str>,
         index_dir: Option<&Path>,
         net: Option<HttpNet>,
     ) -> anyhow::Result<Box<dyn Embedder>> {
-        self.load_within(index_dir, net, None)
+        self.load_within(model, index_dir, net, None)
     }
 
     /// [`Self::load_for_index`], with the run's total deadline bounding every request to an
     /// embeddings server (`--deadline`).
     pub fn load_within(
         &self,
+        model: Option<&str>,
         index_dir: Option<&Path>,
         net: Option<HttpNet>,
         deadline: Option<veredicto_embed::Deadline>,
@@ -97,10 +102,9 @@ impl EmbedderArgs {
                 Ok(Box::new(e))
             }
             None => {
-                // The flag, else the project file's `model` (or VEREDICTO_MODEL).
-                let configured = crate::project::settings()?.model.clone();
-                let model = self.model.clone().or(configured);
-                let dir = match (&model, index_dir.and_then(recorded_model)) {
+                // `model`: the flag, else the project file's `model` (or VEREDICTO_MODEL),
+                // as resolved with the settings.
+                let dir = match (model, index_dir.and_then(recorded_model)) {
                     (Some(spec), _) => resolve_model(spec)?,
                     (None, Some((folder, name))) => {
                         if !folder.is_dir() {
@@ -143,23 +147,6 @@ pub fn load_reranker(
         Ok(Box::new(HttpReranker::new(cfg)))
     } else {
         Ok(Box::new(CrossEncoder::load(std::path::Path::new(spec))?))
-    }
-}
-
-/// The index's view of an embedder's fingerprint; a local model's folder is recorded beside
-/// it (`folder`, not part of the hash) so that later commands find the model again.
-pub fn index_fingerprint(e: &dyn Embedder) -> veredicto_index::ModelFingerprint {
-    let fp = e.fingerprint();
-    let mut value = serde_json::to_value(fp).unwrap_or_default();
-    if let (Some(folder), Some(obj)) = (e.folder(), value.as_object_mut()) {
-        obj.insert(
-            "folder".into(),
-            serde_json::Value::String(folder.display().to_string()),
-        );
-    }
-    veredicto_index::ModelFingerprint {
-        value,
-        hash: fp.digest(),
     }
 }
 
@@ -217,27 +204,4 @@ fn recorded_model(dir: &Path) -> Option<(PathBuf, String)> {
     let folder = model.get("folder")?.as_str()?;
     let name = model.get("name").and_then(|n| n.as_str()).unwrap_or("?");
     Some((PathBuf::from(folder), name.to_string()))
-}
-
-/// Refuses an embedder other than the one the index was built with, naming both.
-pub fn check_index_model(index: &veredicto_index::Index, e: &dyn Embedder) -> anyhow::Result<()> {
-    let given = index_fingerprint(e);
-    if given.hash == index.model_hash() {
-        return Ok(());
-    }
-    let name = |v: &serde_json::Value| {
-        let n = v.get("name").and_then(|n| n.as_str()).unwrap_or("?");
-        match v.get("folder").and_then(|f| f.as_str()) {
-            Some(f) => format!("{} ({f})", veredicto_core::redact::short(n)),
-            None => veredicto_core::redact::short(n),
-        }
-    };
-    anyhow::bail!(
-        "{}: the index was built with model {} [{}] but model {} [{}] was given; use the same model (or no --model), or rebuild the index with `ingest --rebuild`",
-        index.dir().join("manifest.json").display(),
-        name(&index.manifest().model),
-        index.model_hash(),
-        name(&given.value),
-        given.hash
-    )
 }

@@ -8,7 +8,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::OnceLock;
+use std::sync::{PoisonError, RwLock};
 
 /// What the process reports to its caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +28,7 @@ impl From<ExitStatus> for ExitCode {
 }
 
 impl ExitStatus {
-    /// The process exit code: 0, 1 or 2.
+    /// The process's exit code: 0, 1 or 2.
     pub fn code(self) -> u8 {
         match self {
             ExitStatus::Success => 0,
@@ -65,19 +65,21 @@ pub enum Verbosity {
     Verbose,
 }
 
-/// The output conventions of this process, set once from the global flags.
+/// The output conventions of the command running, set from its global flags.
 #[derive(Debug, Clone, Copy)]
 pub struct Printer {
     pub verbosity: Verbosity,
     pub color: ColorArg,
 }
 
-static PRINTER: OnceLock<Printer> = OnceLock::new();
+/// The printer of the command running (each command line sets its own: one process may run
+/// several, as the Python package does).
+static PRINTER: RwLock<Option<Printer>> = RwLock::new(None);
 
 impl Printer {
-    /// Sets the process's printer (first call wins).
+    /// Sets the printer of the command that starts now.
     pub fn install(self) {
-        let _ = PRINTER.set(self);
+        *PRINTER.write().unwrap_or_else(PoisonError::into_inner) = Some(self);
     }
 
     /// Whether text written to stdout may carry ANSI colours.
@@ -110,10 +112,13 @@ impl Printer {
 
 /// The process's printer (the defaults when none was installed, e.g. in unit tests).
 pub fn get() -> Printer {
-    *PRINTER.get_or_init(|| Printer {
-        verbosity: Verbosity::Normal,
-        color: ColorArg::Auto,
-    })
+    PRINTER
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .unwrap_or(Printer {
+            verbosity: Verbosity::Normal,
+            color: ColorArg::Auto,
+        })
 }
 
 /// Data for stdout; a closed pipe (`| head`) is not an error.

@@ -1,28 +1,43 @@
 //! This process as the application sees it: its working folder, its environment and its
-//! user, read once; the project file found from them ([`veredicto_app::project::load`]).
+//! user, read at the start of each command (never kept: a caller may run several commands
+//! in one process, from different folders); the project file found from them
+//! ([`veredicto_app::project::load`]) and the settings resolved over it.
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use veredicto_app::project::{self, Host, Loaded};
-use veredicto_app::Env;
-use veredicto_formats::config::Settings;
-use veredicto_formats::policy::{PolicyFile, Section};
+use veredicto_app::{Env, Overrides, Settings};
 
-/// The process's environment and working folder, taken once.
+/// The process's environment and working folder, as they are when a command starts.
 pub struct Process {
     pub env: Env,
     pub cwd: PathBuf,
 }
 
-static PROCESS: OnceLock<Process> = OnceLock::new();
-static LOADED: OnceLock<Result<(Loaded, Settings), String>> = OnceLock::new();
+impl Process {
+    /// The environment and the working folder now.
+    pub fn now() -> Process {
+        Process {
+            env: Env::from_vars(std::env::vars_os()),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        }
+    }
 
-/// The process's environment and working folder (read on first use).
-pub fn process() -> &'static Process {
-    PROCESS.get_or_init(|| Process {
-        env: Env::from_vars(std::env::vars_os()),
-        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-    })
+    /// Finds and reads the project file as this process sees it; the error is the project
+    /// file's (one line naming the file, the line and the key).
+    pub fn load(&self) -> Result<Loaded, String> {
+        project::load(&Host {
+            cwd: &self.cwd,
+            env: &self.env,
+            uid: current_uid(),
+            user_name: &user_name,
+        })
+    }
+
+    /// The settings of one command: its flags (`flags`) over the environment over the
+    /// project file (`loaded`) over the defaults.
+    pub fn settings(self, flags: &Overrides, loaded: Option<Loaded>) -> Settings {
+        Settings::resolve(flags, loaded.and_then(|l| l.project), self.env, &self.cwd)
+    }
 }
 
 /// The effective user of this process (`None` off Unix: no ownership checks).
@@ -59,35 +74,9 @@ fn user_name(_uid: u32) -> Option<String> {
     None
 }
 
-fn loaded() -> &'static Result<(Loaded, Settings), String> {
-    LOADED.get_or_init(|| {
-        let p = process();
-        let host = Host {
-            cwd: &p.cwd,
-            env: &p.env,
-            uid: current_uid(),
-            user_name: &user_name,
-        };
-        let loaded = project::load(&host)?;
-        let settings = Settings::resolve(loaded.project.clone(), &|name| p.env.get(name), &p.cwd);
-        Ok((loaded, settings))
-    })
-}
-
-/// The project file with the environment over it (flags go over these), or the error that
-/// reading the project file gave (every command that needs them reports it).
-pub fn settings() -> anyhow::Result<&'static Settings> {
-    loaded()
-        .as_ref()
-        .map(|(_, s)| s)
-        .map_err(|e| anyhow::anyhow!("{e}"))
-}
-
 /// Says which project file is in use (a note), and warns about project files found but not
-/// used or writable by anyone. Once, before the command's work; the error is the project
-/// file's.
-pub fn announce() -> anyhow::Result<()> {
-    let (loaded, _) = loaded().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+/// used or writable by anyone. Once, before the command's work.
+pub fn announce(loaded: &Loaded) {
     for w in &loaded.warnings {
         crate::printer::warn(w);
     }
@@ -97,24 +86,4 @@ pub fn announce() -> anyhow::Result<()> {
     if let Some(line) = &loaded.in_use {
         crate::printer::note(line);
     }
-    Ok(())
-}
-
-/// The policy file in effect for a command: the `--policy` flag's file, else the
-/// environment's and the project's (`VEREDICTO_POLICY`, `policy_file`, the `[policy]`
-/// table), else the documented defaults; parsed once into the one typed [`PolicyFile`].
-/// Of a file, only `sections` are read and checked (those the command uses).
-pub fn policy_file(
-    flag: Option<&std::path::Path>,
-    sections: &[Section],
-) -> anyhow::Result<PolicyFile> {
-    use veredicto_formats::config::PolicySource;
-    Ok(match flag {
-        Some(p) => PolicyFile::read_sections(p, sections)?,
-        None => match &settings()?.policy {
-            Some(PolicySource::File(p)) => PolicyFile::read_sections(p, sections)?,
-            Some(PolicySource::Table(f)) => (**f).clone(),
-            None => PolicyFile::default(),
-        },
-    })
 }

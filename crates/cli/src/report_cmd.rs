@@ -41,19 +41,26 @@ pub struct ReportArgs {
     pub history: HistoryArgs,
 }
 
-pub fn run(args: ReportArgs) -> anyhow::Result<ExitStatus> {
+impl ReportArgs {
+    /// `--corpus` and `--history` as settings.
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        veredicto_app::Overrides {
+            corpus: self.corpus.clone(),
+            ..self.history.overrides()
+        }
+    }
+}
+
+pub fn run(args: ReportArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
     // The flag, else `corpus` of veredicto.toml.
-    let corpus = args
-        .corpus
-        .clone()
-        .or_else(|| crate::project::settings().ok()?.corpus.clone());
+    let corpus = settings.corpus.clone();
     let RunReport {
         current,
         comparison,
         diagnosis,
         history: runs,
     } = report_run(
-        &args.history.spec(),
+        &settings.history,
         &ReportRequest {
             run: &args.run,
             baseline: args.baseline.clone(),

@@ -70,19 +70,6 @@ pub struct AnswerArgs {
     pub max_retriever_failures: Option<FailureLimit>,
 }
 
-impl AnswerArgs {
-    /// The flags, else the project file, else the defaults.
-    pub fn resolve(&self) -> anyhow::Result<(DuplicateRule, FailureLimit)> {
-        let settings = crate::project::settings()?;
-        Ok((
-            self.duplicates.or(settings.duplicates).unwrap_or_default(),
-            self.max_retriever_failures
-                .or(settings.max_retriever_failures)
-                .unwrap_or_default(),
-        ))
-    }
-}
-
 /// `--duplicates`: `keep-first` or `refuse`.
 pub fn duplicate_rule(s: &str) -> Result<DuplicateRule, String> {
     s.parse()
@@ -172,8 +159,8 @@ impl NetArgs {
         veredicto_embed::Deadline::after(Duration::from_secs_f64(self.deadline))
     }
 
-    /// The library's options, with header values read from the environment.
-    pub fn options(&self) -> anyhow::Result<Options> {
+    /// The library's options, with header values read from the environment `env`.
+    pub fn options(&self, env: &veredicto_app::Env) -> anyhow::Result<Options> {
         let mut headers = Vec::new();
         for spec in &self.header_env {
             let (name, var) = spec
@@ -185,7 +172,7 @@ impl NetArgs {
                         veredicto_core::redact::short(spec)
                     )
                 })?;
-            let value = std::env::var(var.trim()).with_context(|| {
+            let value = env.get(var.trim()).with_context(|| {
                 format!("--header-env {name}: environment variable `{var}` is not set")
             })?;
             headers.push((name.trim().to_owned(), value));
@@ -204,7 +191,7 @@ impl NetArgs {
             score_pointer: self.score_pointer.clone(),
             id_as_text: self.id_as_text,
             max_answer_bytes: self.max_answer_bytes,
-            command_env: self.command_env()?,
+            command_env: self.command_env(env)?,
             body_template,
             ca_file: self.ca_file.clone(),
             ..Options::default()
@@ -214,12 +201,17 @@ impl NetArgs {
     /// The environment of a `cmd:` retriever: the variables passed by default that are
     /// set, and each `--cmd-env NAME` (an error when it is not set). Values are never
     /// printed.
-    fn command_env(&self) -> anyhow::Result<Vec<(std::ffi::OsString, std::ffi::OsString)>> {
-        let mut env: Vec<_> = std::env::vars_os()
+    fn command_env(
+        &self,
+        vars: &veredicto_app::Env,
+    ) -> anyhow::Result<Vec<(std::ffi::OsString, std::ffi::OsString)>> {
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vars
+            .vars_os()
             .filter(|(name, _)| {
                 name.to_str()
                     .is_some_and(veredicto_retrieve::cmd::passed_by_default)
             })
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
             .collect();
         for name in &self.cmd_env {
             let valid =
@@ -229,7 +221,7 @@ impl NetArgs {
                 "--cmd-env expects the name of an environment variable (letters, digits, `_`), got `{}`",
                 veredicto_core::redact::short(name)
             );
-            let value = std::env::var_os(name).with_context(|| {
+            let value = vars.get_os(name).map(ToOwned::to_owned).with_context(|| {
                 format!("--cmd-env {name}: environment variable `{name}` is not set")
             })?;
             env.retain(|(n, _)| n.to_str() != Some(name.as_str()));
@@ -263,6 +255,7 @@ fn read_template(
 pub fn load_embedder(
     retriever: &dyn veredicto_retrieve::Retriever,
     args: &crate::models::EmbedderArgs,
+    settings: &veredicto_app::Settings,
     net: &NetArgs,
     deadline: veredicto_embed::Deadline,
     cases: &[veredicto_core::case::Case],
@@ -275,6 +268,7 @@ pub fn load_embedder(
     let index_dir =
         (retriever.kind() == "index").then(|| std::path::PathBuf::from(retriever.describe()));
     let e = args.load_within(
+        settings.model.as_deref(),
         index_dir.as_deref(),
         Some(net.embedder_net()),
         Some(deadline),

@@ -92,8 +92,8 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
-pub fn run(args: RunsArgs) -> anyhow::Result<ExitStatus> {
-    let history = args.history.open_read_only()?;
+pub fn run(args: RunsArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
+    let history = settings.history.open_read_only()?;
     match args.command {
         RunsCommand::List(a) => {
             let limit = (a.limit > 0).then_some(a.limit);

@@ -41,17 +41,34 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
-pub fn run(args: SearchArgs) -> anyhow::Result<ExitStatus> {
+impl SearchArgs {
+    /// What the flags say about the shared settings (source, answer rule, model).
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        use veredicto_formats::config::Source;
+        veredicto_app::Overrides {
+            source: match (&self.index, &self.retriever) {
+                (Some(dir), _) => Some(Source::Index(dir.clone())),
+                (_, Some(uri)) => Some(Source::Retriever(uri.clone())),
+                _ => None,
+            },
+            duplicates: self.duplicates,
+            model: self.embedder.model.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+pub fn run(args: SearchArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
     let dir = match (&args.index, &args.retriever) {
         (Some(dir), _) => dir.clone(),
         (None, Some(uri)) => match uri.strip_prefix("index:") {
             Some(dir) => PathBuf::from(dir),
-            None => return run_live(&args, uri),
+            None => return run_live(&args, settings, uri),
         },
-        (None, None) => match &crate::project::settings()?.source {
+        (None, None) => match &settings.source {
             Some(veredicto_formats::config::Source::Index(dir)) => dir.clone(),
             Some(veredicto_formats::config::Source::Retriever(uri)) => {
-                return run_live(&args, &uri.clone())
+                return run_live(&args, settings, &uri.clone())
             }
             _ => anyhow::bail!(
                 "search needs an index or a retriever: give --index DIR or --retriever URI (or a [source] in veredicto.toml)"
@@ -65,9 +82,11 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitStatus> {
         Some(Filter::parse_all(args.filter.iter().map(String::as_str))?)
     };
     let index = Index::open(&dir)?;
-    let embedder = args
-        .embedder
-        .load_for_index(Some(&dir), Some(args.net.embedder_net()))?;
+    let embedder = args.embedder.load_for_index(
+        settings.model.as_deref(),
+        Some(&dir),
+        Some(args.net.embedder_net()),
+    )?;
     crate::models::check_index_model(&index, embedder.as_ref())?;
     show_embedder(embedder.as_ref());
     let vector = embedder
@@ -138,7 +157,11 @@ fn show_embedder(e: &dyn veredicto_embed::Embedder) {
 }
 
 /// `search --retriever URI`: one query against a live retriever.
-fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
+fn run_live(
+    args: &SearchArgs,
+    settings: &veredicto_app::Settings,
+    uri: &str,
+) -> anyhow::Result<ExitStatus> {
     // `--filter` conditions travel as the request's `filters`, exactly as a golden case's
     // would (each retriever maps them as documented, or refuses them naming the key).
     let filters = if args.filter.is_empty() {
@@ -146,7 +169,7 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
     } else {
         Some(Filter::parse_all(args.filter.iter().map(String::as_str))?.to_json()?)
     };
-    let retriever = veredicto_retrieve::open(uri, &args.net.options()?)?;
+    let retriever = veredicto_retrieve::open(uri, &args.net.options(&settings.env)?)?;
     let case = veredicto_core::case::Case {
         id: "search".into(),
         query: args.query.clone(),
@@ -163,6 +186,7 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
         &args.embedder,
+        settings,
         &args.net,
         args.net.total_deadline(),
         std::slice::from_ref(&case),
@@ -189,10 +213,7 @@ fn run_live(args: &SearchArgs, uri: &str) -> anyhow::Result<ExitStatus> {
         filters: filters.as_ref(),
     })?;
     // The exam's rule for every answer: each chunk once.
-    let rule = args
-        .duplicates
-        .or(crate::project::settings()?.duplicates)
-        .unwrap_or_default();
+    let rule = settings.duplicates;
     let removed =
         veredicto_retrieve::pass::dedup_answer(retriever.as_ref(), "search", rule, &mut ranking)?;
     if let Some(d) = &removed {

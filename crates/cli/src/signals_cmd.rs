@@ -87,10 +87,23 @@ pub struct CandidatesArgs {
     pub format: OutFormat,
 }
 
-pub fn run(args: SignalsArgs) -> anyhow::Result<ExitStatus> {
+impl SignalsArgs {
+    /// `--model` of `signals candidates`, as a setting.
+    pub fn overrides(&self) -> veredicto_app::Overrides {
+        match &self.command {
+            SignalsCommand::Candidates(a) => veredicto_app::Overrides {
+                model: a.embedder.model.clone(),
+                ..Default::default()
+            },
+            SignalsCommand::Import(_) => veredicto_app::Overrides::default(),
+        }
+    }
+}
+
+pub fn run(args: SignalsArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
     let status = match args.command {
         SignalsCommand::Import(a) => import(a)?,
-        SignalsCommand::Candidates(a) => candidates(*a)?,
+        SignalsCommand::Candidates(a) => candidates(*a, settings)?,
     };
     Ok(status)
 }
@@ -116,13 +129,19 @@ fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn candidates(args: CandidatesArgs) -> anyhow::Result<ExitStatus> {
+fn candidates(
+    args: CandidatesArgs,
+    settings: &veredicto_app::Settings,
+) -> anyhow::Result<ExitStatus> {
     let (source, map) = match &args.log {
         Some(log) => (log, app::field_map(&args.map, &args.map_event)?),
         None => (&args.signals, FieldMap::default()),
     };
     let embedder = if args.embedder.model.is_some() || args.embedder.embedder.is_some() {
-        Some(args.embedder.load_for_index(None, None)?)
+        Some(
+            args.embedder
+                .load_for_index(settings.model.as_deref(), None, None)?,
+        )
     } else {
         None
     };
