@@ -34,6 +34,7 @@ mod project_cli;
 mod project_trust_cli;
 mod retriever_answers_cli;
 mod retriever_cli;
+mod scifact_chunkings;
 mod signals_corpus_cli;
 mod signals_memory;
 mod snapshots_cli;
