@@ -16,6 +16,9 @@ fn words(s: &str) -> HashSet<String> {
         .collect()
 }
 
+/// An evidence item: document, start, end.
+type Span = (String, usize, usize);
+
 struct Chunk {
     id: String,
     doc: String,
@@ -48,7 +51,7 @@ fn scifact_rationales_against_two_chunkings_match_a_direct_reference() {
     }
     // Cases: claims with rationales; items: each rationale sentence (deduplicated).
     let mut golden = String::new();
-    let mut items: Vec<(String, Vec<(String, usize, usize)>)> = Vec::new();
+    let mut items: Vec<(String, Vec<Span>)> = Vec::new();
     let mut cited: BTreeSet<String> = BTreeSet::new();
     for line in claims.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -56,7 +59,7 @@ fn scifact_rationales_against_two_chunkings_match_a_direct_reference() {
         if ev.is_empty() {
             continue;
         }
-        let mut its: BTreeSet<(String, usize, usize)> = BTreeSet::new();
+        let mut its: BTreeSet<Span> = BTreeSet::new();
         for (doc, sets) in ev {
             let spans = &abstracts[doc].1;
             for set in sets.as_array().unwrap() {
