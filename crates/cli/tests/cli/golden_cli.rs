@@ -320,3 +320,77 @@ fn bad_evidence_is_one_line_naming_file_line_and_field_and_nothing_is_recorded()
     );
     assert!(!dir.path().join(".veredicto").exists(), "nothing recorded");
 }
+
+#[test]
+fn two_chunkings_with_the_same_evidence_golden_set_are_compared_case_by_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let docs = write(d, "docs.jsonl", DOCS);
+    let golden = write(
+        d,
+        "golden.jsonl",
+        concat!(
+            "{\"id\":\"q1\",\"query\":\"fee\",\"evidence\":[{\"doc_id\":\"D1\",\"quote\":\"It is 5 % of the net income.\"}]}\n",
+            "{\"id\":\"q2\",\"query\":\"holidays\",\"evidence\":[{\"doc_id\":\"D2\",\"start\":0,\"end\":30}]}\n",
+        ),
+    );
+    // Sentences, then 60-character windows: other chunk IDs, the same evidence.
+    let mut runs = Vec::new();
+    for (name, flags) in [
+        ("sentences", &["--size", "200", "--split", "sentences"][..]),
+        ("windows", &["--size", "60"][..]),
+    ] {
+        let out = format!("{name}.jsonl");
+        let mut args = vec!["chunk", "--documents", &docs, "--out", &out];
+        args.extend(flags);
+        let o = veredicto_in(d, &args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        // A run that lists every chunk of the case's document first.
+        let corpus = std::fs::read_to_string(d.join(&out)).unwrap();
+        let mut run = String::new();
+        for (q, doc) in [("q1", "D1"), ("q2", "D2")] {
+            let ids: Vec<String> = corpus
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .filter(|v| v["doc_id"] == doc)
+                .map(|v| v["id"].as_str().unwrap().to_owned())
+                .collect();
+            for (r, id) in ids.iter().enumerate() {
+                run.push_str(&format!("{q} Q0 {id} {} {} t\n", r + 1, 10 - r));
+            }
+        }
+        runs.push(write(d, &format!("{name}.trec"), &run));
+        let o = veredicto_in(
+            d,
+            &[
+                "exam",
+                "--golden",
+                &golden,
+                "--documents",
+                &docs,
+                "--corpus",
+                &out,
+                "--run",
+                runs.last().unwrap(),
+                "--label",
+                name,
+                "--json",
+            ],
+        );
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    }
+    let o = veredicto_in(d, &["compare", "--json"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let compat = &v["comparison"]["compatibility"];
+    assert_eq!(compat["golden"]["shared"], 2, "{compat}");
+    assert_eq!(compat["golden"]["changed"], false);
+    assert!(
+        compat["config"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["key"] == "source"),
+        "the note names what differs: {compat}"
+    );
+}
