@@ -159,3 +159,17 @@ pub fn corpus() -> String {
         "veredicto corpus check --index .veredicto/index --policy policy.toml",
     ])
 }
+
+pub fn golden() -> String {
+    examples(&[
+        "veredicto golden check --golden golden.jsonl --corpus corpus.jsonl --documents docs.jsonl",
+        "veredicto golden convert --golden golden.jsonl --corpus corpus.jsonl --out evidence.jsonl",
+    ])
+}
+
+pub fn chunk() -> String {
+    examples(&[
+        "veredicto chunk --documents docs.jsonl --out corpus.jsonl --size 512 --overlap 64",
+        "veredicto chunk --documents docs.jsonl --out corpus.jsonl --size 400 --split sentences",
+    ])
+}

@@ -136,8 +136,10 @@ enum Command {
     Corpus(corpus_cmd::CorpusArgs),
     /// Golden sets and chunkings: `golden check` (where each evidence item sits in a
     /// chunking), `golden convert` (chunk IDs rewritten as evidence spans).
+    #[command(after_help = help::golden())]
     Golden(golden_cmd::GoldenArgs),
     /// Cut documents into a corpus (chunk JSONL with doc_id, start, end, deterministic IDs).
+    #[command(after_help = help::chunk())]
     Chunk(chunk_cmd::ChunkArgs),
 }
 
