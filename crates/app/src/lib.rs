@@ -27,6 +27,7 @@ pub mod ingest;
 pub mod init;
 mod live;
 pub mod matrix;
+pub mod models;
 pub mod project;
 pub mod settings;
 pub mod signals;

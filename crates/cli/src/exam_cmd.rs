@@ -272,6 +272,7 @@ fn outcome_of(
     let reranker = match &args.rerank {
         Some(spec) => Some(crate::models::load_reranker(
             spec,
+            settings,
             &args.embedder.api_key_env,
             Some(args.net.embedder_net()),
             Some(deadline),

@@ -121,7 +121,7 @@ pub fn run(
     let embedder = if prepared.needs_embedder() {
         Some(
             args.embedder.load_for_index(
-                settings.model.as_deref(),
+                settings,
                 Some(&index_path),
                 Some(
                     (

@@ -259,7 +259,7 @@ fn dispatch(command: Command, settings: &Settings) -> anyhow::Result<ExitStatus>
         Command::Report(args) => report_cmd::run(args, settings),
         Command::Audit(args) => audit_cmd::run(args, settings),
         Command::History(args) => history_cmd::run(args, settings),
-        Command::Models(args) => models_cmd::run(args),
+        Command::Models(args) => models_cmd::run(args, settings),
         Command::Signals(args) => signals_cmd::run(args, settings),
         Command::Corpus(args) => corpus_cmd::run(args, settings),
         Command::Golden(args) => golden_cmd::run(args, settings),

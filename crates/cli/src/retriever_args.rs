@@ -249,9 +249,9 @@ fn read_template(
         .map_err(|e| anyhow::anyhow!("--body-template {e}"))
 }
 
-/// The embedder the retriever needs: for one that requires vectors, the model when a case
-/// has no `query_vector` (checked against the collection's model when it records one); for
-/// one that accepts vectors, only when `--embedder` or `--model` is given explicitly.
+/// The embedder the retriever needs ([`veredicto_app::models::embedder_for`]): for one that
+/// requires vectors, the model when a case has no `query_vector`; for one that accepts
+/// vectors, only when `--embedder` or `--model` is given explicitly.
 pub fn load_embedder(
     retriever: &dyn veredicto_retrieve::Retriever,
     args: &crate::models::EmbedderArgs,
@@ -260,19 +260,12 @@ pub fn load_embedder(
     deadline: veredicto_embed::Deadline,
     cases: &[veredicto_core::case::Case],
 ) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
-    let explicit = args.embedder.is_some() || args.model.is_some();
-    if !veredicto_app::exam::needs_embedder(retriever, cases, explicit) {
-        return Ok(None);
-    }
-    // The own index remembers the model it was built with.
-    let index_dir =
-        (retriever.kind() == "index").then(|| std::path::PathBuf::from(retriever.describe()));
-    let e = args.load_within(
-        settings.model.as_deref(),
-        index_dir.as_deref(),
-        Some(net.embedder_net()),
-        Some(deadline),
-    )?;
-    retriever.check_model(&crate::models::index_fingerprint(e.as_ref()).hash)?;
-    Ok(Some(e))
+    Ok(veredicto_app::models::embedder_for(
+        retriever,
+        &args.spec(),
+        veredicto_app::models::ModelPlaces::of(settings),
+        net.embedder_net(),
+        deadline,
+        cases,
+    )?)
 }

@@ -82,11 +82,9 @@ pub fn run(args: SearchArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
         Some(Filter::parse_all(args.filter.iter().map(String::as_str))?)
     };
     let index = Index::open(&dir)?;
-    let embedder = args.embedder.load_for_index(
-        settings.model.as_deref(),
-        Some(&dir),
-        Some(args.net.embedder_net()),
-    )?;
+    let embedder =
+        args.embedder
+            .load_for_index(settings, Some(&dir), Some(args.net.embedder_net()))?;
     crate::models::check_index_model(&index, embedder.as_ref())?;
     show_embedder(embedder.as_ref());
     let vector = embedder

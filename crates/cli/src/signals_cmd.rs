@@ -138,10 +138,7 @@ fn candidates(
         None => (&args.signals, FieldMap::default()),
     };
     let embedder = if args.embedder.model.is_some() || args.embedder.embedder.is_some() {
-        Some(
-            args.embedder
-                .load_for_index(settings.model.as_deref(), None, None)?,
-        )
+        Some(args.embedder.load_for_index(settings, None, None)?)
     } else {
         None
     };
