@@ -663,6 +663,7 @@ mod tests {
                 .map(|id| Hit {
                     id: (*id).to_owned(),
                     score: None,
+                    span: None,
                 })
                 .collect();
             Ok(Ranking {

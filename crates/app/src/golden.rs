@@ -295,3 +295,77 @@ fn evidence_json(items: &[veredicto_core::evidence::EvidenceItem]) -> Value {
             .collect(),
     )
 }
+
+/// Where one search result sits in its document (`search --documents`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Placed {
+    /// The document.
+    pub doc_id: String,
+    /// Its first character (Unicode scalar values).
+    pub start: usize,
+    /// One past its last character.
+    pub end: usize,
+    /// Where the span came from: `retriever` (the result's own span), `corpus` (the chunk's
+    /// `start`/`end`, from `--corpus` or the index's record) or `text` (its text found in the
+    /// document).
+    pub from: &'static str,
+}
+
+/// Places each search result `(id, the retriever's span)` in `documents`: the retriever's
+/// span, else the chunk's in `corpus`, else the chunk's text found in its document (once);
+/// `None` when nothing says where it sits. A span that does not fit its document (an unknown
+/// document, offsets beyond its text) is an error naming the result.
+pub fn place_results(
+    results: &[(&str, Option<&veredicto_core::evidence::ChunkSpan>)],
+    corpus: Option<&Corpus>,
+    documents: &Documents,
+) -> Result<Vec<Option<Placed>>> {
+    let mut out = Vec::with_capacity(results.len());
+    for (n, (id, given)) in results.iter().enumerate() {
+        let chunk = corpus.and_then(|c| c.get(id));
+        let span = given
+            .map(|s| (s.doc_id.as_str(), s.start, s.end, "retriever"))
+            .or_else(|| {
+                chunk
+                    .and_then(|c| c.span())
+                    .map(|s| (s.doc_id, s.start, s.end, "corpus"))
+            });
+        let placed = match span {
+            Some((doc_id, start, end, from)) => {
+                let Some(doc) = documents.get(doc_id) else {
+                    crate::bail!(
+                        "result {} (`{id}`): its span names document `{doc_id}`, which is not in {}",
+                        n + 1,
+                        documents.path.display()
+                    );
+                };
+                let len = doc.text.chars();
+                crate::ensure!(
+                    start <= end && end <= len,
+                    "result {} (`{id}`): its span {start}..{end} ({from}) does not fit document `{doc_id}` of {len} characters in {}",
+                    n + 1,
+                    documents.path.display()
+                );
+                Some(Placed {
+                    doc_id: doc_id.to_owned(),
+                    start,
+                    end,
+                    from,
+                })
+            }
+            None => chunk.and_then(|c| {
+                let doc_id = c.doc_id.as_deref()?;
+                let text = c.text.as_deref()?;
+                let (start, end) = documents.get(doc_id)?.locator().locate(text, None).ok()?;
+                Some(Placed {
+                    doc_id: doc_id.to_owned(),
+                    start,
+                    end,
+                    from: "text",
+                })
+            }),
+        };
+        out.push(placed);
+    }
+    Ok(out)
+}

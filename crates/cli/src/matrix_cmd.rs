@@ -36,11 +36,13 @@ struct ExamOnly {
     exam: crate::exam_cmd::ExamArgs,
 }
 
-/// The `veredicto exam` command line of one configuration.
+/// The `veredicto exam` command line of one configuration; `chunked` is the index and
+/// corpus veredicto made for its `chunk`.
 fn exam_argv(
     m: &veredicto_formats::matrix::Matrix,
     c: &veredicto_formats::matrix::MatrixConfig,
     args: &MatrixArgs,
+    chunked: Option<&veredicto_app::matrix::Chunked>,
 ) -> Vec<String> {
     let mut v: Vec<String> = vec!["exam".into(), "--golden".into()];
     v.push(m.golden.display().to_string());
@@ -54,18 +56,29 @@ fn exam_argv(
         "--policy",
         m.policy.as_ref().map(|p| p.display().to_string()),
     );
+    let corpus = match chunked {
+        Some(ch) => Some(&ch.corpus),
+        None => m.corpus.as_ref(),
+    };
+    opt("--corpus", corpus.map(|p| p.display().to_string()));
     opt(
-        "--corpus",
-        m.corpus.as_ref().map(|p| p.display().to_string()),
+        "--documents",
+        m.documents.as_ref().map(|p| p.display().to_string()),
     );
     opt("--as-of", m.as_of.clone());
-    opt("--index", c.index.as_ref().map(|p| p.display().to_string()));
+    let index = c.index.as_ref().or(chunked.map(|ch| &ch.index));
+    opt("--index", index.map(|p| p.display().to_string()));
     opt("--retriever", c.retriever.clone());
     opt("--run", c.run.clone());
     opt("--model", c.model.clone());
     opt("--rerank", c.rerank.clone());
-    opt("--chunk-size", c.chunk_size.map(|n| n.to_string()));
-    opt("--chunk-overlap", c.chunk_overlap.map(|n| n.to_string()));
+    let declared = c
+        .chunk
+        .as_ref()
+        .map(|ch| (Some(ch.size as u32), Some(ch.overlap as u32)));
+    let (size, overlap) = declared.unwrap_or((c.chunk_size, c.chunk_overlap));
+    opt("--chunk-size", size.map(|n| n.to_string()));
+    opt("--chunk-overlap", overlap.map(|n| n.to_string()));
     opt("--depth", c.depth.map(|n| n.to_string()));
     opt("--label", Some(c.name.clone()));
     opt("--history", args.history.clone());
@@ -85,12 +98,67 @@ impl MatrixArgs {
     }
 }
 
+/// A configuration's `chunk`: the documents cut and ingested with its model, kept under
+/// `.veredicto/chunkings/` beside the matrix file (by the chunking's fingerprint).
+fn chunked(
+    args: &MatrixArgs,
+    spec: &veredicto_formats::matrix::ChunkSpec,
+    documents: &std::path::Path,
+    model: &str,
+) -> veredicto_app::Result<veredicto_app::matrix::Chunked> {
+    let base = args
+        .config
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let embedder_args = crate::models::EmbedderArgs {
+        model: Some(model.to_owned()),
+        embedder: None,
+        embedder_model: "text-embedding-3-small".into(),
+        api_key_env: "OPENAI_API_KEY".into(),
+    };
+    let mut load = |index: &std::path::Path| {
+        embedder_args
+            .load_for_index(Some(model), Some(index), None)
+            .map_err(|e| veredicto_app::Error::msg(format!("{e:#}")))
+    };
+    let done = veredicto_app::matrix::chunked_index(veredicto_app::matrix::ChunkedRequest {
+        documents,
+        spec,
+        model,
+        cache: &base.join(".veredicto").join("chunkings"),
+        time: crate::clock::now_rfc3339(),
+        embedder: &mut load,
+        events: printer::events(),
+    })?;
+    printer::status(&format!(
+        "chunking {} (size {}, overlap {}, {}, split by {}): {}{}",
+        done.fingerprint,
+        spec.size,
+        spec.overlap,
+        spec.unit,
+        spec.split,
+        if done.cut { "cut now" } else { "cut before" },
+        match done.embedded {
+            0 => ", index up to date".to_owned(),
+            n => format!(", {n} chunk(s) embedded into {}", done.index.display()),
+        }
+    ));
+    Ok(done)
+}
+
 pub fn run(args: MatrixArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
     let matrix = veredicto_formats::matrix::read_matrix(&args.config)?;
     // One configuration's exam, parsed and resolved as `veredicto exam` does.
     let mut exam =
         |c: &veredicto_formats::matrix::MatrixConfig| -> veredicto_app::Result<ConfigRun> {
-            let argv = exam_argv(&matrix, c, &args);
+            let chunked = match (&c.chunk, &matrix.documents, &c.model) {
+                (Some(spec), Some(documents), Some(model)) => {
+                    Some(chunked(&args, spec, documents, model)?)
+                }
+                _ => None,
+            };
+            let argv = exam_argv(&matrix, c, &args, chunked.as_ref());
             let exam = ExamOnly::try_parse_from(&argv)
                 .map_err(|e| veredicto_app::Error::msg(e.to_string().trim()))?
                 .exam;

@@ -3,6 +3,7 @@
 use crate::models::EmbedderArgs;
 use crate::printer::ExitStatus;
 use std::path::PathBuf;
+use veredicto_core::evidence::ChunkSpan;
 use veredicto_embed::TextKind;
 use veredicto_index::{Filter, Index};
 
@@ -31,6 +32,15 @@ pub struct SearchArgs {
     /// `valid_at=2025-11-14`.
     #[arg(long, value_name = "KEY=VALUE")]
     pub filter: Vec<String>,
+    /// The documents the chunks come from (JSONL: `id`, `text`): each result then shows
+    /// where it sits in its document (`doc_id`, `start`, `end`), from the retriever's answer,
+    /// the chunk's offsets, or its text found in the document.
+    #[arg(long, value_name = "FILE")]
+    pub documents: Option<PathBuf>,
+    /// The corpus the chunks come from, for their spans (default with `--index`: the
+    /// index's records of them).
+    #[arg(long, value_name = "FILE", requires = "documents")]
+    pub corpus: Option<PathBuf>,
     #[command(flatten)]
     pub embedder: EmbedderArgs,
     /// Output format.
@@ -92,6 +102,22 @@ pub fn run(args: SearchArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
         .pop()
         .unwrap_or_default();
     let hits = index.search(&vector, args.k, filter.as_ref())?;
+    let places = match &args.documents {
+        Some(_) => {
+            let ids: Vec<&str> = hits.iter().map(|h| index.chunk(h.row).id()).collect();
+            let results: Vec<(&str, Option<&ChunkSpan>)> =
+                ids.iter().map(|id| (*id, None)).collect();
+            let corpus = match args.corpus {
+                Some(_) => None,
+                None => Some(veredicto_index::records::corpus_of_ids(
+                    &index,
+                    ids.iter().copied(),
+                )?),
+            };
+            Some(place(&args, &results, corpus)?)
+        }
+        None => None,
+    };
     let rows: Vec<serde_json::Value> = hits
         .iter()
         .enumerate()
@@ -104,14 +130,21 @@ pub fn run(args: SearchArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
                 .and_then(|t| t.as_str())
                 .unwrap_or("")
                 .to_owned();
-            serde_json::json!({
+            let mut row = serde_json::json!({
                 "rank": i + 1,
                 "id": c.id(),
                 "score": h.score,
                 "domain": c.meta().domain,
                 "ingest_batch": c.ingest_batch(),
                 "text": text,
-            })
+            });
+            if let (Some(p), Some(map)) = (&places, row.as_object_mut()) {
+                map.insert(
+                    "span".into(),
+                    serde_json::to_value(&p[i]).unwrap_or_default(),
+                );
+            }
+            row
         })
         .collect();
     let out = if args.json || args.format == crate::printer::Format::Json {
@@ -127,8 +160,12 @@ pub fn run(args: SearchArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
         let mut s = String::new();
         for r in &rows {
             let text: String = r["text"].as_str().unwrap_or("").chars().take(90).collect();
+            let span = match places {
+                Some(_) => format!("{:<24} ", span_text(&r["span"])),
+                None => String::new(),
+            };
             s.push_str(&format!(
-                "{:>3}  {:.4}  {:<28} {:<10} {}\n",
+                "{:>3}  {:.4}  {:<28} {span}{:<10} {}\n",
                 r["rank"],
                 r["score"].as_f64().unwrap_or(0.0),
                 r["id"].as_str().unwrap_or(""),
@@ -143,6 +180,41 @@ pub fn run(args: SearchArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
     };
     crate::output::print_stdout(&out)?;
     Ok(ExitStatus::Success)
+}
+
+/// Where each result sits, with `--documents` (and `--corpus`, or the index's `records`).
+fn place(
+    args: &SearchArgs,
+    results: &[(&str, Option<&ChunkSpan>)],
+    records: Option<veredicto_core::case::Corpus>,
+) -> anyhow::Result<Vec<Option<veredicto_app::golden::Placed>>> {
+    let docs = veredicto_app::golden::documents(args.documents.as_deref())?
+        .ok_or_else(|| anyhow::anyhow!("--documents is needed to place the results"))?;
+    let corpus = match &args.corpus {
+        Some(path) => {
+            Some(veredicto_app::golden::load_corpus(path, Some(&docs), crate::printer::events())?.0)
+        }
+        None => records,
+    };
+    Ok(veredicto_app::golden::place_results(
+        results,
+        corpus.as_ref(),
+        &docs,
+    )?)
+}
+
+/// A result's span as the human format shows it: `DOC:START-END`, or `(not located)`.
+fn span_text(span: &serde_json::Value) -> String {
+    match (
+        span["doc_id"].as_str(),
+        span["start"].as_u64(),
+        span["end"].as_u64(),
+    ) {
+        (Some(d), Some(a), Some(b)) => {
+            format!("{}:{a}-{b}", veredicto_core::redact::escape_control(d))
+        }
+        _ => "(not located)".to_owned(),
+    }
 }
 
 /// With `-v`: the model that embeds the query, and its fingerprint.
@@ -221,12 +293,32 @@ fn run_live(
             veredicto_core::redact::short(&d.ids.join(", "))
         ));
     }
+    let places = match &args.documents {
+        Some(_) => {
+            let results: Vec<(&str, Option<&ChunkSpan>)> = ranking
+                .hits
+                .iter()
+                .map(|h| (h.id.as_str(), h.span.as_ref()))
+                .collect();
+            Some(place(args, &results, None)?)
+        }
+        None => None,
+    };
     let out = if args.json || args.format == crate::printer::Format::Json {
         let rows: Vec<serde_json::Value> = ranking
             .hits
             .iter()
             .enumerate()
-            .map(|(i, h)| serde_json::json!({"rank": i + 1, "id": h.id, "score": h.score}))
+            .map(|(i, h)| {
+                let mut row = serde_json::json!({"rank": i + 1, "id": h.id, "score": h.score});
+                if let (Some(p), Some(map)) = (&places, row.as_object_mut()) {
+                    map.insert(
+                        "span".into(),
+                        serde_json::to_value(&p[i]).unwrap_or_default(),
+                    );
+                }
+                row
+            })
             .collect();
         format!(
             "{}\n",
@@ -247,8 +339,15 @@ fn run_live(
         let mut s = String::new();
         for (i, h) in ranking.hits.iter().enumerate() {
             let score = h.score.map_or("-".to_owned(), |v| format!("{v:.4}"));
+            let span = match &places {
+                Some(p) => format!(
+                    "  {}",
+                    span_text(&serde_json::to_value(&p[i]).unwrap_or_default())
+                ),
+                None => String::new(),
+            };
             s.push_str(&format!(
-                "{:>3}  {score:>7}  {}\n",
+                "{:>3}  {score:>7}  {}{span}\n",
                 i + 1,
                 veredicto_core::redact::escape_control(&h.id)
             ));

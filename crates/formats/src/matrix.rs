@@ -17,8 +17,38 @@ pub struct Matrix {
     pub corpus: Option<PathBuf>,
     /// The exam date (`YYYY-MM-DD`) for every configuration (optional: today).
     pub as_of: Option<String>,
+    /// The documents a configuration's `chunk` cuts (needed by those configurations).
+    pub documents: Option<PathBuf>,
     /// The configurations, in file order.
     pub configs: Vec<MatrixConfig>,
+}
+
+/// A chunking a configuration asks `veredicto matrix` to make itself
+/// (`chunk = {size = 300, overlap = 60, unit = "chars", split = "sentences"}`): the
+/// documents are cut so, ingested into an index of their own with the configuration's
+/// model, and that index examined.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkSpec {
+    /// Most units per chunk.
+    pub size: usize,
+    /// Units shared by consecutive chunks (less than `size`).
+    #[serde(default)]
+    pub overlap: usize,
+    /// `chars` (default) or `tokens` (of the configuration's model's tokenizer).
+    #[serde(default = "default_unit")]
+    pub unit: String,
+    /// `text` (default), `markdown` or `sentences`.
+    #[serde(default = "default_split")]
+    pub split: String,
+}
+
+fn default_unit() -> String {
+    "chars".into()
+}
+
+fn default_split() -> String {
+    "text".into()
 }
 
 /// One configuration: what produced the knowledge base (model, chunking) and how it is
@@ -54,6 +84,10 @@ pub struct MatrixConfig {
     /// Results asked per case.
     #[serde(default)]
     pub depth: Option<usize>,
+    /// A chunking veredicto makes itself from the matrix's `documents` (instead of
+    /// `index`, `retriever` or `run`; needs `model`).
+    #[serde(default)]
+    pub chunk: Option<ChunkSpec>,
 }
 
 #[derive(Deserialize)]
@@ -66,6 +100,8 @@ struct File {
     corpus: Option<PathBuf>,
     #[serde(default)]
     as_of: Option<String>,
+    #[serde(default)]
+    documents: Option<PathBuf>,
     #[serde(default)]
     config: Vec<MatrixConfig>,
 }
@@ -126,16 +162,78 @@ pub fn parse_matrix(path: &Path, source: &str) -> Result<Matrix> {
                 ),
             ));
         }
-        let sources = [c.index.is_some(), c.retriever.is_some(), c.run.is_some()]
-            .iter()
-            .filter(|&&b| b)
-            .count();
+        let sources = [
+            c.index.is_some(),
+            c.retriever.is_some(),
+            c.run.is_some(),
+            c.chunk.is_some(),
+        ]
+        .iter()
+        .filter(|&&b| b)
+        .count();
         if sources != 1 {
             return Err(err(
                 i,
                 "name",
-                format!("needs exactly one of index, retriever, run (found {sources})"),
+                format!("needs exactly one of index, retriever, run, chunk (found {sources})"),
             ));
+        }
+        if let Some(ch) = &c.chunk {
+            if file.documents.is_none() {
+                return Err(err(
+                    i,
+                    "chunk",
+                    "a chunking needs the documents to cut: add `documents = \"documents.jsonl\"` at the top of the file".into(),
+                ));
+            }
+            if c.model.is_none() {
+                return Err(err(
+                    i,
+                    "chunk",
+                    "a chunking is ingested with the configuration's model: add `model`".into(),
+                ));
+            }
+            if ch.size == 0 {
+                return Err(err(i, "chunk", "`size` must be at least 1, got 0".into()));
+            }
+            if ch.overlap >= ch.size {
+                return Err(err(
+                    i,
+                    "chunk",
+                    format!(
+                        "`overlap` {} must be less than `size` {}",
+                        ch.overlap, ch.size
+                    ),
+                ));
+            }
+            if !["chars", "tokens"].contains(&ch.unit.as_str()) {
+                return Err(err(
+                    i,
+                    "chunk",
+                    format!(
+                        "`unit` must be chars or tokens, got `{}`",
+                        veredicto_core::redact::short(&ch.unit)
+                    ),
+                ));
+            }
+            if !["text", "markdown", "sentences"].contains(&ch.split.as_str()) {
+                return Err(err(
+                    i,
+                    "chunk",
+                    format!(
+                        "`split` must be text, markdown or sentences, got `{}`",
+                        veredicto_core::redact::short(&ch.split)
+                    ),
+                ));
+            }
+            if c.chunk_size.is_some() || c.chunk_overlap.is_some() {
+                return Err(err(
+                    i,
+                    "chunk",
+                    "`chunk` declares the chunking itself: leave out chunk_size and chunk_overlap"
+                        .into(),
+                ));
+            }
         }
         if c.top_k == Some(0) {
             return Err(err(i, "top_k", "must be at least 1, got 0".into()));
@@ -168,6 +266,7 @@ pub fn parse_matrix(path: &Path, source: &str) -> Result<Matrix> {
         policy: file.policy.map(resolve),
         corpus: file.corpus.map(resolve),
         as_of: file.as_of,
+        documents: file.documents.map(resolve),
         configs,
     })
 }
@@ -267,6 +366,30 @@ chunk_size = 512
         assert!(
             e.starts_with("/m/matrix.toml:5: field `config[0].name`"),
             "{e}"
+        );
+        let chunked = GOOD.replace(
+            "index = \"kb-minilm\"",
+            "model = \"m\"\nchunk = {size = 300, overlap = 300}",
+        );
+        let e = parse(&format!("documents = \"d.jsonl\"\n{chunked}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/m/matrix.toml:8: field `config[0].chunk`: `overlap` 300 must be less than `size` 300"),
+            "{e}"
+        );
+        let e = parse(&chunked).unwrap_err().to_string();
+        assert!(e.contains("a chunking needs the documents"), "{e}");
+        let m = parse(&format!(
+            "documents = \"d.jsonl\"\n{}",
+            chunked.replace("overlap = 300", "split = \"sentences\"")
+        ))
+        .unwrap();
+        assert_eq!(m.documents.as_deref(), Some(Path::new("/m/d.jsonl")));
+        let ch = m.configs[0].chunk.as_ref().unwrap();
+        assert_eq!(
+            (ch.size, ch.overlap, ch.unit.as_str(), ch.split.as_str()),
+            (300, 0, "chars", "sentences")
         );
         let e = parse("policy = \"p\"\n").unwrap_err().to_string();
         assert!(e.contains("field `golden`"), "{e}");

@@ -88,6 +88,12 @@ impl Failure {
     }
 }
 
+/// Values kept per result: its ID, its score, and its span's `doc_id`, `start`, `end`.
+const ITEM_SLOTS: usize = 5;
+
+/// The members of a result that say where its chunk sits in its document.
+const SPAN_MEMBERS: [&str; 3] = ["doc_id", "start", "end"];
+
 /// What the parse found at the result list's pointer.
 #[derive(Debug, Default)]
 struct List {
@@ -95,8 +101,8 @@ struct List {
     found: bool,
     /// It was not a list: what it was.
     not_a_list: Option<&'static str>,
-    /// The kept results: (ID value, score value) at the item pointers.
-    items: Vec<[Option<Value>; 2]>,
+    /// The kept results: the values at the item pointers ([`ITEM_SLOTS`]).
+    items: Vec<[Option<Value>; ITEM_SLOTS]>,
 }
 
 /// What the parse keeps, by slot: `slots[i]` for the i-th kept pointer, and the list.
@@ -292,7 +298,7 @@ impl<'de> Visitor<'de> for ListVisitor<'_, '_> {
         loop {
             if self.list.items.len() < self.depth {
                 let mut item = Found {
-                    slots: vec![None; 2],
+                    slots: vec![None; ITEM_SLOTS],
                     list: List::default(),
                 };
                 let route = Route {
@@ -304,8 +310,9 @@ impl<'de> Visitor<'de> for ListVisitor<'_, '_> {
                 if seq.next_element_seed(route)?.is_none() {
                     return Ok(());
                 }
-                let [id, score] = [item.slots[0].take(), item.slots[1].take()];
-                self.list.items.push([id, score]);
+                self.list
+                    .items
+                    .push(std::array::from_fn(|i| item.slots[i].take()));
             } else if seq.next_element::<IgnoredAny>()?.is_none() {
                 return Ok(());
             }
@@ -334,7 +341,10 @@ impl Shape {
             id: options.id_pointer.clone(),
             score: options.score_pointer.clone(),
             results_path: tokens(&options.results_pointer),
-            item_paths: vec![tokens(&options.id_pointer), tokens(&options.score_pointer)],
+            item_paths: [tokens(&options.id_pointer), tokens(&options.score_pointer)]
+                .into_iter()
+                .chain(SPAN_MEMBERS.iter().map(|m| vec![(*m).to_owned()]))
+                .collect(),
             id_as_text: options.id_as_text,
         })
     }
@@ -404,8 +414,9 @@ impl Shape {
             )));
         }
         let mut hits = Vec::with_capacity(list.items.len());
-        for (i, [id, score]) in list.items.into_iter().enumerate() {
+        for (i, [id, score, doc, start, end]) in list.items.into_iter().enumerate() {
             let id = self.read_id(i + 1, id)?;
+            let span = read_span(i + 1, &id, doc, start, end)?;
             let score = match score {
                 None | Some(Value::Null) => None,
                 Some(Value::Number(n)) => n.as_f64(),
@@ -419,7 +430,7 @@ impl Shape {
                     )))
                 }
             };
-            hits.push(Hit { id, score });
+            hits.push(Hit { id, score, span });
         }
         Ok(Answer { hits })
     }
@@ -451,6 +462,68 @@ impl Shape {
             None => bad(format!("no `{}`", self.id)),
         }
     }
+}
+
+/// Result number `n`'s span, from its `doc_id`, `start` and `end` members: all three or
+/// none (`null` is none); `doc_id` a string, `start` and `end` whole numbers of characters
+/// (Unicode scalar values, end exclusive), `start` ≤ `end`.
+fn read_span(
+    n: usize,
+    id: &str,
+    doc: Option<Value>,
+    start: Option<Value>,
+    end: Option<Value>,
+) -> Result<Option<veredicto_core::evidence::ChunkSpan>, Failure> {
+    let present = |v: &Option<Value>| v.as_ref().is_some_and(|v| !v.is_null());
+    let given = [present(&doc), present(&start), present(&end)];
+    if given.iter().all(|g| !g) {
+        return Ok(None);
+    }
+    let bad = |what: String| {
+        Err(Failure::Contract(format!(
+            "result {n} (`{}`): {what}",
+            redact::short(id)
+        )))
+    };
+    if let Some(missing) = given.iter().position(|g| !g) {
+        return bad(format!(
+            "gives {} without `{}`: a chunk's span is `doc_id`, `start` and `end` together",
+            SPAN_MEMBERS
+                .iter()
+                .zip(given)
+                .filter(|(_, g)| *g)
+                .map(|(m, _)| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            SPAN_MEMBERS[missing]
+        ));
+    }
+    let doc_id = match doc {
+        Some(Value::String(s)) if !s.is_empty() => s,
+        other => {
+            return bad(format!(
+                "`doc_id` is not a non-empty string: {}",
+                redact::short(&other.unwrap_or_default().to_string())
+            ))
+        }
+    };
+    let offset = |name: &str, v: Option<Value>| match v.as_ref().and_then(Value::as_u64) {
+        Some(u) => Ok(u as usize),
+        None => Err(Failure::Contract(format!(
+            "result {n} (`{}`): `{name}` is not a whole number of characters: {}",
+            redact::short(id),
+            redact::short(&v.unwrap_or_default().to_string())
+        ))),
+    };
+    let (start, end) = (offset("start", start)?, offset("end", end)?);
+    if start > end {
+        return bad(format!("`start` {start} is after `end` {end}"));
+    }
+    Ok(Some(veredicto_core::evidence::ChunkSpan {
+        doc_id,
+        start,
+        end,
+    }))
 }
 
 /// How many bytes of an answer are kept to quote it in messages.

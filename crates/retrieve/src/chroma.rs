@@ -368,6 +368,7 @@ impl Retriever for ChromaRetriever {
             .map(|(id, distance)| Hit {
                 id,
                 score: distance.map(|d| self.score(collection.space, d)),
+                span: None,
             })
             .collect();
         hits.truncate(request.depth);

@@ -299,6 +299,7 @@ impl EngineRetriever {
                 Ok(Hit {
                     id,
                     score: item.pointer(score_at).and_then(Value::as_f64),
+                    span: None,
                 })
             })
             .collect()

@@ -44,12 +44,21 @@ pub fn fuse_rankings(
         })
         .collect();
     let fused = fusion.fuse(&lists)?;
+    // Where an arm said a chunk sits (the first arm that said).
+    let mut spans = std::collections::HashMap::new();
+    for h in arms.iter().flat_map(|r| r.hits.iter().take(depth)) {
+        if let Some(sp) = &h.span {
+            spans.entry(h.id.as_str()).or_insert(sp);
+        }
+    }
     let mut ranking = Ranking::default();
     for (i, d) in fused.into_iter().enumerate() {
         if i < depth {
+            let span = spans.get(d.id.as_str()).map(|sp| (*sp).clone());
             ranking.hits.push(Hit {
                 id: d.id,
                 score: Some(d.score),
+                span,
             });
         } else {
             ranking.known.insert(d.id, (i + 1, Some(d.score)));

@@ -110,6 +110,10 @@ pub struct Hit {
     pub id: String,
     /// The retriever's score, higher is better, when it gives one.
     pub score: Option<f64>,
+    /// Where the chunk sits in its document, when the retriever says (an HTTP or `cmd:`
+    /// answer's `doc_id`, `start` and `end`; pgvector's `doc`, `start` and `end` columns):
+    /// the exam resolves evidence with it before the corpus' span.
+    pub span: Option<veredicto_core::evidence::ChunkSpan>,
 }
 
 /// A retriever's answer for one case.

@@ -174,6 +174,7 @@ impl OwnIndex {
             .map(|h| Hit {
                 id: self.index.chunk(h.row).id().to_owned(),
                 score: Some(f64::from(h.score)),
+                span: None,
             })
             .collect();
         let mut known = std::collections::BTreeMap::new();

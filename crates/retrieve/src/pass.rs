@@ -140,6 +140,18 @@ fn to_run_list(hits: &[Hit]) -> Vec<Retrieved> {
         .collect()
 }
 
+/// Keeps the spans the retriever gave with `hits` ([`Hit::span`]) in `run`: a chunk's first
+/// span in case order, so that the result does not depend on the thread schedule.
+fn keep_spans(run: &mut Run, hits: &[Hit]) {
+    for h in hits {
+        if let Some(span) = &h.span {
+            if !run.spans.contains_key(&h.id) {
+                run.spans.insert(h.id.clone(), span.clone());
+            }
+        }
+    }
+}
+
 struct Ctx<'a> {
     retriever: &'a dyn Retriever,
     embedder: Option<&'a dyn Embedder>,
@@ -327,6 +339,7 @@ fn finish_case(
         .map(|&i| Hit {
             id: hits[i].id.clone(),
             score: Some(f64::from(scores[i])),
+            span: hits[i].span.clone(),
         })
         .collect();
     let mut known_final = BTreeMap::new();
@@ -435,6 +448,7 @@ pub fn retrieve(
                 search_ms.extend(o.search_ms);
                 rerank_ms.extend(o.rerank_ms);
                 exact_ms.extend(o.exact_ms);
+                keep_spans(&mut run, &o.final_hits);
                 run.queries
                     .insert(case.id.clone(), to_run_list(&o.final_hits));
                 run.known_ranks.insert(case.id.clone(), o.known);
@@ -443,6 +457,7 @@ pub fn retrieve(
                     None => run.duplicates.remove(&case.id),
                 };
                 if let (Some(s1), Some(r1)) = (stage1.as_mut(), o.stage1) {
+                    keep_spans(s1, &r1.hits);
                     s1.queries.insert(case.id.clone(), to_run_list(&r1.hits));
                     s1.known_ranks.insert(case.id.clone(), r1.known);
                 }

@@ -13,6 +13,9 @@
 //!   a bound parameter: `COLUMN::text = $n` (`domain`, facets), `$n = ANY(COLUMN::text[])`
 //!   for each label (key `labels`). A case whose filters name a key without a column is
 //!   refused with that key; `valid_at` has no equivalent here.
+//! - `doc=COL&start=COL&end=COL`: the columns that say where each row's chunk sits in its
+//!   document (its `doc_id`, and character offsets, end exclusive), read with each result so
+//!   that evidence spans are resolved without a corpus; the three together or none.
 //! - `ef_search` / `probes`: set `hnsw.ef_search` / `ivfflat.probes` on each connection, to
 //!   examine the setting that is deployed.
 //! - The exact ranking (`--exactness-check`) is the same statement ordered by `distance + 0`
@@ -75,6 +78,8 @@ pub struct PgVector {
     vector: String,
     metric: Metric,
     condition: Option<String>,
+    /// `doc`, `start`, `end`: the span columns, quoted.
+    span_columns: Option<[String; 3]>,
     /// `filter.KEY=COLUMN`: the column a case filter's key is compared with.
     filter_columns: std::collections::BTreeMap<String, String>,
     settings: Vec<String>,
@@ -156,6 +161,7 @@ impl PgVector {
         let (mut table, mut id, mut vector) = (None, None, None);
         let (mut metric, mut condition, mut settings) = (Metric::Cosine, None, Vec::new());
         let mut filter_columns = std::collections::BTreeMap::new();
+        let mut span: [Option<String>; 3] = [None, None, None];
         for (k, v) in &extras {
             let k = k.as_str();
             let v = percent_decode(v);
@@ -163,6 +169,9 @@ impl PgVector {
                 "table" => table = Some(identifier("table", &v, true).map_err(bad)?),
                 "id" => id = Some(identifier("id", &v, false).map_err(bad)?),
                 "vector" => vector = Some(identifier("vector", &v, false).map_err(bad)?),
+                "doc" => span[0] = Some(identifier("doc", &v, false).map_err(bad)?),
+                "start" => span[1] = Some(identifier("start", &v, false).map_err(bad)?),
+                "end" => span[2] = Some(identifier("end", &v, false).map_err(bad)?),
                 "metric" => {
                     metric = match v.as_str() {
                         "cosine" => Metric::Cosine,
@@ -199,7 +208,7 @@ impl PgVector {
                 }
                 other => {
                     return Err(bad(format!(
-                        "unknown parameter `{}` (known: table, id, vector, metric, where, filter.KEY, ef_search, probes, and libpq's sslmode, sslrootcert, connect_timeout, …)",
+                        "unknown parameter `{}` (known: table, id, vector, doc, start, end, metric, where, filter.KEY, ef_search, probes, and libpq's sslmode, sslrootcert, connect_timeout, …)",
                         redact::short(other)
                     )))
                 }
@@ -207,6 +216,14 @@ impl PgVector {
         }
         let need = |v: Option<String>, name: &str| {
             v.ok_or_else(|| bad(format!("missing `{name}=` (table=T&id=COL&vector=COL)")))
+        };
+        let span_columns = match span {
+            [Some(d), Some(s), Some(e)] => Some([d, s, e]),
+            [None, None, None] => None,
+            _ => return Err(bad(
+                "`doc`, `start` and `end` name the span columns together: give all three or none"
+                    .into(),
+            )),
         };
         Ok(PgVector {
             table: need(table, "table")?,
@@ -217,6 +234,7 @@ impl PgVector {
             connector,
             metric,
             condition,
+            span_columns,
             filter_columns,
             settings,
             options: options.clone(),
@@ -312,6 +330,47 @@ impl PgVector {
         }
     }
 
+    /// A result row's span (`doc`, `start`, `end` columns), when the URI names them: a row
+    /// whose three are NULL has none; a partial or negative one, or `start` after `end`, is
+    /// refused.
+    fn span_of_row(
+        &self,
+        row: &postgres::Row,
+        id: &str,
+        case: &str,
+    ) -> Result<Option<veredicto_core::evidence::ChunkSpan>, RetrieveError> {
+        if self.span_columns.is_none() {
+            return Ok(None);
+        }
+        let doc: Option<String> = row.get(2);
+        let start: Option<i64> = row.get(3);
+        let end: Option<i64> = row.get(4);
+        let bad = |what: &str| {
+            self.setup(format!(
+                "case `{}`: row `{}`: {what}",
+                redact::short(case),
+                redact::short(id)
+            ))
+        };
+        match (doc, start, end) {
+            (None, None, None) => Ok(None),
+            (Some(doc_id), Some(s), Some(e)) if !doc_id.is_empty() && 0 <= s && s <= e => {
+                Ok(Some(veredicto_core::evidence::ChunkSpan {
+                    doc_id,
+                    start: s as usize,
+                    end: e as usize,
+                }))
+            }
+            (Some(doc_id), Some(s), Some(e)) => Err(bad(&format!(
+                "the span columns read document `{}` characters {s}..{e}: a span needs a document ID and 0 <= start <= end",
+                redact::short(&doc_id)
+            ))),
+            _ => Err(bad(
+                "the span columns (doc, start, end) are NULL in part: give all three or none",
+            )),
+        }
+    }
+
     /// The statement, with `equalities` as parameters `$3`, `$4`, …. The served statement
     /// orders by the distance operator, which an ANN index can answer; the exact one
     /// (`exact`) orders by `distance + 0`, an expression no index provides, so that it is a
@@ -323,8 +382,12 @@ impl PgVector {
         } else {
             dist.clone()
         };
+        let span = match &self.span_columns {
+            Some([d, s, e]) => format!(", {d}::text, {s}::int8, {e}::int8"),
+            None => String::new(),
+        };
         format!(
-            "SELECT {id}::text, ({dist})::float8 FROM {table}{filter} ORDER BY {order} LIMIT $2",
+            "SELECT {id}::text, ({dist})::float8{span} FROM {table}{filter} ORDER BY {order} LIMIT $2",
             id = self.id,
             table = self.table,
             filter = self.filter_sql(equalities, 3)
@@ -491,6 +554,18 @@ impl PgVector {
                 "column `{}` of table `{unquoted}` is `{ty}`, not a pgvector `vector`",
                 self.vector.trim_matches('"')
             )));
+        }
+        for (param, column) in ["doc", "start", "end"]
+            .iter()
+            .zip(self.span_columns.iter().flatten())
+        {
+            if find(column).is_none() {
+                return Err(self.setup(format!(
+                    "column `{}` ({param}=) does not exist in table `{unquoted}` (columns: {})",
+                    column.trim_matches('"'),
+                    names.join(", ")
+                )));
+            }
         }
         Ok(ty
             .strip_prefix("vector(")
@@ -791,12 +866,15 @@ impl Retriever for PgVector {
             .map(|r| {
                 let id: Option<String> = r.get(0);
                 let d: Option<f64> = r.get(1);
-                Hit {
-                    id: id.unwrap_or_default(),
+                let id = id.unwrap_or_default();
+                let span = self.span_of_row(r, &id, request.case_id)?;
+                Ok(Hit {
+                    id,
                     score: d.map(|d| self.metric.score(d)),
-                }
+                    span,
+                })
             })
-            .collect();
+            .collect::<Result<_, RetrieveError>>()?;
         Ok(Ranking {
             hits,
             known: Default::default(),

@@ -79,6 +79,7 @@ impl Retriever for RunFile {
                     .map(|r| Hit {
                         id: r.id.clone(),
                         score: r.score,
+                        span: None,
                     })
                     .collect(),
                 known: self

@@ -333,6 +333,7 @@ impl Retriever for VectorizeRetriever {
             hits.push(Hit {
                 id: id.to_owned(),
                 score,
+                span: None,
             });
         }
         hits.truncate(request.depth);

@@ -35,6 +35,7 @@ mod project_trust_cli;
 mod retriever_answers_cli;
 mod retriever_cli;
 mod scifact_chunkings;
+mod search_spans_cli;
 mod signals_corpus_cli;
 mod signals_memory;
 mod snapshots_cli;

@@ -119,3 +119,111 @@ fn a_bad_matrix_names_file_line_and_field() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_configuration_may_name_a_chunking_that_the_matrix_cuts_ingests_and_caches() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "documents.jsonl",
+        concat!(
+            "{\"id\":\"D1\",\"text\":\"The fee is computed monthly. It is 5 % of the net income. Payment is due on the first day.\"}\n",
+            "{\"id\":\"D2\",\"text\":\"Holidays last 22 working days. Extra days need approval.\"}\n",
+        ),
+    );
+    write(
+        d,
+        "golden.jsonl",
+        concat!(
+            "{\"id\":\"q1\",\"query\":\"how is the fee computed\",\"evidence\":[{\"doc_id\":\"D1\",\"quote\":\"The fee is computed monthly.\"}]}\n",
+            "{\"id\":\"q2\",\"query\":\"how long are the holidays\",\"evidence\":[{\"doc_id\":\"D2\",\"quote\":\"Holidays last 22 working days.\"}]}\n",
+        ),
+    );
+    write(
+        d,
+        "policy.toml",
+        "require_notes = false\nnoise_ceiling = 1.0\ntop_k = 3\n",
+    );
+    let model = workspace().join("models/all-MiniLM-L6-v2");
+    let model = model.to_str().unwrap();
+    let matrix = write(
+        d,
+        "matrix.toml",
+        &format!(
+            "golden = \"golden.jsonl\"\npolicy = \"policy.toml\"\ndocuments = \"documents.jsonl\"\n\n\
+             [[config]]\nname = \"sentences\"\nmodel = \"{model}\"\nchunk = {{size = 200, split = \"sentences\"}}\n\n\
+             [[config]]\nname = \"windows-20\"\nmodel = \"{model}\"\nchunk = {{size = 20, overlap = 5}}\n"
+        ),
+    );
+    let run = || {
+        veredicto(&[
+            "matrix",
+            "--config",
+            &matrix,
+            "--no-record",
+            "--format",
+            "json",
+        ])
+    };
+    let o = run();
+    assert!(
+        o.status.code().unwrap_or(2) < 2,
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let j: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = j["configurations"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["sentences", "windows-20"]);
+    // One sentence per chunk holds each quote whole: both cases retrieve their evidence in
+    // the top 3 of two documents' five sentences.
+    assert_eq!(rows[0]["mean_recall"], 1.0, "{j}");
+    assert_eq!(rows[0]["cases"], 2);
+    // One folder per chunking, each with its corpus and its index.
+    let cache = d.join(".veredicto/chunkings");
+    let mut kept: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    kept.sort();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    for k in &kept {
+        assert!(k.join("corpus.jsonl").exists());
+        let indexes = std::fs::read_dir(k)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("index-")
+            })
+            .count();
+        assert_eq!(indexes, 1);
+    }
+    assert!(stderr(&o).contains("cut now"), "{}", stderr(&o));
+    // Again: nothing is cut or embedded, the same table.
+    let again = run();
+    assert!(
+        stderr(&again).contains("cut before, index up to date"),
+        "{}",
+        stderr(&again)
+    );
+    assert!(!stderr(&again).contains("cut now"), "{}", stderr(&again));
+    assert_eq!(stdout(&again), stdout(&o));
+    // A chunking without documents is refused naming the field.
+    let bad = write(
+        d,
+        "bad.toml",
+        &format!("golden = \"golden.jsonl\"\n\n[[config]]\nname = \"s\"\nmodel = \"{model}\"\nchunk = {{size = 200}}\n"),
+    );
+    let o = veredicto(&["matrix", "--config", &bad, "--no-record"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("bad.toml:6: field `config[0].chunk`: a chunking needs the documents"),
+        "{}",
+        stderr(&o)
+    );
+}

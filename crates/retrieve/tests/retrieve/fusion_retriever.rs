@@ -79,6 +79,7 @@ fn direct(index: &Index, query: &str, vector: &[f32], k: usize) -> (Ranking, Ran
             .map(|h| Hit {
                 id: index.chunk(h.row).id().to_owned(),
                 score: Some(f64::from(h.score)),
+                span: None,
             })
             .collect(),
         known: Default::default(),
@@ -206,6 +207,7 @@ fn a_fusion_of_an_index_arm_and_a_run_file_fuses_their_rankings_and_counts_each_
             .map(|(i, s)| Hit {
                 id: i.to_string(),
                 score: Some(*s),
+                span: None,
             })
             .collect(),
         known: Default::default(),

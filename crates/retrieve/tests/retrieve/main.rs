@@ -11,6 +11,7 @@ mod engines;
 mod fusion_retriever;
 mod http_answers;
 mod http_cmd;
+mod live_spans;
 mod own_index_batch;
 mod own_index_filters;
 mod pgvector;

@@ -1012,3 +1012,51 @@ fn pgvector_connects_over_tls_with_the_certificate_and_host_name_checked() {
     let err = r.prepare(Some(DIM)).expect_err("no TLS there");
     assert!(err.to_string().contains("does not accept TLS"), "{err}");
 }
+
+#[test]
+fn span_columns_resolve_evidence_without_a_corpus() {
+    let data = items(30, 11);
+    let mut client = load_table("spans_t", &data);
+    // Each row a chunk of one document: chunk i holds characters 100 i .. 100 (i + 1).
+    client
+        .batch_execute(
+            "ALTER TABLE spans_t ADD COLUMN doc text, ADD COLUMN s int, ADD COLUMN e int; \
+             UPDATE spans_t SET doc = 'DOC', s = 100 * substr(chunk_id, 7)::int, \
+             e = 100 * substr(chunk_id, 7)::int + 100",
+        )
+        .unwrap();
+    // Each case's evidence: the span of its nearest neighbour's row, cut to 10 characters.
+    let mut cases = cases(&data, 4, 5, &[1]);
+    for c in &mut cases {
+        let n: usize = c.expected[0]["chunk-".len()..].parse().unwrap();
+        c.expected.clear();
+        c.evidence = vec![veredicto_core::evidence::EvidenceItem {
+            doc_id: "DOC".into(),
+            start: 100 * n + 20,
+            end: 100 * n + 30,
+            grade: 1,
+            quote: None,
+        }];
+    }
+    let s = Settings::default();
+    let e = exam(&table_uri("spans_t", "&doc=doc&start=s&end=e"), &cases, &s).unwrap();
+    for c in &e.report.cases {
+        assert_eq!(c.evidence[0].rank, Some(1), "{c:?}");
+        assert_eq!(c.evidence[0].chunks.len(), 1);
+    }
+    // Without the span columns nothing says where the rows sit: no evidence is retrieved.
+    let e = exam(&table_uri("spans_t", ""), &cases, &s).unwrap();
+    assert!(e.report.cases.iter().all(|c| c.evidence[0].rank.is_none()));
+    // The three together, existing columns, and whole spans.
+    let err = |uri: String| exam(&uri, &cases, &s).err().expect("error").to_string();
+    let m = err(table_uri("spans_t", "&doc=doc&start=s"));
+    assert!(m.contains("give all three or none"), "{m}");
+    let m = err(table_uri("spans_t", "&doc=doc&start=s&end=nope"));
+    assert!(
+        m.contains("column `nope` (end=) does not exist in table `spans_t`"),
+        "{m}"
+    );
+    client.batch_execute("UPDATE spans_t SET e = NULL").unwrap();
+    let m = err(table_uri("spans_t", "&doc=doc&start=s&end=e"));
+    assert!(m.contains("NULL in part"), "{m}");
+}
