@@ -28,6 +28,7 @@ pub mod init;
 mod live;
 pub mod matrix;
 pub mod project;
+pub mod retriever;
 pub mod settings;
 pub mod signals;
 pub mod trec;

@@ -92,7 +92,7 @@ enum Command {
     Index(index_cmd::IndexArgs),
     /// Search the index with one query.
     #[command(after_help = help::search())]
-    Search(search_cmd::SearchArgs),
+    Search(Box<search_cmd::SearchArgs>),
     /// trec_eval-compatible evaluator: same command line, same output.
     #[command(after_help = help::trec())]
     Trec(trec_cmd::TrecArgs),
@@ -253,7 +253,7 @@ fn dispatch(command: Command, settings: &Settings) -> anyhow::Result<ExitStatus>
         Command::Gate(args) => gate_cmd::run(args, settings),
         Command::Matrix(args) => matrix_cmd::run(args, settings),
         Command::Index(args) => index_cmd::run(args),
-        Command::Search(args) => search_cmd::run(args, settings),
+        Command::Search(args) => search_cmd::run(*args, settings),
         Command::Runs(args) => runs_cmd::run(args, settings),
         Command::Compare(args) => compare_cmd::run(args, settings),
         Command::Report(args) => report_cmd::run(args, settings),

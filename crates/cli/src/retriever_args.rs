@@ -249,11 +249,33 @@ fn read_template(
         .map_err(|e| anyhow::anyhow!("--body-template {e}"))
 }
 
+/// Opens the retriever `uri` names; a `fusion:` retriever over the resolved arms (`--arm`,
+/// else `VEREDICTO_ARMS`, else `[retriever] arms` of veredicto.toml). `given` are the
+/// `--arm` flags of this command line: refused with any other retriever.
+pub fn open_retriever(
+    uri: &str,
+    given: &[String],
+    settings: &veredicto_app::Settings,
+    options: &Options,
+) -> anyhow::Result<veredicto_app::retriever::Opened> {
+    anyhow::ensure!(
+        given.is_empty() || veredicto_app::retriever::is_fusion(uri),
+        "--arm gives the arms of a fusion: use it with --retriever 'fusion:rrf' (or combsum, combmnz, combmax, wsum), not with `{}`",
+        veredicto_core::redact::url(uri)
+    );
+    Ok(veredicto_app::retriever::open(
+        uri,
+        &settings.arms,
+        options,
+    )?)
+}
+
 /// The embedder the retriever needs: for one that requires vectors, the model when a case
 /// has no `query_vector` (checked against the collection's model when it records one); for
 /// one that accepts vectors, only when `--embedder` or `--model` is given explicitly.
 pub fn load_embedder(
     retriever: &dyn veredicto_retrieve::Retriever,
+    index_dir: Option<&std::path::Path>,
     args: &crate::models::EmbedderArgs,
     settings: &veredicto_app::Settings,
     net: &NetArgs,
@@ -265,11 +287,9 @@ pub fn load_embedder(
         return Ok(None);
     }
     // The own index remembers the model it was built with.
-    let index_dir =
-        (retriever.kind() == "index").then(|| std::path::PathBuf::from(retriever.describe()));
     let e = args.load_within(
         settings.model.as_deref(),
-        index_dir.as_deref(),
+        index_dir,
         Some(net.embedder_net()),
         Some(deadline),
     )?;
