@@ -65,6 +65,9 @@ pub struct ExamRequest<'a> {
     /// The rerank stage as the user named it (model folder or URL), recorded with the run
     /// without credentials.
     pub rerank_spec: Option<&'a str>,
+    /// The fusion retriever's handle when the retriever is one
+    /// ([`crate::retriever::Opened::fusion`]): the report gets its per-arm section.
+    pub fusion: Option<&'a crate::retriever::FusionHandle>,
     /// Put the per-stage latency in the report (it differs on every run, so the JSON is no
     /// longer byte-identical across runs).
     pub timings: bool,
@@ -270,6 +273,7 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
         as_of,
         settings,
         rerank_spec,
+        fusion,
         timings,
         record,
         events,
@@ -322,6 +326,9 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
     }
     if timings {
         report.latency = retrieval.latency.clone();
+    }
+    if let Some(handle) = fusion {
+        report.fusion = Some(crate::retriever::fusion_report(handle, &report, timings));
     }
     // The query embedder when one was loaded (for the own index it is the index's model,
     // checked), else the model the collection records.
@@ -738,6 +745,7 @@ mod tests {
             as_of: "2026-12-01",
             settings: Settings::default(),
             rerank_spec: None,
+            fusion: None,
             timings: false,
             record,
             events: Events::silent(),

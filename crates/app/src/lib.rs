@@ -29,6 +29,7 @@ mod live;
 pub mod matrix;
 pub mod models;
 pub mod project;
+pub mod retriever;
 pub mod settings;
 pub mod signals;
 pub mod trec;

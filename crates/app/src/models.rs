@@ -202,9 +202,11 @@ pub fn load_embedder(
 /// The embedder a retriever needs: for one that requires vectors, the model when a case has
 /// no `query_vector` (checked against the collection's model when it records one); for one
 /// that accepts vectors, only when a model or server is named explicitly. `None` when none
-/// is needed.
+/// is needed. `index_dir`: the own index the retriever reads (alone or as an arm of a
+/// fusion): the model it was built with is the default.
 pub fn embedder_for(
     retriever: &dyn Retriever,
+    index_dir: Option<&Path>,
     spec: &EmbedderSpec,
     places: ModelPlaces<'_>,
     net: HttpNet,
@@ -214,15 +216,7 @@ pub fn embedder_for(
     if !crate::exam::needs_embedder(retriever, cases, spec.explicit()) {
         return Ok(None);
     }
-    // The own index remembers the model it was built with.
-    let index_dir = (retriever.kind() == "index").then(|| PathBuf::from(retriever.describe()));
-    let e = load_embedder(
-        spec,
-        places,
-        index_dir.as_deref(),
-        Some(net),
-        Some(deadline),
-    )?;
+    let e = load_embedder(spec, places, index_dir, Some(net), Some(deadline))?;
     retriever.check_model(&crate::ingest::index_fingerprint(e.as_ref()).hash)?;
     Ok(Some(e))
 }

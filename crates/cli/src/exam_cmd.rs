@@ -35,6 +35,11 @@ pub struct ExamArgs {
     /// help.
     #[arg(long, value_name = "URI", group = "source")]
     pub retriever: Option<String>,
+    /// An arm of a `fusion:` retriever (repeatable, in order; `run:FILE` for a run file):
+    /// `--retriever 'fusion:rrf?k=60' --arm 'index:kb?mode=bm25' --arm index:kb`. Default:
+    /// `VEREDICTO_ARMS`, else `[retriever] arms` of veredicto.toml.
+    #[arg(long = "arm", value_name = "URI")]
+    pub arm: Vec<String>,
     #[command(flatten)]
     pub embedder: crate::models::EmbedderArgs,
     /// Results asked per case (ranks of expected chunks beyond it are "not within depth").
@@ -151,6 +156,7 @@ impl ExamArgs {
             model: self.embedder.model.clone(),
             duplicates: self.answers.duplicates,
             max_retriever_failures: self.answers.max_retriever_failures,
+            arms: Some(self.arm.clone()),
         }
     }
 }
@@ -260,9 +266,16 @@ fn outcome_of(
     };
     // One total deadline for every request of the run: retriever, embedder, reranker.
     let deadline = args.net.total_deadline();
-    let retriever = veredicto_retrieve::open(&uri, &args.net.options(&settings.env)?)?;
+    let opened = crate::retriever_args::open_retriever(
+        &uri,
+        &args.arm,
+        settings,
+        &args.net.options(&settings.env)?,
+    )?;
+    let retriever = opened.retriever;
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
+        opened.index_dir.as_deref(),
         &args.embedder,
         settings,
         &args.net,
@@ -342,6 +355,7 @@ fn outcome_of(
             cancel: None,
         },
         rerank_spec: args.rerank.as_deref(),
+        fusion: opened.fusion.as_ref(),
         timings: args.timings,
         record,
         // A bar on a terminal, a line every few seconds in CI logs (stderr only).

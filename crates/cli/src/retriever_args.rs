@@ -249,11 +249,34 @@ fn read_template(
         .map_err(|e| anyhow::anyhow!("--body-template {e}"))
 }
 
+/// Opens the retriever `uri` names; a `fusion:` retriever over the resolved arms (`--arm`,
+/// else `VEREDICTO_ARMS`, else `[retriever] arms` of veredicto.toml). `given` are the
+/// `--arm` flags of this command line: refused with any other retriever.
+pub fn open_retriever(
+    uri: &str,
+    given: &[String],
+    settings: &veredicto_app::Settings,
+    options: &Options,
+) -> anyhow::Result<veredicto_app::retriever::Opened> {
+    anyhow::ensure!(
+        given.is_empty() || veredicto_app::retriever::is_fusion(uri),
+        "--arm gives the arms of a fusion: use it with --retriever 'fusion:rrf' (or combsum, combmnz, combmax, wsum), not with `{}`",
+        veredicto_core::redact::url(uri)
+    );
+    Ok(veredicto_app::retriever::open(
+        uri,
+        &settings.arms,
+        options,
+    )?)
+}
+
 /// The embedder the retriever needs ([`veredicto_app::models::embedder_for`]): for one that
 /// requires vectors, the model when a case has no `query_vector`; for one that accepts
-/// vectors, only when `--embedder` or `--model` is given explicitly.
+/// vectors, only when `--embedder` or `--model` is given explicitly. `index_dir`: the own
+/// index the retriever reads (alone or as an arm), whose recorded model is the default.
 pub fn load_embedder(
     retriever: &dyn veredicto_retrieve::Retriever,
+    index_dir: Option<&std::path::Path>,
     args: &crate::models::EmbedderArgs,
     settings: &veredicto_app::Settings,
     net: &NetArgs,
@@ -262,6 +285,7 @@ pub fn load_embedder(
 ) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
     Ok(veredicto_app::models::embedder_for(
         retriever,
+        index_dir,
         &args.spec(),
         veredicto_app::models::ModelPlaces::of(settings),
         net.embedder_net(),

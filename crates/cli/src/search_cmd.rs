@@ -16,6 +16,11 @@ pub struct SearchArgs {
     /// A live retriever instead, by its URI: every scheme is listed at the end of this help.
     #[arg(long, value_name = "URI", group = "source")]
     pub retriever: Option<String>,
+    /// An arm of a `fusion:` retriever (repeatable, in order; `run:FILE` for a run file):
+    /// `--retriever 'fusion:rrf?k=60' --arm 'index:kb?mode=bm25' --arm index:kb`. Default:
+    /// `VEREDICTO_ARMS`, else `[retriever] arms` of veredicto.toml.
+    #[arg(long = "arm", value_name = "URI")]
+    pub arm: Vec<String>,
     #[command(flatten)]
     pub net: crate::retriever_args::NetArgs,
     /// A chunk ID a live retriever returns twice: `keep-first` (the later ones are removed
@@ -63,6 +68,7 @@ impl SearchArgs {
             },
             duplicates: self.duplicates,
             model: self.embedder.model.clone(),
+            arms: Some(self.arm.clone()),
             ..Default::default()
         }
     }
@@ -71,9 +77,13 @@ impl SearchArgs {
 pub fn run(args: SearchArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
     let dir = match (&args.index, &args.retriever) {
         (Some(dir), _) => dir.clone(),
+        // The own index's vector arm is searched here; its BM25 and hybrid modes and every
+        // other retriever through the retriever seam.
         (None, Some(uri)) => match uri.strip_prefix("index:") {
-            Some(dir) => PathBuf::from(dir),
-            None => return run_live(&args, settings, uri),
+            Some(dir) if !dir.contains('?') || std::path::Path::new(dir).is_dir() => {
+                PathBuf::from(dir)
+            }
+            _ => return run_live(&args, settings, uri),
         },
         (None, None) => match &settings.source {
             Some(veredicto_formats::config::Source::Index(dir)) => dir.clone(),
@@ -239,7 +249,13 @@ fn run_live(
     } else {
         Some(Filter::parse_all(args.filter.iter().map(String::as_str))?.to_json()?)
     };
-    let retriever = veredicto_retrieve::open(uri, &args.net.options(&settings.env)?)?;
+    let opened = crate::retriever_args::open_retriever(
+        uri,
+        &args.arm,
+        settings,
+        &args.net.options(&settings.env)?,
+    )?;
+    let retriever = opened.retriever;
     let case = veredicto_core::case::Case {
         id: "search".into(),
         query: args.query.clone(),
@@ -255,6 +271,7 @@ fn run_live(
     };
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
+        opened.index_dir.as_deref(),
         &args.embedder,
         settings,
         &args.net,

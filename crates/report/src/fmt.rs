@@ -324,3 +324,67 @@ pub fn short_fingerprint(fp: &str) -> String {
         None => first(fp),
     }
 }
+
+/// A recall of the fusion section: three decimals, `-` without cases with expected chunks.
+pub fn recall_or_dash(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), f3)
+}
+
+/// The cases only one arm finds, listed (at most 10, then `+N more`).
+pub fn only_found(cases: &[String]) -> String {
+    const SHOWN: usize = 10;
+    if cases.is_empty() {
+        return "none".to_owned();
+    }
+    let mut s = cases
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if cases.len() > SHOWN {
+        s.push_str(&format!(" +{} more", cases.len() - SHOWN));
+    }
+    s
+}
+
+/// An arm's time, when the report has it (`--timings`).
+pub fn arm_latency(a: &veredicto_core::exam::FusionArm) -> Option<String> {
+    let l = a.latency.as_ref()?;
+    Some(format!(
+        "{:.2} ms in {} call{} ({:.3} ms per case)",
+        l.total_ms,
+        l.calls,
+        if l.calls == 1 { "" } else { "s" },
+        l.ms_per_case
+    ))
+}
+
+/// The fusion section, when the retriever is a fusion: one line for the fused ranking, then
+/// one per arm (its recall at K, the cases only it finds, its time with `--timings`).
+pub fn fusion_lines(r: &ExamReport) -> Vec<String> {
+    let Some(f) = &r.fusion else {
+        return Vec::new();
+    };
+    let mut lines = vec![format!(
+        "fusion {}: recall@K {} fused, over {} arms",
+        f.method,
+        recall_or_dash(f.recall),
+        f.arms.len()
+    )];
+    for (i, a) in f.arms.iter().enumerate() {
+        let time = arm_latency(a)
+            .map(|t| format!(" · {t}"))
+            .unwrap_or_default();
+        lines.push(format!(
+            "  arm {} {} ({}): recall@K {} · {} case(s) only this arm finds: {}{time}",
+            i + 1,
+            a.uri,
+            a.kind,
+            recall_or_dash(a.recall),
+            a.only_found.len(),
+            only_found(&a.only_found)
+        ));
+    }
+    lines
+}

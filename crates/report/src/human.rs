@@ -182,6 +182,10 @@ pub fn render(r: &ExamReport, color: bool) -> String {
         out.push_str(&escape_control(&line));
         out.push('\n');
     }
+    for line in fmt::fusion_lines(r) {
+        out.push_str(&escape_control(&line));
+        out.push('\n');
+    }
     let structural = crate::explain::structural_only(r);
     if structural > 0 {
         out.push_str(&format!(

@@ -19,6 +19,7 @@ mod exam_bad_input;
 mod exam_cli;
 mod first_hour;
 mod friday_story;
+mod fusion_cli;
 mod gate_cli;
 mod golden_cli;
 mod history_cli;

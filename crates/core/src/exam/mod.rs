@@ -92,7 +92,114 @@ pub struct ExamReport {
     /// results are those of the boosted order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub boost: Vec<crate::boost::BoostCase>,
+    /// When the retriever is a fusion of arms (`fusion:METHOD` with `--arm`): recall at K
+    /// of each arm and of the fusion, and the cases only one arm finds. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<FusionReport>,
     pub cases: Vec<CaseResult>,
+}
+
+/// The stage metrics of a fusion retriever: what each arm found on its own, and what the
+/// fused ranking keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FusionReport {
+    /// The fusion, as written after `fusion:` (`rrf?k=60`).
+    pub method: String,
+    /// Mean recall at K (each case's K) of the fused ranking over the cases with expected
+    /// chunks.
+    pub recall: Option<f64>,
+    /// Each arm, in arm order.
+    pub arms: Vec<FusionArm>,
+}
+
+/// One arm of a fusion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FusionArm {
+    /// The arm's URI, without credentials.
+    pub uri: String,
+    /// Its backend (`index`, `run-file`, …).
+    pub kind: String,
+    /// Mean recall at K (each case's K) of the arm's own ranking over the cases with
+    /// expected chunks.
+    pub recall: Option<f64>,
+    /// The cases (ID order) with expected chunks in this arm's top K and in no other arm's.
+    pub only_found: Vec<String>,
+    /// Time spent in the arm, only when asked for (`--timings`): it differs on every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<ArmLatency>,
+}
+
+/// An arm's time over the exam.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmLatency {
+    /// Calls to the arm (one per batch when it batches, else one per case).
+    pub calls: usize,
+    /// Cases it answered.
+    pub cases: usize,
+    /// Total milliseconds in the arm.
+    pub total_ms: f64,
+    /// `total_ms` per case.
+    pub ms_per_case: f64,
+}
+
+/// What one arm of a fusion answered: per case ID, the 1-based rank at which it found each
+/// expected chunk (in the case's order; `None`: not found).
+pub type ArmRanks = BTreeMap<String, Vec<Option<usize>>>;
+
+impl FusionReport {
+    /// The section's figures: each arm's recall at each case's K (`cases`' `top_k`) from
+    /// its own ranks, the fusion's from the report's ranks of the expected chunks, and the
+    /// cases only one arm finds within K. `arms` are `(uri, kind, ranks, latency)`, in
+    /// arm order.
+    pub fn from_ranks(
+        method: &str,
+        arms: Vec<(String, String, ArmRanks, Option<ArmLatency>)>,
+        cases: &[CaseResult],
+    ) -> FusionReport {
+        let within = |ranks: &[Option<usize>], k: usize| {
+            ranks.iter().filter(|r| r.is_some_and(|r| r <= k)).count()
+        };
+        let recall = |ranks: &dyn Fn(&CaseResult) -> Vec<Option<usize>>| {
+            let per_case: Vec<f64> = cases
+                .iter()
+                .filter(|c| !c.expected.is_empty())
+                .map(|c| within(&ranks(c), c.top_k as usize) as f64 / c.expected.len() as f64)
+                .collect();
+            (!per_case.is_empty()).then(|| per_case.iter().sum::<f64>() / per_case.len() as f64)
+        };
+        let arm_ranks = |a: &ArmRanks, c: &CaseResult| {
+            a.get(&c.id)
+                .cloned()
+                .unwrap_or_else(|| vec![None; c.expected.len()])
+        };
+        let finds = |a: &ArmRanks, c: &CaseResult| within(&arm_ranks(a, c), c.top_k as usize) > 0;
+        let fused = recall(&|c: &CaseResult| c.expected.iter().map(|e| e.rank).collect());
+        let out = arms
+            .iter()
+            .enumerate()
+            .map(|(i, (uri, kind, ranks, latency))| FusionArm {
+                uri: uri.clone(),
+                kind: kind.clone(),
+                recall: recall(&|c: &CaseResult| arm_ranks(ranks, c)),
+                only_found: cases
+                    .iter()
+                    .filter(|c| finds(ranks, c))
+                    .filter(|c| {
+                        arms.iter()
+                            .enumerate()
+                            .all(|(j, other)| j == i || !finds(&other.2, c))
+                    })
+                    .map(|c| c.id.clone())
+                    .collect(),
+                latency: latency.clone(),
+            })
+            .collect();
+        FusionReport {
+            method: method.to_owned(),
+            recall: fused,
+            arms: out,
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -504,6 +611,7 @@ fn evaluate_counting(input: ExamInput<'_>, unlocated: &mut Unlocated) -> ExamRep
         exactness: None,
         batches: input.corpus.map(Corpus::batches).unwrap_or_default(),
         boost: Vec::new(),
+        fusion: None,
         cases,
     }
 }
