@@ -30,6 +30,7 @@ pub mod matrix;
 pub mod project;
 pub mod settings;
 pub mod signals;
+pub mod stored_vectors;
 pub mod trec;
 
 pub use error::{Context, Error, Result};

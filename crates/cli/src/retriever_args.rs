@@ -259,9 +259,10 @@ pub fn load_embedder(
     net: &NetArgs,
     deadline: veredicto_embed::Deadline,
     cases: &[veredicto_core::case::Case],
+    always: bool,
 ) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
     let explicit = args.embedder.is_some() || args.model.is_some();
-    if !veredicto_app::exam::needs_embedder(retriever, cases, explicit) {
+    if !always && !veredicto_app::exam::needs_embedder(retriever, cases, explicit) {
         return Ok(None);
     }
     // The own index remembers the model it was built with.

@@ -14,6 +14,7 @@ mod http_cmd;
 mod own_index_batch;
 mod own_index_filters;
 mod pgvector;
+mod stored_vectors;
 mod vectorize;
 
 /// The exam as these tests read it: its findings worded, as every renderer words them.
