@@ -15,6 +15,7 @@ pub mod audit;
 pub mod calibrate;
 pub mod chunk;
 pub mod corpus;
+pub mod embed;
 mod error;
 pub mod events;
 pub mod exam;

@@ -243,7 +243,9 @@ fn run_live(
         (Some(n), Some(e)) => {
             let corpus = match &args.corpus {
                 Some(p) => veredicto_formats::corpus::read_corpus(p)?,
-                None => anyhow::bail!("--check-vectors needs the chunks' texts to embed: give --corpus FILE"),
+                None => anyhow::bail!(
+                    "--check-vectors needs the chunks' texts to embed: give --corpus FILE"
+                ),
             };
             Some(veredicto_app::stored_vectors::check(
                 retriever.as_ref(),

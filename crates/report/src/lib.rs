@@ -21,7 +21,7 @@ pub mod trec;
 
 mod fmt;
 
-pub use fmt::stored_vectors_line;
+pub use fmt::{short_fingerprint, stored_vectors_line};
 
 pub use veredicto_core::exam::ExamReport;
 

@@ -406,7 +406,11 @@ fn qdrant_point_key(id: &Value) -> Option<String> {
     match id {
         Value::Number(n) => Some(n.to_string()),
         Value::String(s) => {
-            let hex: String = s.chars().filter(|c| *c != '-').collect::<String>().to_ascii_lowercase();
+            let hex: String = s
+                .chars()
+                .filter(|c| *c != '-')
+                .collect::<String>()
+                .to_ascii_lowercase();
             (hex.len() == 32).then(|| {
                 format!(
                     "{}-{}-{}-{}-{}",
@@ -440,16 +444,16 @@ fn qdrant_vectors(
         None => json!(true),
     };
     let vector_of = |p: &Value| -> Result<Option<Vec<f32>>, RetrieveError> {
-        let v = match (p.get("vector"), &r.field) {
-            (Some(Value::Object(named)), Some(name)) => named.get(name),
-            (Some(Value::Object(named)), None) if named.len() == 1 => named.values().next(),
-            (Some(Value::Object(_)), None) => {
-                return Err(bad(
-                    "the points have several named vectors: name one with `vector=NAME` in the URI".into(),
-                ))
-            }
-            (v, _) => v,
-        };
+        let v =
+            match (p.get("vector"), &r.field) {
+                (Some(Value::Object(named)), Some(name)) => named.get(name),
+                (Some(Value::Object(named)), None) if named.len() == 1 => named.values().next(),
+                (Some(Value::Object(_)), None) => return Err(bad(
+                    "the points have several named vectors: name one with `vector=NAME` in the URI"
+                        .into(),
+                )),
+                (v, _) => v,
+            };
         Ok(v.and_then(Value::as_array).map(|xs| {
             xs.iter()
                 .filter_map(Value::as_f64)
@@ -483,9 +487,18 @@ fn qdrant_vectors(
                 let list = answer
                     .get("result")
                     .and_then(Value::as_array)
-                    .ok_or_else(|| bad(format!("the answer has no `/result` list: {}", redact::short(&answer.to_string()))))?;
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "the answer has no `/result` list: {}",
+                            redact::short(&answer.to_string())
+                        ))
+                    })?;
                 for p in list {
-                    let Some((id, _)) = p.get("id").and_then(qdrant_point_key).and_then(|k| asked.get(&k)) else {
+                    let Some((id, _)) = p
+                        .get("id")
+                        .and_then(qdrant_point_key)
+                        .and_then(|k| asked.get(&k))
+                    else {
                         continue;
                     };
                     if let Some(v) = vector_of(p)? {

@@ -10,6 +10,7 @@ mod audit_integrity;
 mod audit_runs_cli;
 mod boost_cli;
 mod calibrate_cli;
+mod check_vectors_cli;
 mod common;
 mod damaged_index_cli;
 mod dates_cli;

@@ -32,14 +32,22 @@ fn qdrant_returns_point_vectors_by_id_in_the_order_asked() {
     }));
     let r = open(&format!("qdrant+{}/kb", server.url), &Options::default()).unwrap();
     let got = r
-        .stored_vectors(&["17", "99", "5C56C79369F34FBF87E6C4BF54C28C26", "not-a-point"])
+        .stored_vectors(&[
+            "17",
+            "99",
+            "5C56C79369F34FBF87E6C4BF54C28C26",
+            "not-a-point",
+        ])
         .unwrap()
         .expect("Qdrant returns vectors");
     assert_eq!(
         got,
         vec![
             ("17".to_owned(), vec![1.0, 0.0]),
-            ("5C56C79369F34FBF87E6C4BF54C28C26".to_owned(), vec![0.0, 1.0]),
+            (
+                "5C56C79369F34FBF87E6C4BF54C28C26".to_owned(),
+                vec![0.0, 1.0]
+            ),
         ]
     );
     let seen = server.seen.lock().unwrap();
@@ -143,7 +151,9 @@ fn pgvector_returns_the_vector_column_by_id() {
     );
     // The URI's `where` holds here too: a row outside it is not the table's.
     let r = open(
-        &format!("{url}?table=stored_vec_t&id=chunk_id&vector=embedding&where=tenant%20%3D%20%27y%27"),
+        &format!(
+            "{url}?table=stored_vec_t&id=chunk_id&vector=embedding&where=tenant%20%3D%20%27y%27"
+        ),
         &Options::default(),
     )
     .unwrap();
