@@ -38,6 +38,7 @@ mod retriever_cli;
 mod scifact_chunkings;
 mod signals_corpus_cli;
 mod signals_memory;
+mod signals_traces_cli;
 mod snapshots_cli;
 #[path = "../../../embed/tests/embed/common/mod.rs"]
 mod tiny;
