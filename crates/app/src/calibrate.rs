@@ -150,6 +150,7 @@ pub fn calibrate(request: CalibrateRequest<'_>) -> Result<Calibrated> {
         settings: request.pass,
         rerank_spec: None,
         fusion: None,
+        check_vectors: None,
         timings: false,
         record: None,
         events: request.events,

@@ -15,6 +15,7 @@ pub mod audit;
 pub mod calibrate;
 pub mod chunk;
 pub mod corpus;
+pub mod embed;
 mod error;
 pub mod events;
 pub mod exam;
@@ -32,6 +33,7 @@ pub mod project;
 pub mod retriever;
 pub mod settings;
 pub mod signals;
+pub mod stored_vectors;
 pub mod trec;
 
 pub use error::{Context, Error, Result};

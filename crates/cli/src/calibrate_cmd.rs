@@ -161,6 +161,7 @@ pub fn run(args: CalibrateArgs, project: &veredicto_app::Settings) -> anyhow::Re
         &args.net,
         deadline,
         &cases,
+        false,
     )?;
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
     let done = app::calibrate(app::CalibrateRequest {

@@ -51,6 +51,11 @@ pub struct ExamArgs {
     /// Also ask the engine for its exact ranking and attribute misses to the ANN index.
     #[arg(long)]
     pub exactness_check: bool,
+    /// Compare the stored vectors of N chunks sampled from --corpus (by --seed) with their
+    /// texts embedded by the query model: a table embedded with another model is named
+    /// (pgvector, Qdrant, Chroma).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub check_vectors: Option<u64>,
     #[command(flatten)]
     pub net: crate::retriever_args::NetArgs,
     #[command(flatten)]
@@ -281,6 +286,7 @@ fn outcome_of(
         &args.net,
         deadline,
         &cases,
+        args.check_vectors.is_some(),
     )?;
     let reranker = match &args.rerank {
         Some(spec) => Some(crate::models::load_reranker(
@@ -356,6 +362,12 @@ fn outcome_of(
         },
         rerank_spec: args.rerank.as_deref(),
         fusion: opened.fusion.as_ref(),
+        check_vectors: args
+            .check_vectors
+            .map(|n| veredicto_app::stored_vectors::CheckVectors {
+                chunks: n as usize,
+                seed: args.record.seed,
+            }),
         timings: args.timings,
         record,
         // A bar on a terminal, a line every few seconds in CI logs (stderr only).

@@ -282,7 +282,20 @@ pub fn load_embedder(
     net: &NetArgs,
     deadline: veredicto_embed::Deadline,
     cases: &[veredicto_core::case::Case],
+    always: bool,
 ) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
+    if always {
+        // Loaded even when the queries need no vectors (the stored-vector check embeds).
+        let e = veredicto_app::models::load_embedder(
+            &args.spec(),
+            veredicto_app::models::ModelPlaces::of(settings),
+            index_dir,
+            Some(net.embedder_net()),
+            Some(deadline),
+        )?;
+        retriever.check_model(&veredicto_app::ingest::index_fingerprint(e.as_ref()).hash)?;
+        return Ok(Some(e));
+    }
     Ok(veredicto_app::models::embedder_for(
         retriever,
         index_dir,

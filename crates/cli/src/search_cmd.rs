@@ -42,12 +42,19 @@ pub struct SearchArgs {
     /// the chunk's offsets, or its text found in the document.
     #[arg(long, value_name = "FILE")]
     pub documents: Option<PathBuf>,
-    /// The corpus the chunks come from, for their spans (default with `--index`: the
-    /// index's records of them).
-    #[arg(long, value_name = "FILE", requires = "documents")]
+    /// The corpus the chunks come from (JSONL): their spans with `--documents` (default with
+    /// `--index`: the index's records of them), the texts `--check-vectors` embeds.
+    #[arg(long, value_name = "FILE")]
     pub corpus: Option<PathBuf>,
     #[command(flatten)]
     pub embedder: EmbedderArgs,
+    /// With --retriever: compare the stored vectors of N chunks sampled from --corpus with
+    /// their texts embedded by the query model (pgvector, Qdrant, Chroma).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000), requires = "corpus")]
+    pub check_vectors: Option<u64>,
+    /// Seed of the --check-vectors sample.
+    #[arg(long, value_name = "N", default_value_t = veredicto_core::compare::DEFAULT_SEED)]
+    pub seed: u64,
     /// Output format.
     #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
     pub format: crate::printer::Format,
@@ -95,6 +102,11 @@ pub fn run(args: SearchArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
             ),
         },
     };
+    if args.check_vectors.is_some() {
+        anyhow::bail!(
+            "--check-vectors compares a live retriever's stored vectors with the query model's: give --retriever URI (pgvector, Qdrant, Chroma); the own index checks its vectors with `veredicto index verify`"
+        );
+    }
     // The arguments first: a bad filter is reported before a model is loaded.
     let filter = if args.filter.is_empty() {
         None
@@ -277,6 +289,7 @@ fn run_live(
         &args.net,
         args.net.total_deadline(),
         std::slice::from_ref(&case),
+        args.check_vectors.is_some(),
     )?;
     if let Some(e) = &embedder {
         show_embedder(e.as_ref());
@@ -321,6 +334,26 @@ fn run_live(
         }
         None => None,
     };
+    let stored_vectors = match (args.check_vectors, &embedder) {
+        (Some(n), Some(e)) => {
+            let corpus = match &args.corpus {
+                Some(p) => veredicto_formats::corpus::read_corpus(p)?,
+                None => anyhow::bail!(
+                    "--check-vectors needs the chunks' texts to embed: give --corpus FILE"
+                ),
+            };
+            Some(veredicto_app::stored_vectors::check(
+                retriever.as_ref(),
+                e.as_ref(),
+                &veredicto_core::case::Corpus::new(corpus),
+                veredicto_app::stored_vectors::CheckVectors {
+                    chunks: n as usize,
+                    seed: args.seed,
+                },
+            )?)
+        }
+        _ => None,
+    };
     let out = if args.json || args.format == crate::printer::Format::Json {
         let rows: Vec<serde_json::Value> = ranking
             .hits
@@ -349,6 +382,9 @@ fn run_live(
                 if let (Some(d), Some(map)) = (&removed, v.as_object_mut()) {
                     map.insert("duplicates_removed".into(), serde_json::to_value(d)?);
                 }
+                if let (Some(c), Some(map)) = (&stored_vectors, v.as_object_mut()) {
+                    map.insert("stored_vectors".into(), serde_json::to_value(c)?);
+                }
                 v
             })?
         )
@@ -371,6 +407,10 @@ fn run_live(
         }
         if ranking.hits.is_empty() {
             s.push_str("(no results)\n");
+        }
+        if let Some(c) = &stored_vectors {
+            s.push_str(&veredicto_report::stored_vectors_line(c));
+            s.push('\n');
         }
         s
     };

@@ -316,6 +316,54 @@ pub fn exactness(r: &ExamReport) -> Option<String> {
     ))
 }
 
+/// The stored-vector check in one line, when the report has one: a warning when the
+/// collection looks embedded with another model than the query model.
+pub fn stored_vectors(r: &ExamReport) -> Option<String> {
+    let v = r.stored_vectors.as_ref()?;
+    Some(stored_vectors_line(v))
+}
+
+/// [`stored_vectors`] for a check without a report (`search --retriever`).
+pub fn stored_vectors_line(v: &veredicto_core::exam::StoredVectors) -> String {
+    let esc = veredicto_core::redact::escape_control;
+    let model = esc(&v.query_model);
+    let collection = esc(&v.collection);
+    let not_held = if v.not_held > 0 {
+        format!(
+            " · {} of {} sampled chunks not held (no stored vector)",
+            v.not_held, v.sampled
+        )
+    } else {
+        String::new()
+    };
+    if let Some(first) = v.other_dimension.first() {
+        return format!(
+            "warning: {collection} was embedded with another model: {} of {} stored vectors have another dimension than the query model `{model}`'s (first: `{}`){not_held}",
+            v.other_dimension.len(),
+            v.compared + v.other_dimension.len(),
+            esc(&veredicto_core::redact::short(first))
+        );
+    }
+    let lowest = v.lowest.as_ref().map_or(String::new(), |l| {
+        format!(
+            ", lowest {:.3} (`{}`)",
+            l.cosine,
+            esc(&veredicto_core::redact::short(&l.chunk))
+        )
+    });
+    let body = format!(
+        "mean cosine {:.3} between the stored vectors of {} sampled chunks and their texts embedded by the query model `{model}`{lowest}; {} below {}",
+        v.mean_cosine, v.compared, v.below, v.threshold
+    );
+    if v.other_model {
+        format!(
+            "warning: {collection} was embedded with another model: {body}{not_held}. Re-embed it with the query model (veredicto embed), or examine with the model that embedded it"
+        )
+    } else {
+        format!("stored vectors: {body}: {collection} was embedded with the query model{not_held}")
+    }
+}
+
 /// A `sha256:…` fingerprint shortened to its first 12 hex digits (`sha256:1a2b3c4d5e6f`).
 pub fn short_fingerprint(fp: &str) -> String {
     let first = |s: &str| s.chars().take(12).collect::<String>();

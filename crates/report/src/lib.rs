@@ -21,6 +21,8 @@ pub mod trec;
 
 mod fmt;
 
+pub use fmt::{short_fingerprint, stored_vectors_line};
+
 pub use veredicto_core::exam::ExamReport;
 
 /// The output formats of `veredicto exam`.

@@ -79,6 +79,9 @@ pub fn render(r: &ExamReport) -> String {
             ));
         }
     }
+    if let Some(line) = fmt::stored_vectors(r) {
+        out.push_str(&format!("\n{}\n", cell(&line)));
+    }
     let failing: Vec<_> = r.cases.iter().filter(|c| !c.passed).collect();
     if !failing.is_empty() {
         out.push_str("\n### Failing cases\n\n");

@@ -10,6 +10,7 @@ mod audit_integrity;
 mod audit_runs_cli;
 mod boost_cli;
 mod calibrate_cli;
+mod check_vectors_cli;
 mod common;
 mod damaged_index_cli;
 mod dates_cli;
@@ -39,6 +40,7 @@ mod scifact_chunkings;
 mod search_spans_cli;
 mod signals_corpus_cli;
 mod signals_memory;
+mod signals_traces_cli;
 mod snapshots_cli;
 #[path = "../../../embed/tests/embed/common/mod.rs"]
 mod tiny;

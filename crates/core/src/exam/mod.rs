@@ -82,6 +82,10 @@ pub struct ExamReport {
     /// compares with the exact ranking of the same engine. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exactness: Option<Exactness>,
+    /// The stored-vector check (`--check-vectors N`): sampled chunks' stored vectors against
+    /// the same chunks embedded by the query model. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_vectors: Option<StoredVectors>,
     /// The ingestion batches of the corpus (or index) the exam read, when it read one:
     /// a later comparison tells a batch that entered since this run from an older one by
     /// this list, not by the batch's name or clock.
@@ -326,6 +330,47 @@ pub struct Exactness {
     /// The expected chunks lost by the ANN index, in case order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<AnnLoss>,
+}
+
+/// The stored-vector check: how close a live retriever's stored vectors are to the same
+/// chunks' texts embedded by the model that embeds the exam's queries. A table embedded with
+/// another model (or left behind by a model upgrade) has a low mean cosine, or vectors of
+/// another dimension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredVectors {
+    /// What holds the vectors, as messages name it (``table `kb` ``, ``collection `kb` ``).
+    pub collection: String,
+    /// The query model (its name) that re-embedded the chunks.
+    pub query_model: String,
+    /// Chunks sampled (from the corpus, in the documented order).
+    pub sampled: usize,
+    /// Sampled chunks whose stored vector the retriever did not return (it does not hold
+    /// them).
+    pub not_held: usize,
+    /// Chunks compared (stored vector of the query model's dimension).
+    pub compared: usize,
+    /// Mean cosine between stored and recomputed vectors over the compared chunks.
+    pub mean_cosine: f64,
+    /// The lowest cosine, with its chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lowest: Option<ChunkCosine>,
+    /// Compared chunks whose cosine is below `threshold`.
+    pub below: usize,
+    /// The cosine under which a stored vector is not the query model's.
+    pub threshold: f64,
+    /// Chunks whose stored vector has another dimension than the query model's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_dimension: Vec<String>,
+    /// Whether the store looks embedded with another model (a vector of another dimension,
+    /// or a mean cosine below `threshold`).
+    pub other_model: bool,
+}
+
+/// A chunk and a cosine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkCosine {
+    pub chunk: String,
+    pub cosine: f64,
 }
 
 /// One expected chunk that the ANN index lost.
@@ -609,6 +654,7 @@ fn evaluate_counting(input: ExamInput<'_>, unlocated: &mut Unlocated) -> ExamRep
         stages: Vec::new(),
         latency: BTreeMap::new(),
         exactness: None,
+        stored_vectors: None,
         batches: input.corpus.map(Corpus::batches).unwrap_or_default(),
         boost: Vec::new(),
         fusion: None,

@@ -437,6 +437,9 @@ pub fn summary(r: &ExamReport) -> String {
     if let Some(line) = crate::fmt::exactness(r) {
         out.push_str(&format!("<p class=\"small\">{}</p>\n", escape(&line)));
     }
+    if let Some(line) = crate::fmt::stored_vectors(r) {
+        out.push_str(&format!("<p class=\"small\">{}</p>\n", escape(&line)));
+    }
     if r.run.ignored_queries > 0 {
         let ids: Vec<&str> = r.run.ignored_query_ids.iter().map(String::as_str).collect();
         out.push_str(&format!(
