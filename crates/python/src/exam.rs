@@ -188,9 +188,11 @@ fn exam(
         }),
     )?;
     let policy = match &policy {
-        Some(p) => PolicyFile::read_sections(p, &[Section::Exam])
-            .map_err(|e| errors::to_py(py, &e))?
-            .exam,
+        Some(p) => {
+            PolicyFile::read_sections(p, &[Section::Exam])
+                .map_err(|e| errors::to_py(py, &e))?
+                .exam
+        }
         None => PolicyFile::default().exam,
     };
     let notes = match &notes {
@@ -206,7 +208,13 @@ fn exam(
     let corpus_fingerprint = match &corpus {
         Some(p) => {
             let bytes = std::fs::read(p).map_err(|e| {
-                errors::input_error(py, format!("{}: {e}", p.display()), &p.display().to_string(), 0, None)
+                errors::input_error(
+                    py,
+                    format!("{}: {e}", p.display()),
+                    &p.display().to_string(),
+                    0,
+                    None,
+                )
             })?;
             Some(veredicto_core::fingerprint::sha256_bytes(&bytes))
         }
@@ -221,9 +229,7 @@ fn exam(
     };
     let duplicates = match duplicates.as_deref() {
         None => Default::default(),
-        Some(d) => d
-            .parse()
-            .map_err(|e: String| VeredictoError::new_err(e))?,
+        Some(d) => d.parse().map_err(|e: String| VeredictoError::new_err(e))?,
     };
     let record = history.as_deref().map(|h| Recording {
         history: h,

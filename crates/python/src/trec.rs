@@ -5,8 +5,8 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use veredicto_app::trec::{evaluate_in_memory, Judgements, Results};
-use veredicto_core::trec::plan::{measure_names, SETS};
 use veredicto_core::trec::plan::SlotKind;
+use veredicto_core::trec::plan::{measure_names, SETS};
 use veredicto_core::trec::{EvalOptions, Plan, QueryEval, Summary};
 
 use crate::errors::{self, VeredictoError};
@@ -33,7 +33,8 @@ impl RelevanceEvaluator {
         relevance_level: i64,
         judged_docs_only_flag: bool,
     ) -> PyResult<Self> {
-        let plan = Plan::from_args(&measures).map_err(|e| VeredictoError::new_err(e.to_string()))?;
+        let plan =
+            Plan::from_args(&measures).map_err(|e| VeredictoError::new_err(e.to_string()))?;
         let mut judgements = Judgements::new();
         for (qid, docs) in query_relevance.iter() {
             let qid: String = qid.extract()?;
