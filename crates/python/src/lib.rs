@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 mod errors;
 mod exam;
+mod history;
 mod retriever;
 mod trec;
 
@@ -33,5 +34,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     trec::register(m)?;
     exam::register(m)?;
+    history::register(m)?;
     Ok(())
 }

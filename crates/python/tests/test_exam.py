@@ -185,3 +185,17 @@ def test_langchain_retriever(rack):
     result = veredicto.exam(rack / "golden.jsonl", RunRetriever(), corpus=rack / "corpus.jsonl",
                             policy=rack / "policy.toml", as_of=AS_OF)
     assert result.accepted
+
+
+def test_history_runs_show_trends_compare(rack, tmp_path):
+    history = tmp_path / "h.db"
+    for run in ("run-accept.trec", "run-stop.trec"):
+        veredicto.exam(rack / "golden.jsonl", str(rack / run), corpus=rack / "corpus.jsonl",
+                       policy=rack / "policy.toml", history=history, as_of=AS_OF)
+    h = veredicto.History(history)
+    runs = h.runs()
+    assert [r["verdict"] for r in runs] == ["stop", "accept"]
+    assert h.show("latest")["meta"]["id"] == runs[0]["id"]
+    assert [t["verdict"] for t in h.trends()] == ["accept", "stop"]
+    c = veredicto.compare(history, "latest", "previous")
+    assert c["comparison"]["regression"] is True

@@ -29,6 +29,8 @@ from veredicto._native import InputError, VeredictoError
 
 __all__ = [
     "Exam",
+    "History",
+    "compare",
     "InputError",
     "RelevanceEvaluator",
     "VeredictoError",
@@ -250,6 +252,47 @@ class Exam:
     def __repr__(self) -> str:
         s = self.to_dict()["summary"]
         return f"<Exam {self.verdict.upper()}: {s.get('cases')} cases, {s.get('failing')} failing>"
+
+
+class History:
+    """The run history (an SQLite file or a ``postgres://`` URL), read-only.
+
+    ``runs()`` lists the recorded runs (newest first, as ``veredicto runs list``), ``show(run)``
+    gives one recorded run (provenance and report), ``trends()`` the headline numbers of each
+    run oldest first, and ``compare(run, baseline)`` what ``veredicto compare`` reports.
+    """
+
+    def __init__(self, path_or_url: Any) -> None:
+        self.spec = str(_os.fspath(path_or_url)) if hasattr(path_or_url, "__fspath__") else str(path_or_url)
+        self._native = _native.NativeHistory(self.spec)
+
+    def runs(self, limit: Optional[int] = None, label: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The recorded runs, newest first (ID, time, label, verdict, headline numbers)."""
+        return list(_json.loads(self._native.runs_json(limit, label)))
+
+    def show(self, run: str = "latest") -> Dict[str, Any]:
+        """One recorded run (ID, unique prefix or ``latest``): ``meta`` and ``report``."""
+        return dict(_json.loads(self._native.show_json(run)))
+
+    def trends(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """Per run, oldest first: ID, time, label, verdict, mean QS, mean recall, MRR."""
+        keys = ("id", "created_at", "label", "verdict", "mean_quality", "mean_recall", "mrr")
+        return [{k: r.get(k) for k in keys} for r in reversed(self.runs(limit))]
+
+    def compare(self, run: str = "latest", baseline: str = "previous", *, corpus: Any = None,
+                seed: Optional[int] = None) -> Dict[str, Any]:
+        """``run`` compared with ``baseline`` (``previous``, ``last-accepted``, a run ID):
+        the JSON of ``veredicto compare --format json``."""
+        return dict(_json.loads(self._native.compare_json(run, baseline, _path(corpus), seed)))
+
+    def __repr__(self) -> str:
+        return f"History({self.spec!r})"
+
+
+def compare(history: Any, run: str = "latest", baseline: str = "previous", *,
+            corpus: Any = None, seed: Optional[int] = None) -> Dict[str, Any]:
+    """``veredicto compare``: a recorded run against its baseline (see :meth:`History.compare`)."""
+    return History(history).compare(run, baseline, corpus=corpus, seed=seed)
 
 
 Retriever = Union[Callable[[str, int], Any], str, "_os.PathLike[str]"]
