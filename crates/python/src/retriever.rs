@@ -162,6 +162,8 @@ impl Retriever for PyRetriever {
         Vectors::Never
     }
 
+    // The trait's error type, as every retriever returns it.
+    #[allow(clippy::result_large_err)]
     fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError> {
         Python::attach(|py| {
             self.call(py, request).map_err(|e| {
