@@ -262,6 +262,8 @@ fn exam(
                 ..veredicto_retrieve::pass::Settings::default()
             },
             rerank_spec: None,
+            fusion: None,
+            check_vectors: None,
             timings: false,
             record,
             events: Events::silent(),

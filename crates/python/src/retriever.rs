@@ -91,12 +91,17 @@ fn hit(item: &Bound<'_, PyAny>) -> PyResult<Hit> {
     if let Ok(t) = item.cast::<PyTuple>() {
         let id = id_of(&t.get_item(0)?)?;
         let score = score_of(t.get_item(1).ok())?;
-        return Ok(Hit { id, score });
+        return Ok(Hit {
+            id,
+            score,
+            span: None,
+        });
     }
     if item.cast::<PyString>().is_ok() || item.is_instance_of::<pyo3::types::PyInt>() {
         return Ok(Hit {
             id: id_of(item)?,
             score: None,
+            span: None,
         });
     }
     if let Ok(d) = item.cast::<PyDict>() {
@@ -111,6 +116,7 @@ fn hit(item: &Bound<'_, PyAny>) -> PyResult<Hit> {
         return Ok(Hit {
             id,
             score: score_of(d.get_item("score")?)?,
+            span: None,
         });
     }
     // LangChain Document, LlamaIndex NodeWithScore and look-alikes.
@@ -146,7 +152,11 @@ fn hit(item: &Bound<'_, PyAny>) -> PyResult<Hit> {
             score = score_of(m.get_item("score")?)?;
         }
     }
-    Ok(Hit { id, score })
+    Ok(Hit {
+        id,
+        score,
+        span: None,
+    })
 }
 
 impl Retriever for PyRetriever {
