@@ -13,7 +13,9 @@
 #      of CPU; later runs skip it;
 #   5. a Chroma server on a free loopback port (scripts/engines.sh, from the pinned `chromadb`
 #      wheel), for the Chroma retriever; stopped by PID when the tests end;
-#   6. `cargo test --workspace` (extra arguments are passed to it).
+#   6. `cargo test --workspace` (extra arguments are passed to it);
+#   7. the Python package: the wheel built (reusing the test build), installed into a fresh
+#      virtual environment, its pytest suite run (scripts/test-python.sh).
 #
 #   bash scripts/test.sh [CARGO TEST ARGS...]
 set -euo pipefail
@@ -59,3 +61,5 @@ export VEREDICTO_TEST_CHROMA
 echo "test.sh: Chroma for the tests at $VEREDICTO_TEST_CHROMA"
 
 cargo test --workspace "$@"
+
+bash scripts/test-python.sh

@@ -149,6 +149,8 @@ pub fn calibrate(request: CalibrateRequest<'_>) -> Result<Calibrated> {
         as_of: request.as_of,
         settings: request.pass,
         rerank_spec: None,
+        fusion: None,
+        check_vectors: None,
         timings: false,
         record: None,
         events: request.events,

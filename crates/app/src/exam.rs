@@ -65,6 +65,12 @@ pub struct ExamRequest<'a> {
     /// The rerank stage as the user named it (model folder or URL), recorded with the run
     /// without credentials.
     pub rerank_spec: Option<&'a str>,
+    /// The fusion retriever's handle when the retriever is one
+    /// ([`crate::retriever::Opened::fusion`]): the report gets its per-arm section.
+    pub fusion: Option<&'a crate::retriever::FusionHandle>,
+    /// The stored-vector check (`--check-vectors N`): needs `corpus` (the chunks' texts) and
+    /// `embedder` (the query model); asked before the first case.
+    pub check_vectors: Option<crate::stored_vectors::CheckVectors>,
     /// Put the per-stage latency in the report (it differs on every run, so the JSON is no
     /// longer byte-identical across runs).
     pub timings: bool,
@@ -270,6 +276,8 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
         as_of,
         settings,
         rerank_spec,
+        fusion,
+        check_vectors,
         timings,
         record,
         events,
@@ -290,6 +298,24 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
             "--rerank needs the chunks' texts: give --corpus FILE (the own index keeps them)"
         );
     }
+    // The stored-vector check first: a retriever that cannot return vectors, or a table
+    // made by another model, is known before the cases run.
+    let stored_vectors = match check_vectors {
+        Some(ask) => {
+            let Some(chunks) = corpus.as_ref() else {
+                crate::bail!(
+                    "--check-vectors needs the chunks' texts to embed: give --corpus FILE"
+                );
+            };
+            let Some(embedder) = embedder else {
+                crate::bail!("--check-vectors needs the query model: give --model or --embedder");
+            };
+            Some(crate::stored_vectors::check(
+                retriever, embedder, chunks, ask,
+            )?)
+        }
+        None => None,
+    };
     // Progress of the pass as messages, and the caller's cancellation flag.
     let counter = crate::events::Counter::start(events, "cases examined", cases.len() as u64);
     let tick = || counter.add(1);
@@ -312,6 +338,7 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
     )?;
     drop(counter);
     let mut report = examined.report;
+    report.stored_vectors = stored_vectors;
     let retrieval = examined.retrieval;
     let corpus = corpus.or(examined.corpus);
     if !retrieval.failures.is_empty() {
@@ -322,6 +349,9 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
     }
     if timings {
         report.latency = retrieval.latency.clone();
+    }
+    if let Some(handle) = fusion {
+        report.fusion = Some(crate::retriever::fusion_report(handle, &report, timings));
     }
     // The query embedder when one was loaded (for the own index it is the index's model,
     // checked), else the model the collection records.
@@ -738,6 +768,8 @@ mod tests {
             as_of: "2026-12-01",
             settings: Settings::default(),
             rerank_spec: None,
+            fusion: None,
+            check_vectors: None,
             timings: false,
             record,
             events: Events::silent(),

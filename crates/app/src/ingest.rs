@@ -11,8 +11,8 @@ use veredicto_core::gate::Rejection;
 use veredicto_embed::{Embedder, TextKind};
 use veredicto_formats::corpus::CorpusLine;
 use veredicto_index::{
-    BatchInfo, ChunkInput, ChunkMeta, EmbeddedField, Index, IngestSettings, ModelFingerprint, Plan,
-    WriterLock,
+    Analyzer, BatchInfo, ChunkInput, ChunkMeta, EmbeddedField, Index, IngestSettings, LexicalWork,
+    ModelFingerprint, Plan, WriterLock,
 };
 
 use crate::{Context, Error, Events, Result};
@@ -49,6 +49,10 @@ pub struct IngestRequest {
     pub reject_expired: bool,
     /// How long to wait for another ingest into the same index to finish.
     pub lock_wait: Duration,
+    /// The BM25 arm: `None` keeps what the index has (updated with the corpus; an index
+    /// without one gets none), `Some(Some(analyser))` builds or updates one with that
+    /// analyser, `Some(None)` drops it.
+    pub bm25: Option<Option<Analyzer>>,
 }
 
 impl Default for IngestRequest {
@@ -63,6 +67,7 @@ impl Default for IngestRequest {
             strict: false,
             reject_expired: false,
             lock_wait: Duration::from_secs(300),
+            bm25: None,
         }
     }
 }
@@ -116,6 +121,9 @@ pub struct Ingested {
     pub truncated: Option<(usize, usize)>,
     /// The corpus lines rejected.
     pub rejected: Vec<Rejection>,
+    /// The BM25 arm of the index now, and what this ingest did to it (`None`: the index
+    /// has none).
+    pub bm25: Option<LexicalWork>,
 }
 
 impl Ingested {
@@ -373,6 +381,20 @@ pub fn ingest(
         None => Plan::new(old.as_ref(), inputs, settings)?,
     }
     .with_rejections(rejected.clone());
+    let plan = match r.bm25 {
+        Some(choice) => plan.with_lexical(choice),
+        None => plan,
+    };
+    let bm25 = plan.lexical_work();
+    // Whether the BM25 arm stays as it is (same analyser, or none before and none asked).
+    let old_analyzer = old
+        .as_ref()
+        .and_then(|o| o.lexical())
+        .map(|l| (l.analyzer, l.analyzer_version));
+    let lexical_same = match bm25 {
+        None => old_analyzer.is_none(),
+        Some(w) => old_analyzer == Some((w.analyzer, veredicto_index::lexical::ANALYZER_VERSION)),
+    };
     // A corpus identical to the one last ingested, with the same model and field, changes
     // nothing: no batch is written and no index file is touched (unless the index is in an
     // older format: then it is rewritten in the current one, re-embedding nothing).
@@ -389,6 +411,7 @@ pub fn ingest(
             && m.field == field
             && m.model_hash == model.hash
             && m.format_version == veredicto_index::FORMAT_VERSION
+            && lexical_same
     }) {
         // What a rewrite would have checked while copying the vectors: a damaged index is
         // an error here too, not "unchanged".
@@ -407,6 +430,12 @@ pub fn ingest(
             batch: None,
             truncated: None,
             rejected,
+            bm25: bm25.map(|w| LexicalWork {
+                analysed: 0,
+                removed: 0,
+                rebuilt: false,
+                ..w
+            }),
         });
     }
     let to_embed = plan.to_embed();
@@ -449,6 +478,7 @@ pub fn ingest(
         batch: Some(batch.name),
         truncated,
         rejected,
+        bm25,
     })
 }
 

@@ -105,6 +105,9 @@ pub struct Overrides {
     pub duplicates: Option<DuplicateRule>,
     /// `--max-retriever-failures`.
     pub max_retriever_failures: Option<FailureLimit>,
+    /// `--arm` (each given; `None` or empty leaves the arms to the environment and the
+    /// project file).
+    pub arms: Option<Vec<String>>,
 }
 
 /// The effective settings of one command: flags, else the environment, else the project
@@ -136,6 +139,8 @@ pub struct Settings {
     pub duplicates: DuplicateRule,
     /// The most cases a live retriever may fail for.
     pub max_retriever_failures: FailureLimit,
+    /// The arms of a `fusion:` retriever, in order (read only when the source is one).
+    pub arms: Vec<String>,
 }
 
 impl Settings {
@@ -167,6 +172,10 @@ impl Settings {
                 .max_retriever_failures
                 .or(base.max_retriever_failures)
                 .unwrap_or_default(),
+            arms: match &flags.arms {
+                Some(a) if !a.is_empty() => a.clone(),
+                _ => base.arms,
+            },
             env,
         }
     }
@@ -198,6 +207,9 @@ impl Settings {
         }
         if let Some(f) = flags.max_retriever_failures {
             s.max_retriever_failures = f;
+        }
+        if let Some(a) = flags.arms.as_ref().filter(|a| !a.is_empty()) {
+            s.arms = a.clone();
         }
         s
     }

@@ -59,6 +59,50 @@ pub fn import(log: &Path, map: &FieldMap, signals: &Path) -> Result<Imported> {
     })
 }
 
+/// What an import of trace files did: the events appended, and what the traces held that
+/// could not be mapped.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TracesImported {
+    /// The events made from the traces, appended as by [`import`].
+    pub imported: Imported,
+    /// Records, traces, interactions, feedback read; what could not be mapped, by reason.
+    pub report: veredicto_formats::traces::TraceReport,
+}
+
+/// Reads exported traces (`format`: OpenInference spans, OTLP JSON, Langfuse objects) from
+/// `paths`, maps them to the signals' events (see `veredicto_formats::traces`), and appends
+/// those not yet in the signals file at `signals`, in canonical form. All or nothing: a file
+/// that cannot be read appends nothing; what cannot be mapped is counted, not an error.
+pub fn import_traces(
+    paths: &[PathBuf],
+    format: veredicto_formats::traces::TraceFormat,
+    settings: &veredicto_formats::traces::ReadSettings,
+    signals: &Path,
+) -> Result<TracesImported> {
+    let (events, report) = veredicto_formats::traces::read_traces(paths, format, settings)?;
+    let mut spool = std::io::BufWriter::new(
+        tempfile::tempfile().context("creating a temporary file for the mapped events")?,
+    );
+    for e in &events {
+        serde_json::to_writer(&mut spool, &e.event)?;
+        spool.write_all(b"\n")?;
+    }
+    let spool = spool
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .context("writing the mapped events to a temporary file")?;
+    let (added, already_present) = append_new(signals, spool)
+        .with_context(|| format!("appending to {}", signals.display()))?;
+    Ok(TracesImported {
+        imported: Imported {
+            events: events.len(),
+            added,
+            already_present,
+        },
+        report,
+    })
+}
+
 /// A line's identity for the duplicate check: the first 128 bits of the SHA-256 of its
 /// bytes (without a trailing `\r`). Holding these instead of the lines keeps the check at
 /// 16 bytes per distinct line, whatever the lines' length.

@@ -242,3 +242,93 @@ fn missing_warning(missing: &[String]) -> String {
         if missing.len() == 1 { "it" } else { "them" },
     )
 }
+
+/// Relevance judgements held in memory, by query (the Python package's
+/// `RelevanceEvaluator` keeps them between evaluations, as pytrec_eval does).
+#[derive(Debug, Clone, Default)]
+pub struct Judgements {
+    qids: Vec<String>,
+    docs: Vec<Vec<(String, i32)>>,
+    index: HashMap<String, usize>,
+}
+
+impl Judgements {
+    /// No judgements yet.
+    pub fn new() -> Judgements {
+        Judgements::default()
+    }
+
+    /// Adds a query's judgements (document ID, level); a query added again replaces its
+    /// judgements.
+    pub fn insert(&mut self, qid: String, docs: Vec<(String, i32)>) {
+        match self.index.get(&qid) {
+            Some(&i) => self.docs[i] = docs,
+            None => {
+                self.index.insert(qid.clone(), self.qids.len());
+                self.qids.push(qid);
+                self.docs.push(docs);
+            }
+        }
+    }
+
+    /// The position of a query, in insertion order.
+    pub fn position(&self, qid: &str) -> Option<usize> {
+        self.index.get(qid).copied()
+    }
+
+    /// The query IDs, in insertion order.
+    pub fn qids(&self) -> &[String] {
+        &self.qids
+    }
+}
+
+/// One query's ranked results held in memory: document IDs concatenated in `ids` (the
+/// `i`-th is `ids[ends[i-1]..ends[i]]`) with their scores; any order (they are sorted as
+/// trec_eval sorts: score descending, then document ID descending).
+#[derive(Debug, Clone, Default)]
+pub struct Results {
+    /// The query's position in the [`Judgements`].
+    pub query: usize,
+    /// The document IDs, concatenated.
+    pub ids: Vec<u8>,
+    /// Where each document ID ends in `ids`.
+    pub ends: Vec<usize>,
+    /// Each document's score.
+    pub scores: Vec<f64>,
+}
+
+/// Evaluates queries held in memory with `plan`: one [`QueryEval`] per [`Results`], in
+/// order, computed in parallel (the values do not depend on the thread count). The same
+/// arithmetic as [`run_trec`] per query; a document listed twice for a query is an error.
+pub fn evaluate_in_memory(
+    judgements: &Judgements,
+    results: &[Results],
+    plan: &Plan,
+    opts: &EvalOptions,
+) -> Result<Vec<QueryEval>> {
+    results
+        .par_iter()
+        .map_init(
+            || (Vec::new(), Scratch::default()),
+            |(docs, scratch), r| {
+                let qid = &judgements.qids[r.query];
+                let qrels = QueryQrels::new(
+                    judgements.docs[r.query]
+                        .iter()
+                        .map(|(d, rel)| (d.as_bytes(), *rel)),
+                )
+                .map_err(|e| Error::msg(format!("judgements of query '{qid}': {e}")))?;
+                docs.clear();
+                let mut start = 0;
+                for (&end, &score) in r.ends.iter().zip(&r.scores) {
+                    docs.push((veredicto_core::trec::score_key(score), &r.ids[start..end]));
+                    start = end;
+                }
+                sort_trec_keyed(docs);
+                let rr = ResRels::from_ranking_in(scratch, docs, |d| d.1, &qrels, opts)
+                    .map_err(|e| Error::msg(format!("results of query '{qid}': {e}")))?;
+                Ok(plan.evaluate(&rr))
+            },
+        )
+        .collect()
+}

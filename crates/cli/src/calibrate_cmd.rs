@@ -27,6 +27,11 @@ pub struct CalibrateArgs {
     /// A live retriever, by its URI: every scheme is listed at the end of this help.
     #[arg(long, value_name = "URI", group = "source")]
     pub retriever: Option<String>,
+    /// An arm of a `fusion:` retriever (repeatable, in order; `run:FILE` for a run file):
+    /// `--retriever 'fusion:rrf?k=60' --arm 'index:kb?mode=bm25' --arm index:kb`. Default:
+    /// `VEREDICTO_ARMS`, else `[retriever] arms` of veredicto.toml.
+    #[arg(long = "arm", value_name = "URI")]
+    pub arm: Vec<String>,
     #[command(flatten)]
     pub embedder: crate::models::EmbedderArgs,
     /// Results asked per case.
@@ -99,6 +104,7 @@ impl CalibrateArgs {
             model: self.embedder.model.clone(),
             duplicates: self.answers.duplicates,
             max_retriever_failures: self.answers.max_retriever_failures,
+            arms: Some(self.arm.clone()),
             ..Default::default()
         }
     }
@@ -140,14 +146,22 @@ pub fn run(args: CalibrateArgs, project: &veredicto_app::Settings) -> anyhow::Re
         );
     };
     let deadline = args.net.total_deadline();
-    let retriever = veredicto_retrieve::open(&uri, &args.net.options(&project.env)?)?;
+    let opened = crate::retriever_args::open_retriever(
+        &uri,
+        &args.arm,
+        project,
+        &args.net.options(&project.env)?,
+    )?;
+    let retriever = opened.retriever;
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
+        opened.index_dir.as_deref(),
         &args.embedder,
         project,
         &args.net,
         deadline,
         &cases,
+        false,
     )?;
     let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
     let done = app::calibrate(app::CalibrateRequest {

@@ -35,6 +35,11 @@ pub struct ExamArgs {
     /// help.
     #[arg(long, value_name = "URI", group = "source")]
     pub retriever: Option<String>,
+    /// An arm of a `fusion:` retriever (repeatable, in order; `run:FILE` for a run file):
+    /// `--retriever 'fusion:rrf?k=60' --arm 'index:kb?mode=bm25' --arm index:kb`. Default:
+    /// `VEREDICTO_ARMS`, else `[retriever] arms` of veredicto.toml.
+    #[arg(long = "arm", value_name = "URI")]
+    pub arm: Vec<String>,
     #[command(flatten)]
     pub embedder: crate::models::EmbedderArgs,
     /// Results asked per case (ranks of expected chunks beyond it are "not within depth").
@@ -46,6 +51,11 @@ pub struct ExamArgs {
     /// Also ask the engine for its exact ranking and attribute misses to the ANN index.
     #[arg(long)]
     pub exactness_check: bool,
+    /// Compare the stored vectors of N chunks sampled from --corpus (by --seed) with their
+    /// texts embedded by the query model: a table embedded with another model is named
+    /// (pgvector, Qdrant, Chroma).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub check_vectors: Option<u64>,
     #[command(flatten)]
     pub net: crate::retriever_args::NetArgs,
     #[command(flatten)]
@@ -151,6 +161,7 @@ impl ExamArgs {
             model: self.embedder.model.clone(),
             duplicates: self.answers.duplicates,
             max_retriever_failures: self.answers.max_retriever_failures,
+            arms: Some(self.arm.clone()),
         }
     }
 }
@@ -260,18 +271,27 @@ fn outcome_of(
     };
     // One total deadline for every request of the run: retriever, embedder, reranker.
     let deadline = args.net.total_deadline();
-    let retriever = veredicto_retrieve::open(&uri, &args.net.options(&settings.env)?)?;
+    let opened = crate::retriever_args::open_retriever(
+        &uri,
+        &args.arm,
+        settings,
+        &args.net.options(&settings.env)?,
+    )?;
+    let retriever = opened.retriever;
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
+        opened.index_dir.as_deref(),
         &args.embedder,
         settings,
         &args.net,
         deadline,
         &cases,
+        args.check_vectors.is_some(),
     )?;
     let reranker = match &args.rerank {
         Some(spec) => Some(crate::models::load_reranker(
             spec,
+            settings,
             &args.embedder.api_key_env,
             Some(args.net.embedder_net()),
             Some(deadline),
@@ -341,6 +361,13 @@ fn outcome_of(
             cancel: None,
         },
         rerank_spec: args.rerank.as_deref(),
+        fusion: opened.fusion.as_ref(),
+        check_vectors: args
+            .check_vectors
+            .map(|n| veredicto_app::stored_vectors::CheckVectors {
+                chunks: n as usize,
+                seed: args.record.seed,
+            }),
         timings: args.timings,
         record,
         // A bar on a terminal, a line every few seconds in CI logs (stderr only).

@@ -167,6 +167,14 @@ pub fn golden() -> String {
     ])
 }
 
+pub fn embed() -> String {
+    examples(&[
+        "veredicto embed --corpus corpus.jsonl --out vectors.jsonl --model all-minilm-l6-v2",
+        "veredicto embed --golden golden.jsonl --out queries.npy",
+        "veredicto embed --corpus corpus.jsonl --to 'postgres://app@db:5432/rag?table=chunks'",
+    ])
+}
+
 pub fn chunk() -> String {
     examples(&[
         "veredicto chunk --documents docs.jsonl --out corpus.jsonl --size 512 --overlap 64",

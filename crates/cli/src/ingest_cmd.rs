@@ -62,6 +62,30 @@ pub struct IngestArgs {
     /// time; the error names the process holding the lock). 0: fail at once.
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
     pub lock_timeout: f64,
+    /// The index's BM25 arm (searched with `--retriever 'index:DIR?mode=bm25'` or
+    /// `mode=hybrid`), over the embedded field: `english` or `spanish` builds or updates one
+    /// with that analyser (recorded in the manifest), `none` drops it. Default: keep what
+    /// the index has (updated with the corpus; a new index gets none).
+    #[arg(long, value_name = "english|spanish|none", value_parser = bm25_choice)]
+    pub bm25: Option<Bm25Choice>,
+}
+
+/// `--bm25`: an analyser, or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bm25Choice(pub Option<veredicto_index::Analyzer>);
+
+fn bm25_choice(s: &str) -> Result<Bm25Choice, String> {
+    if s.trim().eq_ignore_ascii_case("none") {
+        return Ok(Bm25Choice(None));
+    }
+    s.parse::<veredicto_index::Analyzer>()
+        .map(|a| Bm25Choice(Some(a)))
+        .map_err(|_| {
+            format!(
+                "expected english, spanish or none, got `{}`",
+                veredicto_core::redact::short(s)
+            )
+        })
 }
 
 impl IngestArgs {
@@ -117,11 +141,12 @@ pub fn run(
         strict: args.strict,
         reject_expired: args.reject_expired,
         lock_wait,
+        bm25: args.bm25.map(|c| c.0),
     })?;
     let embedder = if prepared.needs_embedder() {
         Some(
             args.embedder.load_for_index(
-                settings.model.as_deref(),
+                settings,
                 Some(&index_path),
                 Some(
                     (
@@ -151,13 +176,14 @@ pub fn run(
                 "batch": null,
                 "truncated": null,
                 "unchanged": true,
+                "bm25": bm25_json(done.bm25.as_ref()),
             }))?
         } else {
             format!(
                 "{}: unchanged: {} chunks; the corpus is the one last ingested (no batch written)\n",
                 index_path.display(),
                 done.chunks
-            )
+            ) + &bm25_human(done.bm25.as_ref(), done.chunks)
         };
         crate::printer::stdout(&text)?;
         return Ok(crate::printer::ExitStatus::Success);
@@ -177,6 +203,7 @@ pub fn run(
         "truncated": truncated.map(|t| serde_json::json!({"chunks": t.0, "max_tokens": t.1})),
         "unchanged": false,
         "rejected": rejected,
+        "bm25": bm25_json(done.bm25.as_ref()),
     });
     let text = if json {
         format!("{}\n", serde_json::to_string_pretty(&summary)?)
@@ -193,7 +220,8 @@ pub fn run(
             done.model.value.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
             done.field,
             batch
-        ) + &veredicto_report::gate::rejections_human(rejected)
+        ) + &bm25_human(done.bm25.as_ref(), done.chunks)
+            + &veredicto_report::gate::rejections_human(rejected)
     };
     crate::printer::stdout(&text)?;
     // A warning, on stderr: it changes what the vectors mean, not the result's text.
@@ -210,4 +238,36 @@ pub fn run(
         started.elapsed().as_secs_f64()
     ));
     Ok(crate::printer::ExitStatus::Success)
+}
+
+/// The BM25 arm in the JSON summary: `null` when the index has none.
+fn bm25_json(work: Option<&veredicto_index::LexicalWork>) -> serde_json::Value {
+    match work {
+        None => serde_json::Value::Null,
+        Some(w) => serde_json::json!({
+            "analyzer": w.analyzer.name(),
+            "analysed": w.analysed,
+            "removed": w.removed,
+            "rebuilt": w.rebuilt,
+        }),
+    }
+}
+
+/// The BM25 arm, one line (nothing when the index has none).
+fn bm25_human(work: Option<&veredicto_index::LexicalWork>, chunks: usize) -> String {
+    match work {
+        None => String::new(),
+        Some(w) if w.rebuilt => format!(
+            "bm25 arm: {} analyser, built over {} chunks\n",
+            w.analyzer.name(),
+            w.analysed
+        ),
+        Some(w) => format!(
+            "bm25 arm: {} analyser, {} chunks; {} analysed, {} removed\n",
+            w.analyzer.name(),
+            chunks,
+            w.analysed,
+            w.removed
+        ),
+    }
 }

@@ -22,6 +22,7 @@ mod clock;
 mod compare_cmd;
 mod corpus_cmd;
 mod date_args;
+mod embed_cmd;
 mod exam_cmd;
 mod gate_cmd;
 mod golden_cmd;
@@ -87,6 +88,10 @@ enum Command {
     /// Embed a corpus into veredicto's exact index (incremental).
     #[command(after_help = help::ingest())]
     Ingest(ingest_cmd::IngestArgs),
+    /// Embed a corpus (or a golden set's queries) with veredicto's model and write the
+    /// vectors where a store loads them: JSONL, `.npy`, or a pgvector table.
+    #[command(after_help = help::embed())]
+    Embed(embed_cmd::EmbedArgs),
     /// Index maintenance: `index verify DIR` checks every file against the manifest.
     #[command(after_help = help::index())]
     Index(index_cmd::IndexArgs),
@@ -151,6 +156,7 @@ impl Command {
             Command::Exam(a) => a.overrides(),
             Command::Calibrate(a) => a.overrides(),
             Command::Ingest(a) => a.overrides(),
+            Command::Embed(a) => a.overrides(),
             Command::Search(a) => a.overrides(),
             Command::Gate(a) => a.overrides(),
             Command::Matrix(a) => a.overrides(),
@@ -250,6 +256,7 @@ fn dispatch(command: Command, settings: &Settings) -> anyhow::Result<ExitStatus>
         Command::Calibrate(args) => calibrate_cmd::run(*args, settings),
         Command::Trec(args) => trec_cmd::run(args),
         Command::Ingest(args) => ingest_cmd::run(args, settings),
+        Command::Embed(args) => embed_cmd::run(args, settings),
         Command::Gate(args) => gate_cmd::run(args, settings),
         Command::Matrix(args) => matrix_cmd::run(args, settings),
         Command::Index(args) => index_cmd::run(args),
@@ -259,7 +266,7 @@ fn dispatch(command: Command, settings: &Settings) -> anyhow::Result<ExitStatus>
         Command::Report(args) => report_cmd::run(args, settings),
         Command::Audit(args) => audit_cmd::run(args, settings),
         Command::History(args) => history_cmd::run(args, settings),
-        Command::Models(args) => models_cmd::run(args),
+        Command::Models(args) => models_cmd::run(args, settings),
         Command::Signals(args) => signals_cmd::run(args, settings),
         Command::Corpus(args) => corpus_cmd::run(args, settings),
         Command::Golden(args) => golden_cmd::run(args, settings),

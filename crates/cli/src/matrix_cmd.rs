@@ -102,6 +102,7 @@ impl MatrixArgs {
 /// `.veredicto/chunkings/` beside the matrix file (by the chunking's fingerprint).
 fn chunked(
     args: &MatrixArgs,
+    settings: &veredicto_app::Settings,
     spec: &veredicto_formats::matrix::ChunkSpec,
     documents: &std::path::Path,
     model: &str,
@@ -111,16 +112,18 @@ fn chunked(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."));
-    let embedder_args = crate::models::EmbedderArgs {
+    let spec_of_model = veredicto_app::models::EmbedderSpec {
         model: Some(model.to_owned()),
-        embedder: None,
-        embedder_model: "text-embedding-3-small".into(),
-        api_key_env: "OPENAI_API_KEY".into(),
+        ..Default::default()
     };
     let mut load = |index: &std::path::Path| {
-        embedder_args
-            .load_for_index(Some(model), Some(index), None)
-            .map_err(|e| veredicto_app::Error::msg(format!("{e:#}")))
+        veredicto_app::models::load_embedder(
+            &spec_of_model,
+            veredicto_app::models::ModelPlaces::of(settings),
+            Some(index),
+            None,
+            None,
+        )
     };
     let done = veredicto_app::matrix::chunked_index(veredicto_app::matrix::ChunkedRequest {
         documents,
@@ -154,7 +157,7 @@ pub fn run(args: MatrixArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
         |c: &veredicto_formats::matrix::MatrixConfig| -> veredicto_app::Result<ConfigRun> {
             let chunked = match (&c.chunk, &matrix.documents, &c.model) {
                 (Some(spec), Some(documents), Some(model)) => {
-                    Some(chunked(&args, spec, documents, model)?)
+                    Some(chunked(&args, settings, spec, documents, model)?)
                 }
                 _ => None,
             };

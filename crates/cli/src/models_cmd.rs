@@ -33,8 +33,8 @@ pub enum ModelsCommand {
     },
 }
 
-pub fn run(args: ModelsArgs) -> anyhow::Result<ExitStatus> {
-    let root = crate::models::models_root()?;
+pub fn run(args: ModelsArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
+    let root = crate::models::models_root(settings)?;
     match args.command {
         ModelsCommand::List { json, format } => {
             let json = json || format == crate::printer::Format::Json;

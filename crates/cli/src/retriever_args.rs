@@ -249,30 +249,60 @@ fn read_template(
         .map_err(|e| anyhow::anyhow!("--body-template {e}"))
 }
 
-/// The embedder the retriever needs: for one that requires vectors, the model when a case
-/// has no `query_vector` (checked against the collection's model when it records one); for
-/// one that accepts vectors, only when `--embedder` or `--model` is given explicitly.
+/// Opens the retriever `uri` names; a `fusion:` retriever over the resolved arms (`--arm`,
+/// else `VEREDICTO_ARMS`, else `[retriever] arms` of veredicto.toml). `given` are the
+/// `--arm` flags of this command line: refused with any other retriever.
+pub fn open_retriever(
+    uri: &str,
+    given: &[String],
+    settings: &veredicto_app::Settings,
+    options: &Options,
+) -> anyhow::Result<veredicto_app::retriever::Opened> {
+    anyhow::ensure!(
+        given.is_empty() || veredicto_app::retriever::is_fusion(uri),
+        "--arm gives the arms of a fusion: use it with --retriever 'fusion:rrf' (or combsum, combmnz, combmax, wsum), not with `{}`",
+        veredicto_core::redact::url(uri)
+    );
+    Ok(veredicto_app::retriever::open(
+        uri,
+        &settings.arms,
+        options,
+    )?)
+}
+
+/// The embedder the retriever needs ([`veredicto_app::models::embedder_for`]): for one that
+/// requires vectors, the model when a case has no `query_vector`; for one that accepts
+/// vectors, only when `--embedder` or `--model` is given explicitly. `index_dir`: the own
+/// index the retriever reads (alone or as an arm), whose recorded model is the default.
 pub fn load_embedder(
     retriever: &dyn veredicto_retrieve::Retriever,
+    index_dir: Option<&std::path::Path>,
     args: &crate::models::EmbedderArgs,
     settings: &veredicto_app::Settings,
     net: &NetArgs,
     deadline: veredicto_embed::Deadline,
     cases: &[veredicto_core::case::Case],
+    always: bool,
 ) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
-    let explicit = args.embedder.is_some() || args.model.is_some();
-    if !veredicto_app::exam::needs_embedder(retriever, cases, explicit) {
-        return Ok(None);
+    if always {
+        // Loaded even when the queries need no vectors (the stored-vector check embeds).
+        let e = veredicto_app::models::load_embedder(
+            &args.spec(),
+            veredicto_app::models::ModelPlaces::of(settings),
+            index_dir,
+            Some(net.embedder_net()),
+            Some(deadline),
+        )?;
+        retriever.check_model(&veredicto_app::ingest::index_fingerprint(e.as_ref()).hash)?;
+        return Ok(Some(e));
     }
-    // The own index remembers the model it was built with.
-    let index_dir =
-        (retriever.kind() == "index").then(|| std::path::PathBuf::from(retriever.describe()));
-    let e = args.load_within(
-        settings.model.as_deref(),
-        index_dir.as_deref(),
-        Some(net.embedder_net()),
-        Some(deadline),
-    )?;
-    retriever.check_model(&crate::models::index_fingerprint(e.as_ref()).hash)?;
-    Ok(Some(e))
+    Ok(veredicto_app::models::embedder_for(
+        retriever,
+        index_dir,
+        &args.spec(),
+        veredicto_app::models::ModelPlaces::of(settings),
+        net.embedder_net(),
+        deadline,
+        cases,
+    )?)
 }

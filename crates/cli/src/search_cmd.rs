@@ -16,6 +16,11 @@ pub struct SearchArgs {
     /// A live retriever instead, by its URI: every scheme is listed at the end of this help.
     #[arg(long, value_name = "URI", group = "source")]
     pub retriever: Option<String>,
+    /// An arm of a `fusion:` retriever (repeatable, in order; `run:FILE` for a run file):
+    /// `--retriever 'fusion:rrf?k=60' --arm 'index:kb?mode=bm25' --arm index:kb`. Default:
+    /// `VEREDICTO_ARMS`, else `[retriever] arms` of veredicto.toml.
+    #[arg(long = "arm", value_name = "URI")]
+    pub arm: Vec<String>,
     #[command(flatten)]
     pub net: crate::retriever_args::NetArgs,
     /// A chunk ID a live retriever returns twice: `keep-first` (the later ones are removed
@@ -37,12 +42,19 @@ pub struct SearchArgs {
     /// the chunk's offsets, or its text found in the document.
     #[arg(long, value_name = "FILE")]
     pub documents: Option<PathBuf>,
-    /// The corpus the chunks come from, for their spans (default with `--index`: the
-    /// index's records of them).
-    #[arg(long, value_name = "FILE", requires = "documents")]
+    /// The corpus the chunks come from (JSONL): their spans with `--documents` (default with
+    /// `--index`: the index's records of them), the texts `--check-vectors` embeds.
+    #[arg(long, value_name = "FILE")]
     pub corpus: Option<PathBuf>,
     #[command(flatten)]
     pub embedder: EmbedderArgs,
+    /// With --retriever: compare the stored vectors of N chunks sampled from --corpus with
+    /// their texts embedded by the query model (pgvector, Qdrant, Chroma).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000), requires = "corpus")]
+    pub check_vectors: Option<u64>,
+    /// Seed of the --check-vectors sample.
+    #[arg(long, value_name = "N", default_value_t = veredicto_core::compare::DEFAULT_SEED)]
+    pub seed: u64,
     /// Output format.
     #[arg(long, value_parser = crate::printer::formats(&["human", "json"]), default_value = "human")]
     pub format: crate::printer::Format,
@@ -63,6 +75,7 @@ impl SearchArgs {
             },
             duplicates: self.duplicates,
             model: self.embedder.model.clone(),
+            arms: Some(self.arm.clone()),
             ..Default::default()
         }
     }
@@ -71,9 +84,13 @@ impl SearchArgs {
 pub fn run(args: SearchArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
     let dir = match (&args.index, &args.retriever) {
         (Some(dir), _) => dir.clone(),
+        // The own index's vector arm is searched here; its BM25 and hybrid modes and every
+        // other retriever through the retriever seam.
         (None, Some(uri)) => match uri.strip_prefix("index:") {
-            Some(dir) => PathBuf::from(dir),
-            None => return run_live(&args, settings, uri),
+            Some(dir) if !dir.contains('?') || std::path::Path::new(dir).is_dir() => {
+                PathBuf::from(dir)
+            }
+            _ => return run_live(&args, settings, uri),
         },
         (None, None) => match &settings.source {
             Some(veredicto_formats::config::Source::Index(dir)) => dir.clone(),
@@ -85,6 +102,11 @@ pub fn run(args: SearchArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
             ),
         },
     };
+    if args.check_vectors.is_some() {
+        anyhow::bail!(
+            "--check-vectors compares a live retriever's stored vectors with the query model's: give --retriever URI (pgvector, Qdrant, Chroma); the own index checks its vectors with `veredicto index verify`"
+        );
+    }
     // The arguments first: a bad filter is reported before a model is loaded.
     let filter = if args.filter.is_empty() {
         None
@@ -92,11 +114,9 @@ pub fn run(args: SearchArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
         Some(Filter::parse_all(args.filter.iter().map(String::as_str))?)
     };
     let index = Index::open(&dir)?;
-    let embedder = args.embedder.load_for_index(
-        settings.model.as_deref(),
-        Some(&dir),
-        Some(args.net.embedder_net()),
-    )?;
+    let embedder =
+        args.embedder
+            .load_for_index(settings, Some(&dir), Some(args.net.embedder_net()))?;
     crate::models::check_index_model(&index, embedder.as_ref())?;
     show_embedder(embedder.as_ref());
     let vector = embedder
@@ -241,7 +261,13 @@ fn run_live(
     } else {
         Some(Filter::parse_all(args.filter.iter().map(String::as_str))?.to_json()?)
     };
-    let retriever = veredicto_retrieve::open(uri, &args.net.options(&settings.env)?)?;
+    let opened = crate::retriever_args::open_retriever(
+        uri,
+        &args.arm,
+        settings,
+        &args.net.options(&settings.env)?,
+    )?;
+    let retriever = opened.retriever;
     let case = veredicto_core::case::Case {
         id: "search".into(),
         query: args.query.clone(),
@@ -257,11 +283,13 @@ fn run_live(
     };
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),
+        opened.index_dir.as_deref(),
         &args.embedder,
         settings,
         &args.net,
         args.net.total_deadline(),
         std::slice::from_ref(&case),
+        args.check_vectors.is_some(),
     )?;
     if let Some(e) = &embedder {
         show_embedder(e.as_ref());
@@ -306,6 +334,26 @@ fn run_live(
         }
         None => None,
     };
+    let stored_vectors = match (args.check_vectors, &embedder) {
+        (Some(n), Some(e)) => {
+            let corpus = match &args.corpus {
+                Some(p) => veredicto_formats::corpus::read_corpus(p)?,
+                None => anyhow::bail!(
+                    "--check-vectors needs the chunks' texts to embed: give --corpus FILE"
+                ),
+            };
+            Some(veredicto_app::stored_vectors::check(
+                retriever.as_ref(),
+                e.as_ref(),
+                &veredicto_core::case::Corpus::new(corpus),
+                veredicto_app::stored_vectors::CheckVectors {
+                    chunks: n as usize,
+                    seed: args.seed,
+                },
+            )?)
+        }
+        _ => None,
+    };
     let out = if args.json || args.format == crate::printer::Format::Json {
         let rows: Vec<serde_json::Value> = ranking
             .hits
@@ -334,6 +382,9 @@ fn run_live(
                 if let (Some(d), Some(map)) = (&removed, v.as_object_mut()) {
                     map.insert("duplicates_removed".into(), serde_json::to_value(d)?);
                 }
+                if let (Some(c), Some(map)) = (&stored_vectors, v.as_object_mut()) {
+                    map.insert("stored_vectors".into(), serde_json::to_value(c)?);
+                }
                 v
             })?
         )
@@ -356,6 +407,10 @@ fn run_live(
         }
         if ranking.hits.is_empty() {
             s.push_str("(no results)\n");
+        }
+        if let Some(c) = &stored_vectors {
+            s.push_str(&veredicto_report::stored_vectors_line(c));
+            s.push('\n');
         }
         s
     };

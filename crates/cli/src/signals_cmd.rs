@@ -31,10 +31,29 @@ pub enum OutFormat {
     Json,
 }
 
+/// `signals import --format`: what the input is (an interaction log, or exported traces);
+/// `human` and `json`, the output formats of earlier versions, still choose the output of
+/// an interaction log's import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImportFormat {
+    /// An interaction log (JSONL), the summary for people (the default).
+    Human,
+    /// An interaction log (JSONL), the summary as JSON (as `--json`).
+    Json,
+    /// OpenInference spans (Phoenix, the OpenTelemetry SDKs' span JSON) and annotations.
+    Openinference,
+    /// OTLP JSON (`ExportTraceServiceRequest`, or the collector's file exporter's lines).
+    OtlpJson,
+    /// Langfuse's traces, observations and scores (API objects or an export).
+    Langfuse,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// The interaction log (JSONL, one event per line; see docs/signals.md).
-    pub log: PathBuf,
+    /// The interaction log (JSONL, one event per line; see docs/signals.md), or with a trace
+    /// `--format` the trace files (several: spans and annotations, traces and scores).
+    #[arg(required = true, num_args = 1.., value_name = "LOG")]
+    pub log: Vec<PathBuf>,
     /// The log's name for a field: `FIELD=NAME` (e.g. `conversation_id=session`,
     /// `retrieved=context.ids`); repeatable.
     #[arg(long = "map", value_name = "FIELD=NAME")]
@@ -46,8 +65,21 @@ pub struct ImportArgs {
     /// The signals file to append to.
     #[arg(long, value_name = "FILE", default_value = DEFAULT_SIGNALS)]
     pub signals: PathBuf,
-    #[arg(long, value_enum, default_value_t = OutFormat::Human)]
-    pub format: OutFormat,
+    /// What the input is: an interaction log (`human`, `json`: the summary's format), or
+    /// exported traces (`openinference`, `otlp-json`, `langfuse`).
+    #[arg(long, value_enum, default_value_t = ImportFormat::Human, value_name = "FORMAT")]
+    pub format: ImportFormat,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// With traces: an annotation or score name that is user feedback (read as thumbs up or
+    /// down); repeatable, replaces the defaults (`feedback`, `user feedback`, `thumbs`).
+    #[arg(long = "feedback-name", value_name = "NAME")]
+    pub feedback_name: Vec<String>,
+    /// With traces: a trace of the same session that starts at most this many seconds after
+    /// the previous one reformulates it (the previous answer failed); 0 infers none.
+    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    pub reformulation_window: f64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -109,15 +141,37 @@ pub fn run(args: SignalsArgs, settings: &veredicto_app::Settings) -> anyhow::Res
 }
 
 fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
+    use veredicto_formats::traces::TraceFormat;
+    let trace_format = match args.format {
+        ImportFormat::Human | ImportFormat::Json => None,
+        ImportFormat::Openinference => Some(TraceFormat::OpenInference),
+        ImportFormat::OtlpJson => Some(TraceFormat::OtlpJson),
+        ImportFormat::Langfuse => Some(TraceFormat::Langfuse),
+    };
+    if let Some(format) = trace_format {
+        return import_traces(&args, format);
+    }
+    if !args.feedback_name.is_empty() {
+        anyhow::bail!(
+            "--feedback-name reads traces: give --format openinference, otlp-json or langfuse"
+        );
+    }
+    let [log] = args.log.as_slice() else {
+        anyhow::bail!(
+            "signals import reads one interaction log at a time ({} given); several files are for traces (--format openinference, otlp-json or langfuse)",
+            args.log.len()
+        );
+    };
     let map = app::field_map(&args.map, &args.map_event)?;
-    let done = app::import(&args.log, &map, &args.signals)?;
+    let done = app::import(log, &map, &args.signals)?;
     let (log, signals) = (
-        args.log.display().to_string(),
+        log.display().to_string(),
         args.signals.display().to_string(),
     );
-    let render = match args.format {
-        OutFormat::Json => veredicto_report::signals::import_json,
-        OutFormat::Human => veredicto_report::signals::import_human,
+    let render = if args.json || args.format == ImportFormat::Json {
+        veredicto_report::signals::import_json
+    } else {
+        veredicto_report::signals::import_human
     };
     printer::stdout(&render(
         &log,
@@ -126,6 +180,63 @@ fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
         done.added,
         done.already_present,
     ))?;
+    Ok(ExitStatus::Success)
+}
+
+/// `signals import --format openinference|otlp-json|langfuse FILE…`.
+fn import_traces(
+    args: &ImportArgs,
+    format: veredicto_formats::traces::TraceFormat,
+) -> anyhow::Result<ExitStatus> {
+    use veredicto_formats::traces::ReadSettings;
+    if !args.map.is_empty() || !args.map_event.is_empty() {
+        anyhow::bail!(
+            "--map and --map-event rename an interaction log's fields and events; traces ({}) are read by their format's conventions",
+            format.as_str()
+        );
+    }
+    if !(args.reformulation_window.is_finite() && args.reformulation_window >= 0.0) {
+        anyhow::bail!(
+            "--reformulation-window: expected a number of seconds, 0 or more, got {}",
+            args.reformulation_window
+        );
+    }
+    let mut settings = ReadSettings::default();
+    if !args.feedback_name.is_empty() {
+        settings.feedback_names = args.feedback_name.clone();
+    }
+    settings.events.reformulation_window_ms = (args.reformulation_window > 0.0)
+        .then(|| (args.reformulation_window * 1000.0).round() as i64);
+    let done = app::import_traces(&args.log, format, &settings, &args.signals)?;
+    let signals = args.signals.display().to_string();
+    let view = veredicto_report::signals::TracesImport {
+        format: format.as_str(),
+        files: args.log.iter().map(|p| p.display().to_string()).collect(),
+        signals: &signals,
+        records: done.report.records,
+        traces: done.report.traces,
+        interactions: done.report.interactions,
+        feedback: done.report.feedback,
+        events: done.imported.events,
+        added: done.imported.added,
+        already_present: done.imported.already_present,
+        unmapped: done
+            .report
+            .unmapped
+            .iter()
+            .map(|u| veredicto_report::signals::UnmappedLine {
+                reason: u.reason.as_str(),
+                count: u.count,
+                examples: &u.examples,
+            })
+            .collect(),
+        feedback_names: settings.feedback_names.clone(),
+    };
+    printer::stdout(&if args.json {
+        veredicto_report::signals::traces_json(&view)
+    } else {
+        veredicto_report::signals::traces_human(&view)
+    })?;
     Ok(ExitStatus::Success)
 }
 
@@ -138,10 +249,7 @@ fn candidates(
         None => (&args.signals, FieldMap::default()),
     };
     let embedder = if args.embedder.model.is_some() || args.embedder.embedder.is_some() {
-        Some(
-            args.embedder
-                .load_for_index(settings.model.as_deref(), None, None)?,
-        )
+        Some(args.embedder.load_for_index(settings, None, None)?)
     } else {
         None
     };

@@ -59,6 +59,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ),
     ("VEREDICTO_RUN", "a TREC or JSONL run file (`source.run`)"),
     (
+        "VEREDICTO_ARMS",
+        "the arms of a fusion retriever, separated by `|` (`retriever.arms`)",
+    ),
+    (
         "VEREDICTO_POLICY",
         "a policy TOML file (replaces `[policy]`)",
     ),
@@ -112,6 +116,9 @@ pub struct Project {
     pub duplicates: Option<DuplicateRule>,
     /// `[source] max_retriever_failures`: the most cases a live retriever may fail for.
     pub max_retriever_failures: Option<FailureLimit>,
+    /// `[retriever] arms`: the arms of a `fusion:` retriever, in order (the paths of
+    /// `index:` and `run:` arms resolved against the root).
+    pub arms: Vec<String>,
 }
 
 /// The effective settings: the project file with the environment over it. Flags go over
@@ -132,6 +139,8 @@ pub struct Settings {
     pub duplicates: Option<DuplicateRule>,
     /// `[source] max_retriever_failures` (flags go over it).
     pub max_retriever_failures: Option<FailureLimit>,
+    /// `[retriever] arms`, or `VEREDICTO_ARMS` (flags go over it).
+    pub arms: Vec<String>,
 }
 
 /// The file's keys, as written.
@@ -144,6 +153,7 @@ struct RawProject {
     model: Option<String>,
     policy_file: Option<String>,
     source: Option<RawSource>,
+    retriever: Option<RawRetriever>,
     /// Checked separately (with the policy reader's messages and line numbers).
     policy: Option<toml::Value>,
 }
@@ -157,6 +167,44 @@ struct RawSource {
     duplicates: Option<String>,
     /// `"10%"` or a number of cases.
     max_retriever_failures: Option<toml::Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRetriever {
+    arms: Option<Vec<String>>,
+}
+
+/// An arm as written in the project file: the path of an `index:` or `run:` arm resolved
+/// against `root` (a query string kept), every other URI as written.
+fn arm_value(root: &Path, arm: &str) -> String {
+    for scheme in ["index:", "run:"] {
+        if let Some(rest) = arm.strip_prefix(scheme) {
+            let (path, query) = match rest.split_once('?') {
+                Some((p, q)) => (p, Some(q)),
+                None => (rest, None),
+            };
+            if path.is_empty() || path == "-" || Path::new(path).is_absolute() {
+                return arm.to_owned();
+            }
+            let resolved = under(root, path).display().to_string();
+            return match query {
+                Some(q) => format!("{scheme}{resolved}?{q}"),
+                None => format!("{scheme}{resolved}"),
+            };
+        }
+    }
+    arm.to_owned()
+}
+
+/// The arms of `VEREDICTO_ARMS`: URIs separated by `|`, each trimmed, empty ones left out.
+pub fn split_arms(value: &str) -> Vec<String> {
+    value
+        .split('|')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The nearest `veredicto.toml` in `start` or one of its ancestors, whoever owns it (see
@@ -476,6 +524,20 @@ pub fn parse_project(path: &Path, text: &str) -> Result<Project> {
             }
         }
     };
+    let mut arms = Vec::new();
+    if let Some(r) = &raw.retriever {
+        for (i, arm) in r.arms.iter().flatten().enumerate() {
+            if arm.trim().is_empty() {
+                return Err(FormatError::invalid(
+                    path,
+                    line_of("retriever.arms"),
+                    format!("retriever.arms[{i}]"),
+                    "empty: give a retriever URI (`index:DIR?mode=bm25`, `run:FILE`, …)",
+                ));
+            }
+            arms.push(arm_value(&root, arm.trim()));
+        }
+    }
     let policy = match (raw.policy, raw.policy_file) {
         (Some(_), Some(_)) => {
             return Err(FormatError::invalid(
@@ -513,6 +575,7 @@ pub fn parse_project(path: &Path, text: &str) -> Result<Project> {
         model,
         duplicates,
         max_retriever_failures,
+        arms,
     })
 }
 
@@ -655,6 +718,7 @@ impl Settings {
                 model: p.model,
                 duplicates: p.duplicates,
                 max_retriever_failures: p.max_retriever_failures,
+                arms: p.arms,
             },
             None => Settings::default(),
         };
@@ -681,6 +745,9 @@ impl Settings {
         }
         if let Some(v) = var("VEREDICTO_MODEL") {
             s.model = Some(model_value(cwd, &v));
+        }
+        if let Some(v) = var("VEREDICTO_ARMS") {
+            s.arms = split_arms(&v);
         }
         s
     }

@@ -316,6 +316,54 @@ pub fn exactness(r: &ExamReport) -> Option<String> {
     ))
 }
 
+/// The stored-vector check in one line, when the report has one: a warning when the
+/// collection looks embedded with another model than the query model.
+pub fn stored_vectors(r: &ExamReport) -> Option<String> {
+    let v = r.stored_vectors.as_ref()?;
+    Some(stored_vectors_line(v))
+}
+
+/// [`stored_vectors`] for a check without a report (`search --retriever`).
+pub fn stored_vectors_line(v: &veredicto_core::exam::StoredVectors) -> String {
+    let esc = veredicto_core::redact::escape_control;
+    let model = esc(&v.query_model);
+    let collection = esc(&v.collection);
+    let not_held = if v.not_held > 0 {
+        format!(
+            " · {} of {} sampled chunks not held (no stored vector)",
+            v.not_held, v.sampled
+        )
+    } else {
+        String::new()
+    };
+    if let Some(first) = v.other_dimension.first() {
+        return format!(
+            "warning: {collection} was embedded with another model: {} of {} stored vectors have another dimension than the query model `{model}`'s (first: `{}`){not_held}",
+            v.other_dimension.len(),
+            v.compared + v.other_dimension.len(),
+            esc(&veredicto_core::redact::short(first))
+        );
+    }
+    let lowest = v.lowest.as_ref().map_or(String::new(), |l| {
+        format!(
+            ", lowest {:.3} (`{}`)",
+            l.cosine,
+            esc(&veredicto_core::redact::short(&l.chunk))
+        )
+    });
+    let body = format!(
+        "mean cosine {:.3} between the stored vectors of {} sampled chunks and their texts embedded by the query model `{model}`{lowest}; {} below {}",
+        v.mean_cosine, v.compared, v.below, v.threshold
+    );
+    if v.other_model {
+        format!(
+            "warning: {collection} was embedded with another model: {body}{not_held}. Re-embed it with the query model (veredicto embed), or examine with the model that embedded it"
+        )
+    } else {
+        format!("stored vectors: {body}: {collection} was embedded with the query model{not_held}")
+    }
+}
+
 /// A `sha256:…` fingerprint shortened to its first 12 hex digits (`sha256:1a2b3c4d5e6f`).
 pub fn short_fingerprint(fp: &str) -> String {
     let first = |s: &str| s.chars().take(12).collect::<String>();
@@ -323,4 +371,68 @@ pub fn short_fingerprint(fp: &str) -> String {
         Some((algo, hex)) => format!("{algo}:{}", first(hex)),
         None => first(fp),
     }
+}
+
+/// A recall of the fusion section: three decimals, `-` without cases with expected chunks.
+pub fn recall_or_dash(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), f3)
+}
+
+/// The cases only one arm finds, listed (at most 10, then `+N more`).
+pub fn only_found(cases: &[String]) -> String {
+    const SHOWN: usize = 10;
+    if cases.is_empty() {
+        return "none".to_owned();
+    }
+    let mut s = cases
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if cases.len() > SHOWN {
+        s.push_str(&format!(" +{} more", cases.len() - SHOWN));
+    }
+    s
+}
+
+/// An arm's time, when the report has it (`--timings`).
+pub fn arm_latency(a: &veredicto_core::exam::FusionArm) -> Option<String> {
+    let l = a.latency.as_ref()?;
+    Some(format!(
+        "{:.2} ms in {} call{} ({:.3} ms per case)",
+        l.total_ms,
+        l.calls,
+        if l.calls == 1 { "" } else { "s" },
+        l.ms_per_case
+    ))
+}
+
+/// The fusion section, when the retriever is a fusion: one line for the fused ranking, then
+/// one per arm (its recall at K, the cases only it finds, its time with `--timings`).
+pub fn fusion_lines(r: &ExamReport) -> Vec<String> {
+    let Some(f) = &r.fusion else {
+        return Vec::new();
+    };
+    let mut lines = vec![format!(
+        "fusion {}: recall@K {} fused, over {} arms",
+        f.method,
+        recall_or_dash(f.recall),
+        f.arms.len()
+    )];
+    for (i, a) in f.arms.iter().enumerate() {
+        let time = arm_latency(a)
+            .map(|t| format!(" · {t}"))
+            .unwrap_or_default();
+        lines.push(format!(
+            "  arm {} {} ({}): recall@K {} · {} case(s) only this arm finds: {}{time}",
+            i + 1,
+            a.uri,
+            a.kind,
+            recall_or_dash(a.recall),
+            a.only_found.len(),
+            only_found(&a.only_found)
+        ));
+    }
+    lines
 }

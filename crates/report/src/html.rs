@@ -94,6 +94,7 @@ pub fn render(input: &HtmlInput<'_>) -> String {
     out.push_str(&header::verdict(run, input.baseline_comparison));
     out.push_str(&header::provenance(run));
     out.push_str(&header::summary(report));
+    out.push_str(&header::fusion(report));
     out.push_str(&cases::table(report));
     out.push_str(&cases::charts(report, noise));
     out.push_str(&diagnosis::section(report, input.diagnosis));

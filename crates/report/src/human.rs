@@ -178,7 +178,15 @@ pub fn render(r: &ExamReport, color: bool) -> String {
         out.push_str(&line);
         out.push('\n');
     }
+    if let Some(line) = fmt::stored_vectors(r) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     for line in fmt::boost_lines(r) {
+        out.push_str(&escape_control(&line));
+        out.push('\n');
+    }
+    for line in fmt::fusion_lines(r) {
         out.push_str(&escape_control(&line));
         out.push('\n');
     }

@@ -141,6 +141,7 @@ pub fn render_with_comparison(r: &ExamReport, comparison: Option<&Comparison>) -
     // Suite-level notes a CI log should show: duplicates removed, retriever failures under
     // an accepting verdict (a stopping one says them in its failure).
     let mut notes: Vec<String> = crate::explain::duplicates_line(r).into_iter().collect();
+    notes.extend(fmt::stored_vectors(r));
     if r.verdict == Verdict::Accept {
         notes.extend(crate::explain::retriever_failures_line(r));
     }

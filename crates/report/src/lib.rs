@@ -21,6 +21,8 @@ pub mod trec;
 
 mod fmt;
 
+pub use fmt::{short_fingerprint, stored_vectors_line};
+
 pub use veredicto_core::exam::ExamReport;
 
 /// The output formats of `veredicto exam`.
@@ -30,6 +32,33 @@ pub enum Format {
     Json,
     Markdown,
     Junit,
+}
+
+/// The verdict's reasons worded, one line each, as the human report lists them under the
+/// verdict (empty when the exam accepts).
+pub fn stop_reasons(report: &ExamReport) -> Vec<String> {
+    fmt::stop_reasons(report)
+}
+
+/// One line per failing case, in case order: its ID, why it fails, its recall at K and
+/// each expected chunk with its rank (`q-irpf: FAIL recall · recall 66.7% at K=10 ·
+/// expected gold_001#1 silver_finanzas_123#15`; `#-`: not retrieved).
+pub fn failing_case_lines(report: &ExamReport) -> Vec<String> {
+    report
+        .cases
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| {
+            format!(
+                "{}: FAIL {} \u{b7} recall {} at K={} \u{b7} expected {}",
+                c.id,
+                fmt::reasons(c),
+                fmt::pct(c.recall),
+                c.top_k,
+                fmt::expected_ranks(c)
+            )
+        })
+        .collect()
 }
 
 /// Renders `report` in `format`. `color` only affects the human format.

@@ -50,6 +50,38 @@ pub fn render(r: &ExamReport) -> String {
     if let Some(line) = fmt::exactness(r) {
         out.push_str(&format!("\n{}\n", cell(&line)));
     }
+    if let Some(f) = &r.fusion {
+        let timed = f.arms.iter().any(|a| a.latency.is_some());
+        out.push_str(&format!(
+            "\n### Fusion {}\n\n| ranking | recall@K | cases only it finds |{}\n|---|---:|---|{}\n",
+            code(&f.method),
+            if timed { " time |" } else { "" },
+            if timed { "---|" } else { "" }
+        ));
+        out.push_str(&format!(
+            "| fused | {} | |{}\n",
+            fmt::recall_or_dash(f.recall),
+            if timed { " |" } else { "" }
+        ));
+        for (i, a) in f.arms.iter().enumerate() {
+            let time = if timed {
+                format!(" {} |", cell(&fmt::arm_latency(a).unwrap_or_default()))
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "| arm {} {} | {} | {} ({}) |{time}\n",
+                i + 1,
+                code(&a.uri),
+                fmt::recall_or_dash(a.recall),
+                a.only_found.len(),
+                cell(&fmt::only_found(&a.only_found))
+            ));
+        }
+    }
+    if let Some(line) = fmt::stored_vectors(r) {
+        out.push_str(&format!("\n{}\n", cell(&line)));
+    }
     let failing: Vec<_> = r.cases.iter().filter(|c| !c.passed).collect();
     if !failing.is_empty() {
         out.push_str("\n### Failing cases\n\n");

@@ -178,3 +178,111 @@ pub fn import_json(
     s.push('\n');
     s
 }
+
+/// One reason something in the traces could not be mapped, for [`traces_human`] and
+/// [`traces_json`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct UnmappedLine<'a> {
+    /// The reason's code (`no_query`, `not_feedback`, …).
+    pub reason: &'a str,
+    /// How many.
+    pub count: usize,
+    /// The first places it was read.
+    pub examples: &'a [String],
+}
+
+/// What an import of traces read and did, for the renderers.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TracesImport<'a> {
+    /// The trace format (`openinference`, `otlp-json`, `langfuse`).
+    pub format: &'a str,
+    /// The files read.
+    pub files: Vec<String>,
+    /// The signals file.
+    pub signals: &'a str,
+    /// Records read (spans, annotations; traces, observations, scores).
+    pub records: usize,
+    /// Distinct traces.
+    pub traces: usize,
+    /// Traces that became interactions.
+    pub interactions: usize,
+    /// Thumbs read from feedback.
+    pub feedback: usize,
+    /// Events made.
+    pub events: usize,
+    /// Events appended.
+    pub added: usize,
+    /// Events already in the signals file.
+    pub already_present: usize,
+    /// What could not be mapped, by reason.
+    pub unmapped: Vec<UnmappedLine<'a>>,
+    /// The annotation and score names read as user feedback.
+    pub feedback_names: Vec<String>,
+}
+
+/// What a reason means, in words.
+fn unmapped_words(reason: &str, feedback_names: &[String]) -> String {
+    match reason {
+        "unknown_record" => "records that are neither a span nor an annotation (nor a Langfuse trace, observation or score)".to_owned(),
+        "no_trace_id" => "spans or observations without a trace ID".to_owned(),
+        "bad_time" => "times that are neither RFC 3339 nor a number of seconds since 1970".to_owned(),
+        "no_time" => "traces without any time".to_owned(),
+        "no_query" => "traces without a question (no input on the root span, nor on a retriever span)".to_owned(),
+        "retrieved_without_ids" => "retrieved lists in which a document has no ID (the list is left out; the interaction is kept)".to_owned(),
+        "not_feedback" => format!(
+            "annotations or scores that are not user feedback (read as feedback: {}; name others with --feedback-name)",
+            feedback_names.join(", ")
+        ),
+        "feedback_value" => "user feedback whose value is neither up nor down".to_owned(),
+        "feedback_without_trace" => "user feedback on a trace or span that the files do not hold".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// What `signals import --format TRACES` did, for people.
+pub fn traces_human(t: &TracesImport<'_>) -> String {
+    let esc = veredicto_core::redact::escape_control;
+    let mut out = format!(
+        "{} records read from {} ({}): {} traces, {} interactions, {} thumbs from feedback; {} events: {} added to {}, {} already there\n",
+        t.records,
+        esc(&t.files.join(", ")),
+        t.format,
+        t.traces,
+        t.interactions,
+        t.feedback,
+        t.events,
+        t.added,
+        esc(t.signals),
+        t.already_present
+    );
+    let total: usize = t.unmapped.iter().map(|u| u.count).sum();
+    if total == 0 {
+        out.push_str("not mapped: nothing\n");
+        return out;
+    }
+    let by: Vec<String> = t
+        .unmapped
+        .iter()
+        .map(|u| format!("{} {}", u.reason, u.count))
+        .collect();
+    out.push_str(&format!("not mapped: {total} ({})\n", by.join(", ")));
+    for u in &t.unmapped {
+        out.push_str(&format!(
+            "  {:<24} {:>6}  {}\n",
+            u.reason,
+            u.count,
+            unmapped_words(u.reason, &t.feedback_names)
+        ));
+        for e in u.examples {
+            out.push_str(&format!("      {}\n", esc(e)));
+        }
+    }
+    out
+}
+
+/// What `signals import --format TRACES` did, as pretty JSON.
+pub fn traces_json(t: &TracesImport<'_>) -> String {
+    let mut s = serde_json::to_string_pretty(t).unwrap_or_default();
+    s.push('\n');
+    s
+}

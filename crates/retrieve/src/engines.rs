@@ -348,6 +348,18 @@ impl Retriever for EngineRetriever {
         holds(self, ids).map(Some)
     }
 
+    /// Qdrant returns its points' vectors ([`qdrant_vectors`]); OpenSearch and
+    /// Elasticsearch cannot say (their `_source` may exclude the vector field).
+    fn stored_vectors(
+        &self,
+        ids: &[&str],
+    ) -> Result<Option<Vec<crate::StoredVector>>, RetrieveError> {
+        match self.engine {
+            Engine::Qdrant => qdrant_vectors(self, ids).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     fn search(&self, request: &Request<'_>) -> Result<Ranking, RetrieveError> {
         let vector = request.vector.ok_or_else(|| RetrieveError::NoVector {
             case: request.case_id.to_owned(),
@@ -387,6 +399,145 @@ fn qdrant_point_id(id: &str) -> Option<Value> {
     let dashes_ok = id.len() == 32
         || (id.len() == 36 && [8, 13, 18, 23].iter().all(|&i| id.as_bytes()[i] == b'-'));
     (hex.len() == 32 && dashes_ok && hex.chars().all(|c| c.is_ascii_hexdigit())).then(|| json!(id))
+}
+
+/// A Qdrant point ID as the engine writes it back: an integer's decimal text, a UUID in
+/// lower case with its dashes.
+fn qdrant_point_key(id: &Value) -> Option<String> {
+    match id {
+        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) => {
+            let hex: String = s
+                .chars()
+                .filter(|c| *c != '-')
+                .collect::<String>()
+                .to_ascii_lowercase();
+            (hex.len() == 32).then(|| {
+                format!(
+                    "{}-{}-{}-{}-{}",
+                    &hex[..8],
+                    &hex[8..12],
+                    &hex[12..16],
+                    &hex[16..20],
+                    &hex[20..]
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The stored vectors of the Qdrant points named by `ids`, in `ids` order, those the
+/// collection holds: `POST /collections/C/points` with `"with_vector": true` (or the named
+/// vector, `[NAME]`), or `POST /collections/C/points/scroll` with a `match any` filter on
+/// `id_payload`; [`crate::HOLDS_BATCH`] IDs a request. A point's `vector` is a list, or an
+/// object of named vectors (the URI's `vector=NAME` is taken from it).
+fn qdrant_vectors(
+    r: &EngineRetriever,
+    ids: &[&str],
+) -> Result<Vec<crate::StoredVector>, RetrieveError> {
+    let bad = |reason: String| RetrieveError::Setup {
+        uri: r.shown.clone(),
+        reason: format!("qdrant `{}`, reading stored vectors: {reason}", r.name),
+    };
+    let with_vector = match &r.field {
+        Some(name) => json!([name]),
+        None => json!(true),
+    };
+    let vector_of = |p: &Value| -> Result<Option<Vec<f32>>, RetrieveError> {
+        let v =
+            match (p.get("vector"), &r.field) {
+                (Some(Value::Object(named)), Some(name)) => named.get(name),
+                (Some(Value::Object(named)), None) if named.len() == 1 => named.values().next(),
+                (Some(Value::Object(_)), None) => return Err(bad(
+                    "the points have several named vectors: name one with `vector=NAME` in the URI"
+                        .into(),
+                )),
+                (v, _) => v,
+            };
+        Ok(v.and_then(Value::as_array).map(|xs| {
+            xs.iter()
+                .filter_map(Value::as_f64)
+                .map(|x| x as f32)
+                .collect()
+        }))
+    };
+    let points = r.endpoint.trim_end_matches("/search");
+    let mut found = std::collections::BTreeMap::new();
+    for batch in ids.chunks(crate::HOLDS_BATCH) {
+        match r.id_field.as_deref() {
+            None => {
+                // Requested ID as Qdrant writes it back → the ID asked.
+                let mut asked = std::collections::BTreeMap::new();
+                for id in batch {
+                    if let Some(point) = qdrant_point_id(id) {
+                        if let Some(key) = qdrant_point_key(&point) {
+                            asked.insert(key, (*id, point));
+                        }
+                    }
+                }
+                if asked.is_empty() {
+                    continue;
+                }
+                let body = json!({
+                    "ids": asked.values().map(|(_, p)| p.clone()).collect::<Vec<_>>(),
+                    "with_payload": false,
+                    "with_vector": with_vector,
+                });
+                let answer = r.net.post(points, &r.shown, &body)?;
+                let list = answer
+                    .get("result")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "the answer has no `/result` list: {}",
+                            redact::short(&answer.to_string())
+                        ))
+                    })?;
+                for p in list {
+                    let Some((id, _)) = p
+                        .get("id")
+                        .and_then(qdrant_point_key)
+                        .and_then(|k| asked.get(&k))
+                    else {
+                        continue;
+                    };
+                    if let Some(v) = vector_of(p)? {
+                        found.insert((*id).to_owned(), v);
+                    }
+                }
+            }
+            Some(field) => {
+                let body = json!({
+                    "filter": {"must": [{"key": field, "match": {"any": batch}}]},
+                    "limit": batch.len(),
+                    "with_payload": [field],
+                    "with_vector": with_vector,
+                });
+                let answer = r.net.post(&format!("{points}/scroll"), &r.shown, &body)?;
+                let list = answer
+                    .pointer("/result/points")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| bad("the answer has no `/result/points` list".into()))?;
+                for p in list {
+                    let id = match p.pointer(&format!("/payload/{field}")) {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(Value::Number(n)) => n.to_string(),
+                        _ => continue,
+                    };
+                    if batch.contains(&id.as_str()) {
+                        if let Some(v) = vector_of(p)? {
+                            found.insert(id, v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(ids
+        .iter()
+        .filter_map(|id| found.remove(*id).map(|v| ((*id).to_owned(), v)))
+        .collect())
 }
 
 /// Which of `ids` the engine holds, [`crate::HOLDS_BATCH`] per request: OpenSearch /

@@ -704,6 +704,58 @@ impl Retriever for PgVector {
         }))
     }
 
+    /// `SELECT id::text, vector::text FROM table WHERE id::text = ANY($1) [AND (where)]`,
+    /// [`crate::HOLDS_BATCH`] IDs a statement; pgvector's text form `[x,y,…]` is read as
+    /// numbers.
+    fn stored_vectors(
+        &self,
+        ids: &[&str],
+    ) -> Result<Option<Vec<crate::StoredVector>>, RetrieveError> {
+        let sql = format!(
+            "SELECT {id}::text, {vector}::text FROM {table} WHERE {id}::text = ANY($1){condition}",
+            id = self.id,
+            vector = self.vector,
+            table = self.table,
+            condition = self
+                .condition
+                .as_ref()
+                .map(|c| format!(" AND ({c})"))
+                .unwrap_or_default()
+        );
+        let mut found = std::collections::BTreeMap::new();
+        let mut client = self.client()?;
+        for batch in ids.chunks(crate::HOLDS_BATCH) {
+            self.left()?;
+            let batch: Vec<&str> = batch.to_vec();
+            let rows = client.query(&sql, &[&batch]).map_err(|e| {
+                self.setup(format!("reading stored vectors: {}", self.pg_error(&e)))
+            })?;
+            for row in rows {
+                let (Some(id), Some(text)) = (
+                    row.get::<_, Option<String>>(0),
+                    row.get::<_, Option<String>>(1),
+                ) else {
+                    continue;
+                };
+                let v: Vec<f32> = serde_json::from_str(&text).map_err(|_| {
+                    self.setup(format!(
+                        "reading stored vectors: column `{}` of `{}` is not a vector: {}",
+                        self.vector.trim_matches('"'),
+                        redact::short(&id),
+                        redact::short(&text)
+                    ))
+                })?;
+                found.insert(id, v);
+            }
+        }
+        self.give_back(client);
+        Ok(Some(
+            ids.iter()
+                .filter_map(|id| found.remove(*id).map(|v| ((*id).to_owned(), v)))
+                .collect(),
+        ))
+    }
+
     fn served_plan(
         &self,
         request: &Request<'_>,

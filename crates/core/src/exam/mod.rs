@@ -82,6 +82,10 @@ pub struct ExamReport {
     /// compares with the exact ranking of the same engine. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exactness: Option<Exactness>,
+    /// The stored-vector check (`--check-vectors N`): sampled chunks' stored vectors against
+    /// the same chunks embedded by the query model. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_vectors: Option<StoredVectors>,
     /// The ingestion batches of the corpus (or index) the exam read, when it read one:
     /// a later comparison tells a batch that entered since this run from an older one by
     /// this list, not by the batch's name or clock.
@@ -92,7 +96,114 @@ pub struct ExamReport {
     /// results are those of the boosted order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub boost: Vec<crate::boost::BoostCase>,
+    /// When the retriever is a fusion of arms (`fusion:METHOD` with `--arm`): recall at K
+    /// of each arm and of the fusion, and the cases only one arm finds. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<FusionReport>,
     pub cases: Vec<CaseResult>,
+}
+
+/// The stage metrics of a fusion retriever: what each arm found on its own, and what the
+/// fused ranking keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FusionReport {
+    /// The fusion, as written after `fusion:` (`rrf?k=60`).
+    pub method: String,
+    /// Mean recall at K (each case's K) of the fused ranking over the cases with expected
+    /// chunks.
+    pub recall: Option<f64>,
+    /// Each arm, in arm order.
+    pub arms: Vec<FusionArm>,
+}
+
+/// One arm of a fusion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FusionArm {
+    /// The arm's URI, without credentials.
+    pub uri: String,
+    /// Its backend (`index`, `run-file`, …).
+    pub kind: String,
+    /// Mean recall at K (each case's K) of the arm's own ranking over the cases with
+    /// expected chunks.
+    pub recall: Option<f64>,
+    /// The cases (ID order) with expected chunks in this arm's top K and in no other arm's.
+    pub only_found: Vec<String>,
+    /// Time spent in the arm, only when asked for (`--timings`): it differs on every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<ArmLatency>,
+}
+
+/// An arm's time over the exam.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmLatency {
+    /// Calls to the arm (one per batch when it batches, else one per case).
+    pub calls: usize,
+    /// Cases it answered.
+    pub cases: usize,
+    /// Total milliseconds in the arm.
+    pub total_ms: f64,
+    /// `total_ms` per case.
+    pub ms_per_case: f64,
+}
+
+/// What one arm of a fusion answered: per case ID, the 1-based rank at which it found each
+/// expected chunk (in the case's order; `None`: not found).
+pub type ArmRanks = BTreeMap<String, Vec<Option<usize>>>;
+
+impl FusionReport {
+    /// The section's figures: each arm's recall at each case's K (`cases`' `top_k`) from
+    /// its own ranks, the fusion's from the report's ranks of the expected chunks, and the
+    /// cases only one arm finds within K. `arms` are `(uri, kind, ranks, latency)`, in
+    /// arm order.
+    pub fn from_ranks(
+        method: &str,
+        arms: Vec<(String, String, ArmRanks, Option<ArmLatency>)>,
+        cases: &[CaseResult],
+    ) -> FusionReport {
+        let within = |ranks: &[Option<usize>], k: usize| {
+            ranks.iter().filter(|r| r.is_some_and(|r| r <= k)).count()
+        };
+        let recall = |ranks: &dyn Fn(&CaseResult) -> Vec<Option<usize>>| {
+            let per_case: Vec<f64> = cases
+                .iter()
+                .filter(|c| !c.expected.is_empty())
+                .map(|c| within(&ranks(c), c.top_k as usize) as f64 / c.expected.len() as f64)
+                .collect();
+            (!per_case.is_empty()).then(|| per_case.iter().sum::<f64>() / per_case.len() as f64)
+        };
+        let arm_ranks = |a: &ArmRanks, c: &CaseResult| {
+            a.get(&c.id)
+                .cloned()
+                .unwrap_or_else(|| vec![None; c.expected.len()])
+        };
+        let finds = |a: &ArmRanks, c: &CaseResult| within(&arm_ranks(a, c), c.top_k as usize) > 0;
+        let fused = recall(&|c: &CaseResult| c.expected.iter().map(|e| e.rank).collect());
+        let out = arms
+            .iter()
+            .enumerate()
+            .map(|(i, (uri, kind, ranks, latency))| FusionArm {
+                uri: uri.clone(),
+                kind: kind.clone(),
+                recall: recall(&|c: &CaseResult| arm_ranks(ranks, c)),
+                only_found: cases
+                    .iter()
+                    .filter(|c| finds(ranks, c))
+                    .filter(|c| {
+                        arms.iter()
+                            .enumerate()
+                            .all(|(j, other)| j == i || !finds(&other.2, c))
+                    })
+                    .map(|c| c.id.clone())
+                    .collect(),
+                latency: latency.clone(),
+            })
+            .collect();
+        FusionReport {
+            method: method.to_owned(),
+            recall: fused,
+            arms: out,
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -219,6 +330,47 @@ pub struct Exactness {
     /// The expected chunks lost by the ANN index, in case order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<AnnLoss>,
+}
+
+/// The stored-vector check: how close a live retriever's stored vectors are to the same
+/// chunks' texts embedded by the model that embeds the exam's queries. A table embedded with
+/// another model (or left behind by a model upgrade) has a low mean cosine, or vectors of
+/// another dimension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredVectors {
+    /// What holds the vectors, as messages name it (``table `kb` ``, ``collection `kb` ``).
+    pub collection: String,
+    /// The query model (its name) that re-embedded the chunks.
+    pub query_model: String,
+    /// Chunks sampled (from the corpus, in the documented order).
+    pub sampled: usize,
+    /// Sampled chunks whose stored vector the retriever did not return (it does not hold
+    /// them).
+    pub not_held: usize,
+    /// Chunks compared (stored vector of the query model's dimension).
+    pub compared: usize,
+    /// Mean cosine between stored and recomputed vectors over the compared chunks.
+    pub mean_cosine: f64,
+    /// The lowest cosine, with its chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lowest: Option<ChunkCosine>,
+    /// Compared chunks whose cosine is below `threshold`.
+    pub below: usize,
+    /// The cosine under which a stored vector is not the query model's.
+    pub threshold: f64,
+    /// Chunks whose stored vector has another dimension than the query model's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_dimension: Vec<String>,
+    /// Whether the store looks embedded with another model (a vector of another dimension,
+    /// or a mean cosine below `threshold`).
+    pub other_model: bool,
+}
+
+/// A chunk and a cosine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkCosine {
+    pub chunk: String,
+    pub cosine: f64,
 }
 
 /// One expected chunk that the ANN index lost.
@@ -502,8 +654,10 @@ fn evaluate_counting(input: ExamInput<'_>, unlocated: &mut Unlocated) -> ExamRep
         stages: Vec::new(),
         latency: BTreeMap::new(),
         exactness: None,
+        stored_vectors: None,
         batches: input.corpus.map(Corpus::batches).unwrap_or_default(),
         boost: Vec::new(),
+        fusion: None,
         cases,
     }
 }

@@ -111,6 +111,12 @@ const TABLE: &[(&str, Entry)] = &[
     ("unj", Entry::Family(Family::Unjudged)),
 ];
 
+/// trec_eval's measure names that `-m` accepts, in its output order (what pytrec_eval calls
+/// `supported_measures`).
+pub fn measure_names() -> impl Iterator<Item = &'static str> {
+    TABLE.iter().map(|(name, _)| *name)
+}
+
 /// trec_eval's measure sets (`-m official` is the default).
 pub const SETS: &[(&str, &[&str])] = &[
     (

@@ -11,13 +11,15 @@ use veredicto_core::history::RecordedRun;
 
 /// The sticky navigation bar.
 pub fn nav(input: &HtmlInput<'_>) -> String {
-    let mut links = vec![
-        ("verdict", "Verdict"),
-        ("summary", "Summary"),
+    let mut links = vec![("verdict", "Verdict"), ("summary", "Summary")];
+    if input.current.report.fusion.is_some() {
+        links.push(("fusion", "Fusion"));
+    }
+    links.extend([
         ("cases", "Cases"),
         ("charts", "Recall &amp; noise"),
         ("diagnosis", "Diagnosis"),
-    ];
+    ]);
     if input.baseline_comparison.is_some() {
         links.push(("comparison", "Comparison"));
     }
@@ -435,6 +437,9 @@ pub fn summary(r: &ExamReport) -> String {
     if let Some(line) = crate::fmt::exactness(r) {
         out.push_str(&format!("<p class=\"small\">{}</p>\n", escape(&line)));
     }
+    if let Some(line) = crate::fmt::stored_vectors(r) {
+        out.push_str(&format!("<p class=\"small\">{}</p>\n", escape(&line)));
+    }
     if r.run.ignored_queries > 0 {
         let ids: Vec<&str> = r.run.ignored_query_ids.iter().map(String::as_str).collect();
         out.push_str(&format!(
@@ -445,4 +450,44 @@ pub fn summary(r: &ExamReport) -> String {
     }
     out.push_str("</section>\n");
     out
+}
+
+/// The fusion section, when the retriever is a fusion of arms: recall at K of the fused
+/// ranking and of each arm, the cases only one arm finds, each arm's time (`--timings`).
+pub fn fusion(r: &ExamReport) -> String {
+    let Some(f) = &r.fusion else {
+        return String::new();
+    };
+    let timed = f.arms.iter().any(|a| a.latency.is_some());
+    let mut s = format!(
+        "<section id=\"fusion\" aria-labelledby=\"fusion-h\"><h2 id=\"fusion-h\">Fusion <code>{}</code></h2>\n<div class=\"table-wrap\"><table><caption>Recall@K (each case's K) of the fused ranking and of each arm alone</caption><thead><tr><th scope=\"col\">ranking</th><th scope=\"col\" class=\"n\">recall@K</th><th scope=\"col\">cases only it finds</th>{}</tr></thead><tbody>\n",
+        escape(&f.method),
+        if timed { "<th scope=\"col\">time</th>" } else { "" }
+    );
+    s.push_str(&format!(
+        "<tr><th scope=\"row\">fused</th><td class=\"n\">{}</td><td></td>{}</tr>\n",
+        fmt::recall_or_dash(f.recall),
+        if timed { "<td></td>" } else { "" }
+    ));
+    for (i, a) in f.arms.iter().enumerate() {
+        let time = if timed {
+            format!(
+                "<td>{}</td>",
+                escape(&fmt::arm_latency(a).unwrap_or_default())
+            )
+        } else {
+            String::new()
+        };
+        s.push_str(&format!(
+            "<tr><th scope=\"row\">arm {} <code>{}</code> ({})</th><td class=\"n\">{}</td><td>{} ({})</td>{time}</tr>\n",
+            i + 1,
+            escape(&a.uri),
+            escape(&a.kind),
+            fmt::recall_or_dash(a.recall),
+            a.only_found.len(),
+            escape(&fmt::only_found(&a.only_found))
+        ));
+    }
+    s.push_str("</tbody></table></div>\n</section>\n");
+    s
 }

@@ -15,6 +15,7 @@ mod live_spans;
 mod own_index_batch;
 mod own_index_filters;
 mod pgvector;
+mod stored_vectors;
 mod vectorize;
 
 /// The exam as these tests read it: its findings worded, as every renderer words them.
