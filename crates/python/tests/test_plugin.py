@@ -34,8 +34,9 @@ def test_{name}(veredicto_exam):
 '''
 
 
-def write(pytester, rack, name, run):
-    pytester.makepyfile(**{f"test_{name}": TEST_FILE.format(rack=str(rack), name=name, run=run)})
+def write(pytester, rack, name, run, file=None):
+    text = TEST_FILE.format(rack=str(rack), name=name, run=run)
+    pytester.makepyfile(**{file or f"test_{name}": text})
 
 
 def test_accepting_exam_passes(pytester, rack):
@@ -67,10 +68,14 @@ def test_stopping_exam_fails_with_reasons_and_cases(pytester, rack):
 
 
 def test_baseline_regression_fails(pytester, rack):
-    write(pytester, rack, "accept", "run-accept.trec")
     history = pytester.path / "h.db"
-    pytester.runpytest("-p", "no:cacheprovider", f"--veredicto-history={history}").assert_outcomes(passed=1)
+    write(pytester, rack, "accept", "run-accept.trec", file="test_kb")
+    args = ["-p", "no:cacheprovider", f"--veredicto-history={history}"]
+    pytester.runpytest(*args).assert_outcomes(passed=1)
     # the same suite again against the accepted baseline: no regression, passes
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--veredicto-history={history}",
-                                "--veredicto-baseline=last-accepted")
-    result.assert_outcomes(passed=1)
+    pytester.runpytest(*args, "--veredicto-baseline=last-accepted").assert_outcomes(passed=1)
+    # the knowledge base after the bad ingest: a regression against the accepted run
+    write(pytester, rack, "stop", "run-stop.trec", file="test_kb")
+    result = pytester.runpytest(*args, "--veredicto-baseline=last-accepted")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*veredicto exam: STOP*", "*regression against the baseline*"])
