@@ -124,6 +124,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/golden/new", get(new_question))
         .route("/golden/add", post(add_case))
         .route("/reviewer", post(set_reviewer))
+        .route("/lang", get(set_lang))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state)
@@ -259,11 +260,14 @@ fn reviewer(st: &AppState, headers: &HeaderMap) -> Option<String> {
 
 fn page(es: bool, title: &str, body: &str) -> Response {
     let html = format!(
-        "<!DOCTYPE html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{} · veredicto</title>\n<style>{CSS}</style>\n</head>\n<body>\n<header><nav aria-label=\"{}\"><a href=\"/golden\">{}</a></nav></header>\n<main>\n<h1>{}</h1>\n{body}</main>\n</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{} · veredicto</title>\n<style>{CSS}</style>\n</head>\n<body>\n<header><nav aria-label=\"{}\"><a href=\"/golden\">{}</a> <a href=\"/lang?to={}\" lang=\"{}\">{}</a></nav></header>\n<main>\n<h1>{}</h1>\n{body}</main>\n</body>\n</html>\n",
         if es { "es" } else { "en" },
         escape(title),
         t(es, "Areas", "Áreas"),
         t(es, "Golden set", "Conjunto dorado"),
+        if es { "en" } else { "es" },
+        if es { "en" } else { "es" },
+        if es { "English" } else { "Español" },
         escape(title),
     );
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
@@ -487,6 +491,17 @@ async fn set_reviewer(State(st): State<Arc<AppState>>, body: Bytes) -> Response 
         form_urlencoded::byte_serialize(field(&f, "reviewer").trim().as_bytes()).collect();
     let mut r = redirect("/golden");
     if let Ok(v) = HeaderValue::from_str(&format!("reviewer={name}; SameSite=Strict; Path=/")) {
+        r.headers_mut().append(header::SET_COOKIE, v);
+    }
+    r
+}
+
+/// The language switch: a preference cookie, then back to the golden set.
+async fn set_lang(axum::extract::RawQuery(q): axum::extract::RawQuery) -> Response {
+    let q = form(q.unwrap_or_default().as_bytes());
+    let lang = if field(&q, "to") == "es" { "es" } else { "en" };
+    let mut r = redirect("/golden");
+    if let Ok(v) = HeaderValue::from_str(&format!("lang={lang}; SameSite=Strict; Path=/")) {
         r.headers_mut().append(header::SET_COOKIE, v);
     }
     r

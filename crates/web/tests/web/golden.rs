@@ -156,3 +156,28 @@ fn concurrent_submissions_from_fresh_pages_lose_nothing() {
     let log = std::fs::read_to_string(dir.path().join("golden.jsonl.log")).unwrap();
     assert_eq!(log.lines().count(), 8);
 }
+
+#[test]
+fn the_interface_follows_the_browser_language_and_the_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path());
+    let (_, es) = request(
+        &addr,
+        "GET",
+        "/golden",
+        &[("Accept-Language", "es-ES,es;q=0.9")],
+        "",
+    );
+    assert!(es.contains("<html lang=\"es\">") && es.contains("Añadir una pregunta"));
+    let (_, en) = request(
+        &addr,
+        "GET",
+        "/golden",
+        &[("Accept-Language", "es-ES"), ("Cookie", "lang=en")],
+        "",
+    );
+    assert!(en.contains("<html lang=\"en\">") && en.contains("Add a question"));
+    let (st, switch) = request(&addr, "GET", "/lang?to=es", &[], "");
+    assert_eq!(st, 303);
+    assert!(switch.contains("set-cookie: lang=es"), "{switch}");
+}
