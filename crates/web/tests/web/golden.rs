@@ -181,3 +181,42 @@ fn the_interface_follows_the_browser_language_and_the_switch() {
     assert_eq!(st, 303);
     assert!(switch.contains("set-cookie: lang=es"), "{switch}");
 }
+
+#[test]
+fn another_address_needs_a_token_and_then_every_request_carries_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |token: Option<&str>| veredicto_web::Config {
+        golden: dir.path().join("golden.jsonl"),
+        corpus: None,
+        token: token.map(str::to_owned),
+        identity_header: None,
+        clock: || "2026-01-01T00:00:00Z".to_owned(),
+    };
+    let refused = veredicto_web::bind("0.0.0.0", 0, config(None))
+        .err()
+        .unwrap();
+    assert!(refused.contains("needs --token"), "{refused}");
+    let bound = veredicto_web::bind("127.0.0.1", 0, config(Some("s3cret"))).unwrap();
+    assert!(bound.url().ends_with("/?token=s3cret"));
+    let addr = bound.url()["http://".len()..]
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    std::thread::spawn(move || bound.serve());
+    assert_eq!(request(&addr, "GET", "/golden", &[], "").0, 401);
+    let (st, first) = request(&addr, "GET", "/golden?token=s3cret", &[], "");
+    assert_eq!(st, 200);
+    assert!(first.contains("set-cookie: veredicto_token=s3cret; HttpOnly"));
+    assert_eq!(
+        request(
+            &addr,
+            "GET",
+            "/golden",
+            &[("Cookie", "veredicto_token=s3cret")],
+            ""
+        )
+        .0,
+        200
+    );
+}
