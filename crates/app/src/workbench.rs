@@ -234,6 +234,21 @@ pub fn search_corpus(corpus: &Path, query: &str, k: usize) -> Result<Vec<Hit>> {
         .collect())
 }
 
+/// The newest `limit` runs of the history, newest first; an absent history has none.
+pub fn recent(
+    spec: &crate::HistorySpec,
+    limit: usize,
+) -> Result<Vec<veredicto_core::history::RunSummary>> {
+    let history = match spec.open_read_only() {
+        Ok(h) => h,
+        Err(_) => return Ok(Vec::new()),
+    };
+    Ok(history.list(&veredicto_store::RunFilter {
+        limit: Some(limit),
+        ..veredicto_store::RunFilter::default()
+    })?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

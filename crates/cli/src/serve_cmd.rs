@@ -34,6 +34,7 @@ pub fn run(args: ServeArgs, settings: &veredicto_app::Settings) -> anyhow::Resul
             corpus: settings.corpus.clone(),
             token,
             identity_header: args.identity_header,
+            history: settings.history.clone(),
             clock: crate::clock::now_rfc3339,
         },
     )

@@ -38,6 +38,8 @@ pub struct Config {
     pub token: Option<String>,
     /// A header a reverse proxy sets with the reviewer's name.
     pub identity_header: Option<String>,
+    /// The run history the runs area lists.
+    pub history: veredicto_app::HistorySpec,
     /// The time written with each edit (RFC 3339).
     pub clock: fn() -> String,
 }
@@ -125,6 +127,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/golden/add", post(add_case))
         .route("/reviewer", post(set_reviewer))
         .route("/lang", get(set_lang))
+        .route("/runs", get(runs_page))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state)
@@ -260,11 +263,12 @@ fn reviewer(st: &AppState, headers: &HeaderMap) -> Option<String> {
 
 fn page(es: bool, title: &str, body: &str) -> Response {
     let html = format!(
-        "<!DOCTYPE html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{} · veredicto</title>\n<style>{CSS}</style>\n</head>\n<body>\n<header><nav aria-label=\"{}\"><a href=\"/golden\">{}</a> <a href=\"/lang?to={}\" lang=\"{}\">{}</a></nav></header>\n<main>\n<h1>{}</h1>\n{body}</main>\n</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{} · veredicto</title>\n<style>{CSS}</style>\n</head>\n<body>\n<header><nav aria-label=\"{}\"><a href=\"/golden\">{}</a> <a href=\"/runs\">{}</a> <a href=\"/lang?to={}\" lang=\"{}\">{}</a></nav></header>\n<main>\n<h1>{}</h1>\n{body}</main>\n</body>\n</html>\n",
         if es { "es" } else { "en" },
         escape(title),
         t(es, "Areas", "Áreas"),
         t(es, "Golden set", "Conjunto dorado"),
+        t(es, "Runs", "Ejecuciones"),
         if es { "en" } else { "es" },
         if es { "en" } else { "es" },
         if es { "English" } else { "Español" },
@@ -505,4 +509,50 @@ async fn set_lang(axum::extract::RawQuery(q): axum::extract::RawQuery) -> Respon
         r.headers_mut().append(header::SET_COOKIE, v);
     }
     r
+}
+
+/// The runs area: the newest runs of the history, read-only.
+async fn runs_page(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let es = spanish(&headers);
+    let spec = st.config.history.clone();
+    let runs = match tokio::task::spawn_blocking(move || workbench::recent(&spec, 200)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let mut b = format!(
+        "<table><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">recall</th></tr></thead><tbody>\n",
+        t(es, "Run", "Ejecución"),
+        t(es, "When", "Cuándo"),
+        t(es, "Label", "Etiqueta"),
+        t(es, "Verdict", "Veredicto"),
+        t(es, "Failing cases", "Casos que fallan"),
+    );
+    for r in &runs {
+        b.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{:.3}</td></tr>\n",
+            escape(&r.id),
+            escape(&r.created_at),
+            escape(r.label.as_deref().unwrap_or("")),
+            match r.verdict {
+                veredicto_core::exam::Verdict::Accept => t(es, "ACCEPT", "ACEPTA"),
+                veredicto_core::exam::Verdict::Stop => t(es, "STOP", "PARA"),
+            },
+            r.failing,
+            r.cases,
+            r.mean_recall,
+        ));
+    }
+    b.push_str("</tbody></table>\n");
+    if runs.is_empty() {
+        b.push_str(&format!(
+            "<p>{}</p>\n",
+            t(
+                es,
+                "No run recorded yet.",
+                "Aún no hay ejecuciones registradas."
+            )
+        ));
+    }
+    page(es, t(es, "Runs", "Ejecuciones"), &b)
 }

@@ -56,6 +56,9 @@ fn start(dir: &Path) -> String {
             token: None,
             identity_header: Some("x-reviewer".into()),
             clock: || "2026-01-01T00:00:00Z".to_owned(),
+            history: veredicto_app::HistorySpec::default_at(
+                dir.join("history.sqlite").display().to_string(),
+            ),
         },
     )
     .unwrap();
@@ -191,6 +194,9 @@ fn another_address_needs_a_token_and_then_every_request_carries_it() {
         token: token.map(str::to_owned),
         identity_header: None,
         clock: || "2026-01-01T00:00:00Z".to_owned(),
+        history: veredicto_app::HistorySpec::default_at(
+            dir.path().join("history.sqlite").display().to_string(),
+        ),
     };
     let refused = veredicto_web::bind("0.0.0.0", 0, config(None))
         .err()
@@ -218,5 +224,18 @@ fn another_address_needs_a_token_and_then_every_request_carries_it() {
         )
         .0,
         200
+    );
+}
+
+#[test]
+fn the_runs_area_lists_an_empty_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path());
+    let (st, runs) = request(&addr, "GET", "/runs", &[], "");
+    assert_eq!(st, 200);
+    assert!(runs.contains("No run recorded yet."), "{runs}");
+    assert!(
+        !dir.path().join("history.sqlite").exists(),
+        "reading created the history"
     );
 }
