@@ -249,6 +249,44 @@ pub fn recent(
     })?)
 }
 
+/// A case's result in the newest run of the history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LastResult {
+    /// The run it comes from.
+    pub run: String,
+    pub passed: bool,
+    pub recall: f64,
+    /// Each expected chunk with its rank (`None`: not retrieved).
+    pub ranks: Vec<(String, Option<usize>)>,
+}
+
+/// The newest run's result of each case, by case ID (empty without a history or a run).
+pub fn last_results(
+    spec: &crate::HistorySpec,
+) -> Result<std::collections::BTreeMap<String, LastResult>> {
+    let newest = recent(spec, 1)?;
+    let Some(summary) = newest.first() else {
+        return Ok(Default::default());
+    };
+    let run = spec.open_read_only()?.get(&summary.id)?;
+    Ok(run
+        .report
+        .cases
+        .iter()
+        .map(|c| {
+            (
+                c.id.clone(),
+                LastResult {
+                    run: summary.id.clone(),
+                    passed: c.passed,
+                    recall: c.recall,
+                    ranks: c.expected.iter().map(|e| (e.id.clone(), e.rank)).collect(),
+                },
+            )
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

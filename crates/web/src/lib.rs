@@ -307,9 +307,14 @@ async fn golden_page(
     let q = form(q.unwrap_or_default().as_bytes());
     let offset: usize = field(&q, "offset").parse().unwrap_or(0);
     let golden = st.config.golden.clone();
-    let loaded =
-        tokio::task::spawn_blocking(move || workbench::golden_page(&golden, offset, PAGE)).await;
-    let p = match loaded {
+    let spec = st.config.history.clone();
+    let loaded = tokio::task::spawn_blocking(move || {
+        let page = workbench::golden_page(&golden, offset, PAGE)?;
+        let last = workbench::last_results(&spec)?;
+        Ok::<_, veredicto_app::Error>((page, last))
+    })
+    .await;
+    let (p, last) = match loaded {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
@@ -332,7 +337,7 @@ async fn golden_page(
     ));
     let end = (offset + p.rows.len()).min(p.total);
     b.push_str(&format!(
-        "<h2>{}</h2>\n<p id=\"count\">{} {}–{} / {}</p>\n<table><thead><tr><th scope=\"col\">ID</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
+        "<h2>{}</h2>\n<p id=\"count\">{} {}–{} / {}</p>\n<table><thead><tr><th scope=\"col\">ID</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
         t(es, "Cases", "Casos"),
         t(es, "Cases", "Casos"),
         if p.total == 0 { 0 } else { offset + 1 },
@@ -340,13 +345,37 @@ async fn golden_page(
         p.total,
         t(es, "Question", "Pregunta"),
         t(es, "Expected chunks", "Fragmentos esperados"),
+        t(es, "Last result (recall, ranks)", "Último resultado (recall, posiciones)"),
     ));
     for r in &p.rows {
         b.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             escape(&r.id),
             escape(&r.query),
-            escape(&r.expected.join(", "))
+            escape(&r.expected.join(", ")),
+            match last.get(&r.id) {
+                Some(l) => {
+                    let ranks: Vec<String> = l
+                        .ranks
+                        .iter()
+                        .map(|(id, rank)| match rank {
+                            Some(n) => format!("{id} #{n}"),
+                            None => format!("{id} -"),
+                        })
+                        .collect();
+                    escape(&format!(
+                        "{} · {:.2} · {}",
+                        if l.passed {
+                            t(es, "pass", "aprueba")
+                        } else {
+                            t(es, "FAIL", "FALLA")
+                        },
+                        l.recall,
+                        ranks.join(", ")
+                    ))
+                }
+                None => "—".to_owned(),
+            }
         ));
     }
     b.push_str("</tbody></table>\n<nav aria-label=\"pages\">");
