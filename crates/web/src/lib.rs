@@ -128,6 +128,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/reviewer", post(set_reviewer))
         .route("/lang", get(set_lang))
         .route("/runs", get(runs_page))
+        .route("/runs/{id}", get(run_report))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state)
@@ -190,12 +191,15 @@ async fn guard(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Res
     }
     let mut resp = next.run(req).await;
     let h = resp.headers_mut();
-    h.insert(
+    // A page that sets its own (the run's report: its inline script) keeps it.
+    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
+        h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
             "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
         ),
     );
+    }
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -559,7 +563,8 @@ async fn runs_page(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Respo
     );
     for r in &runs {
         b.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{:.3}</td></tr>\n",
+            "<tr><td><a href=\"/runs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{:.3}</td></tr>\n",
+            escape(&r.id),
             escape(&r.id),
             escape(&r.created_at),
             escape(r.label.as_deref().unwrap_or("")),
@@ -584,4 +589,52 @@ async fn runs_page(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Respo
         ));
     }
     page(es, t(es, "Runs", "Ejecuciones"), &b)
+}
+
+/// One run's report: the HTML report's content, as `veredicto report` renders it.
+async fn run_report(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    let es = spanish(&headers);
+    let spec = st.config.history.clone();
+    let corpus = st.config.corpus.clone();
+    let built = tokio::task::spawn_blocking(move || {
+        let r = veredicto_app::history::report_run(
+            &spec,
+            &veredicto_app::history::ReportRequest {
+                run: &id,
+                baseline: veredicto_app::Baseline::Previous,
+                corpus: corpus.as_deref(),
+                documents: None,
+                window: 20,
+                seed: veredicto_core::compare::DEFAULT_SEED,
+            },
+        )?;
+        Ok::<_, veredicto_app::Error>(veredicto_report::html::render(
+            &veredicto_report::html::HtmlInput {
+                current: &r.current,
+                baseline_comparison: r.comparison.as_ref(),
+                diagnosis: Some(&r.diagnosis),
+                history: &r.history,
+            },
+        ))
+    })
+    .await;
+    match built {
+        Ok(Ok(html)) => (
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+                ),
+            ],
+            html,
+        )
+            .into_response(),
+        Ok(Err(e)) => html_error(es, StatusCode::NOT_FOUND, &e.to_string()),
+        Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
 }
