@@ -148,6 +148,7 @@ enum Command {
     #[command(after_help = help::chunk())]
     Chunk(chunk_cmd::ChunkArgs),
     /// The workbench: a local web app to build the golden set (prints its URL first).
+    #[command(after_help = help::serve())]
     Serve(serve_cmd::ServeArgs),
 }
 
