@@ -181,3 +181,11 @@ pub fn chunk() -> String {
         "veredicto chunk --documents docs.jsonl --out corpus.jsonl --size 400 --split sentences",
     ])
 }
+
+pub fn serve() -> String {
+    examples(&[
+        "veredicto serve",
+        "veredicto serve --port 0",
+        "veredicto serve --host 0.0.0.0 --port 8765 --token \"$(openssl rand -hex 16)\"",
+    ])
+}

@@ -44,6 +44,7 @@ mod retrieval;
 mod retriever_args;
 mod runs_cmd;
 mod search_cmd;
+mod serve_cmd;
 mod signals_cmd;
 mod trec_cmd;
 
@@ -146,6 +147,9 @@ enum Command {
     /// Cut documents into a corpus (chunk JSONL with doc_id, start, end, deterministic IDs).
     #[command(after_help = help::chunk())]
     Chunk(chunk_cmd::ChunkArgs),
+    /// The workbench: a local web app to build the golden set (prints its URL first).
+    #[command(after_help = help::serve())]
+    Serve(serve_cmd::ServeArgs),
 }
 
 impl Command {
@@ -173,6 +177,7 @@ impl Command {
             | Command::Models(_)
             | Command::Golden(_)
             | Command::Chunk(_)
+            | Command::Serve(_)
             | Command::Completions { .. } => Overrides::default(),
         }
     }
@@ -271,6 +276,7 @@ fn dispatch(command: Command, settings: &Settings) -> anyhow::Result<ExitStatus>
         Command::Corpus(args) => corpus_cmd::run(args, settings),
         Command::Golden(args) => golden_cmd::run(args, settings),
         Command::Chunk(args) => chunk_cmd::run(args),
+        Command::Serve(args) => serve_cmd::run(args, settings),
     }
 }
 

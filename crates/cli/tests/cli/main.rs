@@ -38,6 +38,7 @@ mod retriever_answers_cli;
 mod retriever_cli;
 mod scifact_chunkings;
 mod search_spans_cli;
+mod serve_cli;
 mod signals_corpus_cli;
 mod signals_memory;
 mod signals_traces_cli;

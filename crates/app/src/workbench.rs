@@ -1,0 +1,324 @@
+//! The workbench's golden-set edits and look-ups (`veredicto serve`): a page of cases, a
+//! case appended as one new line of the golden file (temp file + rename, refused when the
+//! file changed since the page was read), the append-only log of who changed what and when,
+//! and the chunks a question finds in the corpus. The web front end calls only these.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::{Error, Result};
+
+/// One case of the golden file as the workbench lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseRow {
+    /// Its line in the golden file (1-based).
+    pub line: usize,
+    pub id: String,
+    pub query: String,
+    pub expected: Vec<String>,
+}
+
+/// A page of the golden file.
+#[derive(Debug, Clone)]
+pub struct GoldenPage {
+    /// `sha256:…` of the whole file as read: an edit sends it back and is refused when the
+    /// file no longer has it.
+    pub hash: String,
+    /// How many cases the file holds.
+    pub total: usize,
+    /// The cases of the page, in file order.
+    pub rows: Vec<CaseRow>,
+}
+
+/// The identity of a file's bytes, as edits compare it.
+pub fn content_hash(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+fn read_or_empty(path: &Path) -> Result<Vec<u8>> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(Error::Message(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// Reads `limit` cases from the `offset`-th (0-based) of the golden file (absent: empty).
+pub fn golden_page(path: &Path, offset: usize, limit: usize) -> Result<GoldenPage> {
+    let bytes = read_or_empty(path)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut total = 0;
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if total >= offset && rows.len() < limit {
+            let v: Value = serde_json::from_str(line)
+                .map_err(|e| Error::Message(format!("{}: line {}: {e}", path.display(), i + 1)))?;
+            rows.push(CaseRow {
+                line: i + 1,
+                id: v["id"].as_str().unwrap_or("").to_owned(),
+                query: v["query"].as_str().unwrap_or("").to_owned(),
+                expected: v["expected"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            });
+        }
+        total += 1;
+    }
+    Ok(GoldenPage {
+        hash: content_hash(&bytes),
+        total,
+        rows,
+    })
+}
+
+/// A question added from the workbench.
+#[derive(Debug, Clone)]
+pub struct NewCase {
+    pub id: String,
+    pub query: String,
+    pub expected: Vec<String>,
+}
+
+/// What became of an edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Saved {
+    /// Written; the file's new identity.
+    Written { hash: String },
+    /// Refused: the file changed since the page was read (its identity now).
+    Stale { current: String },
+}
+
+/// The append-only log beside a golden file (`golden.jsonl` → `golden.jsonl.log`).
+pub fn log_path(golden: &Path) -> PathBuf {
+    let mut name = golden.file_name().unwrap_or_default().to_os_string();
+    name.push(".log");
+    golden.with_file_name(name)
+}
+
+/// Appends `case` as one new line of the golden file, unless the file's identity is no
+/// longer `read_hash` (then nothing is written). The file is replaced atomically (a temp
+/// file in its folder, synced, renamed); the log line (`who`, `at`, what) is appended and
+/// synced after. Callers serialise edits of one file (the workbench holds a lock).
+pub fn add_case(
+    golden: &Path,
+    read_hash: &str,
+    case: &NewCase,
+    who: &str,
+    at: &str,
+) -> Result<Saved> {
+    let id = case.id.trim();
+    if id.is_empty() || case.query.trim().is_empty() {
+        return Err(Error::Message(
+            "a new case needs an id and a query".to_owned(),
+        ));
+    }
+    let mut bytes = read_or_empty(golden)?;
+    let current = content_hash(&bytes);
+    if current != read_hash {
+        return Ok(Saved::Stale { current });
+    }
+    let page = golden_page(golden, 0, usize::MAX)?;
+    if page.rows.iter().any(|r| r.id == id) {
+        return Err(Error::Message(format!(
+            "{}: a case with id {id:?} already exists",
+            golden.display()
+        )));
+    }
+    let mut line = Map::new();
+    line.insert("id".into(), json!(id));
+    line.insert("query".into(), json!(case.query.trim()));
+    line.insert("expected".into(), json!(case.expected));
+    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+        bytes.push(b'\n');
+    }
+    let text = serde_json::to_string(&Value::Object(line.clone()))?;
+    bytes.extend_from_slice(text.as_bytes());
+    bytes.push(b'\n');
+    let dir = golden
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(&bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(golden).map_err(|e| Error::Io(e.error))?;
+    let entry = json!({"at": at, "who": who, "action": "add_case", "file": golden.file_name().map(|n| n.to_string_lossy().into_owned()), "case": Value::Object(line)});
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path(golden))?;
+    log.write_all(format!("{}\n", serde_json::to_string(&entry)?).as_bytes())?;
+    log.sync_all()?;
+    Ok(Saved::Written {
+        hash: content_hash(&bytes),
+    })
+}
+
+/// A chunk a question found.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub rank: usize,
+    pub id: String,
+    pub score: f64,
+    pub text: String,
+    /// The chunk's other fields (domain, labels, validity, batch, …).
+    pub metadata: Map<String, Value>,
+}
+
+fn terms(text: &str) -> BTreeSet<String> {
+    text.unicode_words()
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() > 2)
+        .collect()
+}
+
+/// The `k` chunks of the corpus file sharing most words with `query` (the share of the
+/// query's words a chunk holds; ties by file order). A first look-up that needs no model.
+pub fn search_corpus(corpus: &Path, query: &str, k: usize) -> Result<Vec<Hit>> {
+    let wanted = terms(query);
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let text = std::fs::read_to_string(corpus)
+        .map_err(|e| Error::Message(format!("{}: {e}", corpus.display())))?;
+    let mut scored: Vec<(f64, usize, Map<String, Value>)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Map<String, Value> = serde_json::from_str(line)
+            .map_err(|e| Error::Message(format!("{}: line {}: {e}", corpus.display(), i + 1)))?;
+        let chunk_terms = terms(v.get("text").and_then(Value::as_str).unwrap_or(""));
+        let shared = wanted.intersection(&chunk_terms).count();
+        if shared > 0 {
+            scored.push((shared as f64 / wanted.len() as f64, i, v));
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    Ok(scored
+        .into_iter()
+        .take(k)
+        .enumerate()
+        .map(|(r, (score, _, mut v))| {
+            let id = v
+                .remove("id")
+                .and_then(|x| x.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let text = v
+                .remove("text")
+                .and_then(|x| x.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            Hit {
+                rank: r + 1,
+                id,
+                score,
+                text,
+                metadata: v,
+            }
+        })
+        .collect())
+}
+
+/// The newest `limit` runs of the history, newest first; an absent history has none.
+pub fn recent(
+    spec: &crate::HistorySpec,
+    limit: usize,
+) -> Result<Vec<veredicto_core::history::RunSummary>> {
+    let history = match spec.open_read_only() {
+        Ok(h) => h,
+        Err(_) => return Ok(Vec::new()),
+    };
+    Ok(history.list(&veredicto_store::RunFilter {
+        limit: Some(limit),
+        ..veredicto_store::RunFilter::default()
+    })?)
+}
+
+/// A case's result in the newest run of the history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LastResult {
+    /// The run it comes from.
+    pub run: String,
+    pub passed: bool,
+    pub recall: f64,
+    /// Each expected chunk with its rank (`None`: not retrieved).
+    pub ranks: Vec<(String, Option<usize>)>,
+}
+
+/// The newest run's result of each case, by case ID (empty without a history or a run).
+pub fn last_results(
+    spec: &crate::HistorySpec,
+) -> Result<std::collections::BTreeMap<String, LastResult>> {
+    let newest = recent(spec, 1)?;
+    let Some(summary) = newest.first() else {
+        return Ok(Default::default());
+    };
+    let run = spec.open_read_only()?.get(&summary.id)?;
+    Ok(run
+        .report
+        .cases
+        .iter()
+        .map(|c| {
+            (
+                c.id.clone(),
+                LastResult {
+                    run: summary.id.clone(),
+                    passed: c.passed,
+                    recall: c.recall,
+                    ranks: c.expected.iter().map(|e| (e.id.clone(), e.rank)).collect(),
+                },
+            )
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edit_on_a_stale_page_is_refused_and_a_fresh_one_appends_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path().join("golden.jsonl");
+        std::fs::write(&g, "{\"id\":\"a\",\"query\":\"q\",\"expected\":[\"c1\"]}\n").unwrap();
+        let page = golden_page(&g, 0, 10).unwrap();
+        let case = NewCase {
+            id: "b".into(),
+            query: "otra".into(),
+            expected: vec!["c2".into()],
+        };
+        assert!(matches!(
+            add_case(&g, "sha256:old", &case, "ana", "t").unwrap(),
+            Saved::Stale { .. }
+        ));
+        assert!(matches!(
+            add_case(&g, &page.hash, &case, "ana", "t").unwrap(),
+            Saved::Written { .. }
+        ));
+        let text = std::fs::read_to_string(&g).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        assert!(text.ends_with("{\"id\":\"b\",\"query\":\"otra\",\"expected\":[\"c2\"]}\n"));
+        assert_eq!(
+            std::fs::read_to_string(log_path(&g))
+                .unwrap()
+                .lines()
+                .count(),
+            1
+        );
+    }
+}

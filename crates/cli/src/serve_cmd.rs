@@ -1,0 +1,45 @@
+//! `veredicto serve`: the workbench, a local web app over the project's golden set.
+
+use crate::printer::ExitStatus;
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The address to listen on. Another than the loopback one needs --token.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port (0: a free one).
+    #[arg(long, default_value_t = 8765)]
+    pub port: u16,
+    /// A token every request must carry (default: `VEREDICTO_SERVE_TOKEN`).
+    #[arg(long, value_name = "T")]
+    pub token: Option<String>,
+    /// A header a reverse proxy sets with the reviewer's name (instead of asking it).
+    #[arg(long, value_name = "H")]
+    pub identity_header: Option<String>,
+}
+
+pub fn run(args: ServeArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
+    let golden = settings.golden.clone().ok_or_else(|| {
+        anyhow::anyhow!("serve needs a golden set: set `golden` in veredicto.toml (veredicto init)")
+    })?;
+    let token = args
+        .token
+        .or_else(|| settings.env.get("VEREDICTO_SERVE_TOKEN"))
+        .filter(|t| !t.is_empty());
+    let bound = veredicto_web::bind(
+        &args.host,
+        args.port,
+        veredicto_web::Config {
+            golden,
+            corpus: settings.corpus.clone(),
+            token,
+            identity_header: args.identity_header,
+            history: settings.history.clone(),
+            clock: crate::clock::now_rfc3339,
+        },
+    )
+    .map_err(anyhow::Error::msg)?;
+    crate::printer::stdout(&format!("{}\n", bound.url()))?;
+    bound.serve()?;
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,640 @@
+//! veredicto's workbench (`veredicto serve`): a local web app over the application crate.
+//! HTML is rendered on the server (no script needed, no external asset, a strict
+//! Content-Security-Policy); every handler calls `veredicto_app` and renders its values.
+//!
+//! Security: the CLI binds 127.0.0.1 unless given a token; with a token every request
+//! carries it (`?token=`, then a cookie); every POST carries the server's CSRF token and an
+//! `Origin` of the server's own, else 403; requests whose `Host` is not the server's are
+//! refused (DNS rebinding); bodies are bounded; only the project's golden file and its log
+//! beside it are written.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use veredicto_app::workbench::{self, NewCase, Saved};
+use veredicto_report::html::escape;
+
+/// Largest request body accepted.
+pub const BODY_LIMIT: usize = 64 * 1024;
+/// Cases per page of the golden set.
+pub const PAGE: usize = 100;
+
+/// What the server serves.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The golden file edited.
+    pub golden: PathBuf,
+    /// The corpus searched for a question's chunks.
+    pub corpus: Option<PathBuf>,
+    /// Required on every request when set.
+    pub token: Option<String>,
+    /// A header a reverse proxy sets with the reviewer's name.
+    pub identity_header: Option<String>,
+    /// The run history the runs area lists.
+    pub history: veredicto_app::HistorySpec,
+    /// The time written with each edit (RFC 3339).
+    pub clock: fn() -> String,
+}
+
+/// A server bound to its address, not yet serving.
+pub struct Bound {
+    listener: TcpListener,
+    url: String,
+    state: Arc<AppState>,
+}
+
+struct AppState {
+    config: Config,
+    csrf: String,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    edits: tokio::sync::Mutex<()>,
+}
+
+/// Binds `host:port` (`port` 0: a free one). Another address than the loopback one needs a
+/// token.
+pub fn bind(host: &str, port: u16, config: Config) -> Result<Bound, String> {
+    let ip: std::net::IpAddr = host
+        .parse()
+        .map_err(|_| format!("--host {host}: not an IP address"))?;
+    if !ip.is_loopback() && config.token.is_none() {
+        return Err(format!(
+            "--host {host}: serving beyond this machine needs --token T (or VEREDICTO_SERVE_TOKEN)"
+        ));
+    }
+    let listener = TcpListener::bind(SocketAddr::new(ip, port))
+        .map_err(|e| format!("--host {host} --port {port}: {e}"))?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let authority = addr.to_string();
+    let mut hosts = vec![authority.clone()];
+    if ip.is_loopback() {
+        hosts.push(format!("localhost:{}", addr.port()));
+    }
+    let origins = hosts.iter().map(|h| format!("http://{h}")).collect();
+    let mut raw = [0u8; 16];
+    getrandom::fill(&mut raw).map_err(|e| e.to_string())?;
+    let csrf: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let url = match &config.token {
+        Some(t) => format!("http://{authority}/?token={t}"),
+        None => format!("http://{authority}/"),
+    };
+    Ok(Bound {
+        listener,
+        url,
+        state: Arc::new(AppState {
+            config,
+            csrf,
+            hosts,
+            origins,
+            edits: tokio::sync::Mutex::new(()),
+        }),
+    })
+}
+
+impl Bound {
+    /// The address to open (with the token when there is one).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Serves until the process is stopped.
+    pub fn serve(self) -> std::io::Result<()> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(self.listener)?;
+            axum::serve(listener, router(self.state)).await
+        })
+    }
+}
+
+fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/", get(|| async { redirect("/golden") }))
+        .route("/golden", get(golden_page))
+        .route("/golden/new", get(new_question))
+        .route("/golden/add", post(add_case))
+        .route("/reviewer", post(set_reviewer))
+        .route("/lang", get(set_lang))
+        .route("/runs", get(runs_page))
+        .route("/runs/{id}", get(run_report))
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(state)
+}
+
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|p| p.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+fn forbidden(why: &str) -> Response {
+    (StatusCode::FORBIDDEN, format!("403 forbidden: {why}\n")).into_response()
+}
+
+/// The checks every request passes: its Host, the token, and for a POST the Origin and the
+/// CSRF token (the form's `csrf` field, checked in the handlers that read the body).
+async fn guard(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if !st.hosts.iter().any(|h| h == host) {
+        return forbidden("unknown Host");
+    }
+    let mut set_token = None;
+    if let Some(token) = &st.config.token {
+        let from_query = req.uri().query().and_then(|q| {
+            form_urlencoded::parse(q.as_bytes())
+                .find(|(k, _)| k == "token")
+                .map(|(_, v)| v.into_owned())
+        });
+        let ok = from_query.as_deref() == Some(token.as_str())
+            || cookie(headers, "veredicto_token") == Some(token.as_str());
+        if !ok {
+            return (
+                StatusCode::UNAUTHORIZED,
+                "401: this server needs its token\n",
+            )
+                .into_response();
+        }
+        if from_query.is_some() {
+            set_token = Some(token.clone());
+        }
+    }
+    if req.method() != axum::http::Method::GET && req.method() != axum::http::Method::HEAD {
+        let origin = headers
+            .get(header::ORIGIN)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        if !st.origins.iter().any(|o| o == origin) {
+            return forbidden("cross-origin request");
+        }
+    }
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    // A page that sets its own (the run's report: its inline script) keeps it.
+    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
+        h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        ),
+    );
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    if let Some(t) = set_token {
+        if let Ok(v) = HeaderValue::from_str(&format!(
+            "veredicto_token={t}; HttpOnly; SameSite=Strict; Path=/"
+        )) {
+            h.append(header::SET_COOKIE, v);
+        }
+    }
+    resp
+}
+
+fn redirect(to: &str) -> Response {
+    (StatusCode::SEE_OTHER, [(header::LOCATION, to.to_owned())]).into_response()
+}
+
+fn form(bytes: &[u8]) -> Vec<(String, String)> {
+    form_urlencoded::parse(bytes).into_owned().collect()
+}
+
+fn field<'a>(f: &'a [(String, String)], name: &str) -> &'a str {
+    f.iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("")
+}
+
+/// Spanish or English, by the `lang` cookie, else the browser's first language.
+fn spanish(headers: &HeaderMap) -> bool {
+    if let Some(l) = cookie(headers, "lang") {
+        return l == "es";
+    }
+    headers
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("es"))
+}
+
+fn t(es: bool, en: &'static str, sp: &'static str) -> &'static str {
+    if es {
+        sp
+    } else {
+        en
+    }
+}
+
+fn reviewer(st: &AppState, headers: &HeaderMap) -> Option<String> {
+    if let Some(h) = &st.config.identity_header {
+        return headers
+            .get(h.as_str())
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .filter(|s| !s.is_empty());
+    }
+    cookie(headers, "reviewer").map(|v| {
+        form_urlencoded::parse(format!("r={v}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default()
+    })
+}
+
+fn page(es: bool, title: &str, body: &str) -> Response {
+    let html = format!(
+        "<!DOCTYPE html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{} · veredicto</title>\n<style>{CSS}</style>\n</head>\n<body>\n<header><nav aria-label=\"{}\"><a href=\"/golden\">{}</a> <a href=\"/runs\">{}</a> <a href=\"/lang?to={}\" lang=\"{}\">{}</a></nav></header>\n<main>\n<h1>{}</h1>\n{body}</main>\n</body>\n</html>\n",
+        if es { "es" } else { "en" },
+        escape(title),
+        t(es, "Areas", "Áreas"),
+        t(es, "Golden set", "Conjunto dorado"),
+        t(es, "Runs", "Ejecuciones"),
+        if es { "en" } else { "es" },
+        if es { "en" } else { "es" },
+        if es { "English" } else { "Español" },
+        escape(title),
+    );
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
+}
+
+const CSS: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff}header{background:#0b3d2e;padding:.5rem 1rem}header a{color:#fff;font-weight:600}main{padding:1rem;max-width:70rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ccc;padding:.3rem;text-align:left;vertical-align:top}label{display:block;margin:.4rem 0 .1rem;font-weight:600}input[type=text],textarea{width:100%;max-width:40rem;padding:.3rem}button{margin-top:.6rem;padding:.4rem 1rem}.error{color:#8b0000;font-weight:600}:focus{outline:3px solid #1f6feb}";
+
+fn html_error(es: bool, status: StatusCode, msg: &str) -> Response {
+    let mut r = page(
+        es,
+        t(es, "Error", "Error"),
+        &format!("<p class=\"error\" role=\"alert\">{}</p>\n", escape(msg)),
+    );
+    *r.status_mut() = status;
+    r
+}
+
+fn reviewer_form(st: &AppState, es: bool) -> String {
+    format!(
+        "<form method=\"post\" action=\"/reviewer\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><label for=\"reviewer\">{}</label><input type=\"text\" id=\"reviewer\" name=\"reviewer\" required><button type=\"submit\">{}</button></form>\n",
+        st.csrf,
+        t(es, "Your name (recorded with each change)", "Su nombre (queda registrado con cada cambio)"),
+        t(es, "Save", "Guardar"),
+    )
+}
+
+async fn golden_page(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    axum::extract::RawQuery(q): axum::extract::RawQuery,
+) -> Response {
+    let es = spanish(&headers);
+    let q = form(q.unwrap_or_default().as_bytes());
+    let offset: usize = field(&q, "offset").parse().unwrap_or(0);
+    let golden = st.config.golden.clone();
+    let spec = st.config.history.clone();
+    let loaded = tokio::task::spawn_blocking(move || {
+        let page = workbench::golden_page(&golden, offset, PAGE)?;
+        let last = workbench::last_results(&spec)?;
+        Ok::<_, veredicto_app::Error>((page, last))
+    })
+    .await;
+    let (p, last) = match loaded {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let mut b = String::new();
+    match reviewer(&st, &headers) {
+        Some(name) => b.push_str(&format!(
+            "<p>{} <strong>{}</strong></p>\n",
+            t(es, "Reviewer:", "Revisor:"),
+            escape(&name)
+        )),
+        None => b.push_str(&reviewer_form(&st, es)),
+    }
+    b.push_str(&format!(
+        "<h2>{}</h2>\n<form method=\"get\" action=\"/golden/new\"><label for=\"id\">{}</label><input type=\"text\" id=\"id\" name=\"id\" required><label for=\"query\">{}</label><textarea id=\"query\" name=\"query\" rows=\"2\" required></textarea><button type=\"submit\">{}</button></form>\n",
+        t(es, "Add a question", "Añadir una pregunta"),
+        t(es, "Case ID", "ID del caso"),
+        t(es, "Question", "Pregunta"),
+        t(es, "Search the corpus", "Buscar en el corpus"),
+    ));
+    let end = (offset + p.rows.len()).min(p.total);
+    b.push_str(&format!(
+        "<h2>{}</h2>\n<p id=\"count\">{} {}–{} / {}</p>\n<table><thead><tr><th scope=\"col\">ID</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
+        t(es, "Cases", "Casos"),
+        t(es, "Cases", "Casos"),
+        if p.total == 0 { 0 } else { offset + 1 },
+        end,
+        p.total,
+        t(es, "Question", "Pregunta"),
+        t(es, "Expected chunks", "Fragmentos esperados"),
+        t(es, "Last result (recall, ranks)", "Último resultado (recall, posiciones)"),
+    ));
+    for r in &p.rows {
+        b.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            escape(&r.id),
+            escape(&r.query),
+            escape(&r.expected.join(", ")),
+            match last.get(&r.id) {
+                Some(l) => {
+                    let ranks: Vec<String> = l
+                        .ranks
+                        .iter()
+                        .map(|(id, rank)| match rank {
+                            Some(n) => format!("{id} #{n}"),
+                            None => format!("{id} -"),
+                        })
+                        .collect();
+                    escape(&format!(
+                        "{} · {:.2} · {}",
+                        if l.passed {
+                            t(es, "pass", "aprueba")
+                        } else {
+                            t(es, "FAIL", "FALLA")
+                        },
+                        l.recall,
+                        ranks.join(", ")
+                    ))
+                }
+                None => "—".to_owned(),
+            }
+        ));
+    }
+    b.push_str("</tbody></table>\n<nav aria-label=\"pages\">");
+    if offset > 0 {
+        b.push_str(&format!(
+            "<a href=\"/golden?offset={}\">{}</a> ",
+            offset.saturating_sub(PAGE),
+            t(es, "Previous", "Anterior")
+        ));
+    }
+    if end < p.total {
+        b.push_str(&format!(
+            "<a href=\"/golden?offset={end}\">{}</a>",
+            t(es, "Next", "Siguiente")
+        ));
+    }
+    b.push_str("</nav>\n");
+    page(es, t(es, "Golden set", "Conjunto dorado"), &b)
+}
+
+async fn new_question(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    axum::extract::RawQuery(q): axum::extract::RawQuery,
+) -> Response {
+    let es = spanish(&headers);
+    let q = form(q.unwrap_or_default().as_bytes());
+    let (id, query) = (field(&q, "id").to_owned(), field(&q, "query").to_owned());
+    let golden = st.config.golden.clone();
+    let corpus = st.config.corpus.clone();
+    let qq = query.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let page = workbench::golden_page(&golden, 0, 0)?;
+        let hits = match corpus {
+            Some(c) => workbench::search_corpus(&c, &qq, 20)?,
+            None => Vec::new(),
+        };
+        Ok::<_, veredicto_app::Error>((page.hash, hits))
+    })
+    .await;
+    let (hash, hits) = match found {
+        Ok(Ok(x)) => x,
+        Ok(Err(e)) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let mut b = format!(
+        "<p>{} <strong>{}</strong></p>\n<form method=\"post\" action=\"/golden/add\">\n<input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"hash\" value=\"{}\"><input type=\"hidden\" name=\"id\" value=\"{}\"><input type=\"hidden\" name=\"query\" value=\"{}\">\n<fieldset><legend>{}</legend>\n",
+        escape(&id),
+        escape(&query),
+        st.csrf,
+        escape(&hash),
+        escape(&id),
+        escape(&query),
+        t(es, "Pick the chunks that answer it", "Elija los fragmentos que la responden"),
+    );
+    if hits.is_empty() {
+        b.push_str(&format!(
+            "<p>{}</p>\n",
+            t(es, "No chunk found.", "Ningún fragmento encontrado.")
+        ));
+    }
+    for h in &hits {
+        let meta: Vec<String> = h
+            .metadata
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{k}: {}",
+                    v.as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| v.to_string())
+                )
+            })
+            .collect();
+        b.push_str(&format!(
+            "<div class=\"hit\"><input type=\"checkbox\" name=\"expected\" id=\"c{r}\" value=\"{id}\"><label for=\"c{r}\">{r}. {id} ({score:.2})</label><p>{text}</p><p><small>{meta}</small></p></div>\n",
+            r = h.rank,
+            id = escape(&h.id),
+            score = h.score,
+            text = escape(&h.text),
+            meta = escape(&meta.join(" · ")),
+        ));
+    }
+    b.push_str(&format!(
+        "</fieldset>\n<button type=\"submit\">{}</button>\n</form>\n",
+        t(
+            es,
+            "Save to the golden set",
+            "Guardar en el conjunto dorado"
+        )
+    ));
+    page(es, t(es, "New question", "Nueva pregunta"), &b)
+}
+
+async fn add_case(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let es = spanish(&headers);
+    let f = form(&body);
+    if field(&f, "csrf") != st.csrf {
+        return forbidden("missing or wrong CSRF token");
+    }
+    let Some(who) = reviewer(&st, &headers) else {
+        return html_error(
+            es,
+            StatusCode::FORBIDDEN,
+            t(
+                es,
+                "Say your name first (golden set page).",
+                "Indique antes su nombre (página del conjunto dorado).",
+            ),
+        );
+    };
+    let case = NewCase {
+        id: field(&f, "id").to_owned(),
+        query: field(&f, "query").to_owned(),
+        expected: f
+            .iter()
+            .filter(|(k, _)| k == "expected")
+            .map(|(_, v)| v.clone())
+            .collect(),
+    };
+    let hash = field(&f, "hash").to_owned();
+    let golden = st.config.golden.clone();
+    let at = (st.config.clock)();
+    let _lock = st.edits.lock().await;
+    let saved =
+        tokio::task::spawn_blocking(move || workbench::add_case(&golden, &hash, &case, &who, &at))
+            .await;
+    match saved {
+        Ok(Ok(Saved::Written { .. })) => redirect("/golden"),
+        Ok(Ok(Saved::Stale { .. })) => html_error(
+            es,
+            StatusCode::CONFLICT,
+            t(es, "The golden file changed since this page was loaded: nothing was written. Reload and redo the edit.", "El fichero dorado cambió desde que se cargó esta página: no se escribió nada. Recargue y rehaga el cambio."),
+        ),
+        Ok(Err(e)) => html_error(es, StatusCode::BAD_REQUEST, &e.to_string()),
+        Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+async fn set_reviewer(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
+    let f = form(&body);
+    if field(&f, "csrf") != st.csrf {
+        return forbidden("missing or wrong CSRF token");
+    }
+    let name: String =
+        form_urlencoded::byte_serialize(field(&f, "reviewer").trim().as_bytes()).collect();
+    let mut r = redirect("/golden");
+    if let Ok(v) = HeaderValue::from_str(&format!("reviewer={name}; SameSite=Strict; Path=/")) {
+        r.headers_mut().append(header::SET_COOKIE, v);
+    }
+    r
+}
+
+/// The language switch: a preference cookie, then back to the golden set.
+async fn set_lang(axum::extract::RawQuery(q): axum::extract::RawQuery) -> Response {
+    let q = form(q.unwrap_or_default().as_bytes());
+    let lang = if field(&q, "to") == "es" { "es" } else { "en" };
+    let mut r = redirect("/golden");
+    if let Ok(v) = HeaderValue::from_str(&format!("lang={lang}; SameSite=Strict; Path=/")) {
+        r.headers_mut().append(header::SET_COOKIE, v);
+    }
+    r
+}
+
+/// The runs area: the newest runs of the history, read-only.
+async fn runs_page(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let es = spanish(&headers);
+    let spec = st.config.history.clone();
+    let runs = match tokio::task::spawn_blocking(move || workbench::recent(&spec, 200)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let mut b = format!(
+        "<table><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">recall</th></tr></thead><tbody>\n",
+        t(es, "Run", "Ejecución"),
+        t(es, "When", "Cuándo"),
+        t(es, "Label", "Etiqueta"),
+        t(es, "Verdict", "Veredicto"),
+        t(es, "Failing cases", "Casos que fallan"),
+    );
+    for r in &runs {
+        b.push_str(&format!(
+            "<tr><td><a href=\"/runs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{:.3}</td></tr>\n",
+            escape(&r.id),
+            escape(&r.id),
+            escape(&r.created_at),
+            escape(r.label.as_deref().unwrap_or("")),
+            match r.verdict {
+                veredicto_core::exam::Verdict::Accept => t(es, "ACCEPT", "ACEPTA"),
+                veredicto_core::exam::Verdict::Stop => t(es, "STOP", "PARA"),
+            },
+            r.failing,
+            r.cases,
+            r.mean_recall,
+        ));
+    }
+    b.push_str("</tbody></table>\n");
+    if runs.is_empty() {
+        b.push_str(&format!(
+            "<p>{}</p>\n",
+            t(
+                es,
+                "No run recorded yet.",
+                "Aún no hay ejecuciones registradas."
+            )
+        ));
+    }
+    page(es, t(es, "Runs", "Ejecuciones"), &b)
+}
+
+/// One run's report: the HTML report's content, as `veredicto report` renders it.
+async fn run_report(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    let es = spanish(&headers);
+    let spec = st.config.history.clone();
+    let corpus = st.config.corpus.clone();
+    let built = tokio::task::spawn_blocking(move || {
+        let r = veredicto_app::history::report_run(
+            &spec,
+            &veredicto_app::history::ReportRequest {
+                run: &id,
+                baseline: veredicto_app::Baseline::Previous,
+                corpus: corpus.as_deref(),
+                documents: None,
+                window: 20,
+                seed: veredicto_core::compare::DEFAULT_SEED,
+            },
+        )?;
+        Ok::<_, veredicto_app::Error>(veredicto_report::html::render(
+            &veredicto_report::html::HtmlInput {
+                current: &r.current,
+                baseline_comparison: r.comparison.as_ref(),
+                diagnosis: Some(&r.diagnosis),
+                history: &r.history,
+            },
+        ))
+    })
+    .await;
+    match built {
+        Ok(Ok(html)) => (
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+                ),
+            ],
+            html,
+        )
+            .into_response(),
+        Ok(Err(e)) => html_error(es, StatusCode::NOT_FOUND, &e.to_string()),
+        Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}

@@ -1,0 +1,241 @@
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+
+/// One request with `Connection: close`; the status and the whole response.
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if method == "POST" {
+        req.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    (status, out)
+}
+
+fn attr<'a>(html: &'a str, name: &str) -> &'a str {
+    let key = format!("name=\"{name}\" value=\"");
+    let at = html.find(&key).unwrap() + key.len();
+    &html[at..at + html[at..].find('"').unwrap()]
+}
+
+fn enc(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+fn start(dir: &Path) -> String {
+    std::fs::write(
+        dir.join("golden.jsonl"),
+        "{\"id\":\"a\",\"query\":\"vacaciones\",\"expected\":[\"c1\"]}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("corpus.jsonl"), "{\"id\":\"c1\",\"text\":\"Los días de vacaciones son treinta.\",\"domain\":\"laboral\"}\n{\"id\":\"c2\",\"text\":\"Asuntos propios: tres días al año.\",\"domain\":\"laboral\"}\n").unwrap();
+    let bound = veredicto_web::bind(
+        "127.0.0.1",
+        0,
+        veredicto_web::Config {
+            golden: dir.join("golden.jsonl"),
+            corpus: Some(dir.join("corpus.jsonl")),
+            token: None,
+            identity_header: Some("x-reviewer".into()),
+            clock: || "2026-01-01T00:00:00Z".to_owned(),
+            history: veredicto_app::HistorySpec::default_at(
+                dir.join("history.sqlite").display().to_string(),
+            ),
+        },
+    )
+    .unwrap();
+    let url = bound.url().to_owned();
+    std::thread::spawn(move || bound.serve());
+    url.trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+#[test]
+fn a_new_question_is_searched_picked_and_appended_and_a_stale_or_cross_origin_edit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path());
+    let origin = format!("http://{addr}");
+    let (st, new) = request(
+        &addr,
+        "GET",
+        "/golden/new?id=b&query=asuntos+propios",
+        &[],
+        "",
+    );
+    assert_eq!(st, 200);
+    assert!(new.contains("value=\"c2\""), "{new}");
+    let (csrf, hash) = (attr(&new, "csrf").to_owned(), attr(&new, "hash").to_owned());
+    let body = |id: &str| {
+        format!(
+            "csrf={csrf}&hash={}&id={id}&query=asuntos+propios&expected=c2",
+            enc(&hash)
+        )
+    };
+    let me = [("Origin", origin.as_str()), ("x-reviewer", "Ana")];
+    // cross-origin, then no CSRF token: 403, nothing written
+    let (st, _) = request(
+        &addr,
+        "POST",
+        "/golden/add",
+        &[("Origin", "http://evil.example"), ("x-reviewer", "Ana")],
+        &body("b"),
+    );
+    assert_eq!(st, 403);
+    let (st, _) = request(&addr, "POST", "/golden/add", &me, "id=b&query=x");
+    assert_eq!(st, 403);
+    let (st, _) = request(&addr, "POST", "/golden/add", &me, &body("b"));
+    assert_eq!(st, 303);
+    let golden = std::fs::read_to_string(dir.path().join("golden.jsonl")).unwrap();
+    assert_eq!(
+        golden.lines().last().unwrap(),
+        "{\"id\":\"b\",\"query\":\"asuntos propios\",\"expected\":[\"c2\"]}"
+    );
+    // the same page again: the file changed since, refused
+    let (st, _) = request(&addr, "POST", "/golden/add", &me, &body("c"));
+    assert_eq!(st, 409);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("golden.jsonl")).unwrap(),
+        golden
+    );
+    let log = std::fs::read_to_string(dir.path().join("golden.jsonl.log")).unwrap();
+    assert_eq!(log.lines().count(), 1);
+    assert!(log.contains("\"who\":\"Ana\""));
+}
+
+#[test]
+fn concurrent_submissions_from_fresh_pages_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path());
+    let origin = format!("http://{addr}");
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let (addr, origin) = (addr.clone(), origin.clone());
+            std::thread::spawn(move || loop {
+                let (_, new) = request(&addr, "GET", "/golden/new?id=x&query=q", &[], "");
+                let body = format!(
+                    "csrf={}&hash={}&id=n{i}&query=q{i}",
+                    attr(&new, "csrf"),
+                    enc(attr(&new, "hash"))
+                );
+                let (st, _) = request(
+                    &addr,
+                    "POST",
+                    "/golden/add",
+                    &[("Origin", origin.as_str()), ("x-reviewer", "Ana")],
+                    &body,
+                );
+                match st {
+                    303 => break,
+                    409 => continue,
+                    other => panic!("status {other}"),
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let golden = std::fs::read_to_string(dir.path().join("golden.jsonl")).unwrap();
+    assert_eq!(golden.lines().count(), 9, "{golden}");
+    let log = std::fs::read_to_string(dir.path().join("golden.jsonl.log")).unwrap();
+    assert_eq!(log.lines().count(), 8);
+}
+
+#[test]
+fn the_interface_follows_the_browser_language_and_the_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path());
+    let (_, es) = request(
+        &addr,
+        "GET",
+        "/golden",
+        &[("Accept-Language", "es-ES,es;q=0.9")],
+        "",
+    );
+    assert!(es.contains("<html lang=\"es\">") && es.contains("Añadir una pregunta"));
+    let (_, en) = request(
+        &addr,
+        "GET",
+        "/golden",
+        &[("Accept-Language", "es-ES"), ("Cookie", "lang=en")],
+        "",
+    );
+    assert!(en.contains("<html lang=\"en\">") && en.contains("Add a question"));
+    let (st, switch) = request(&addr, "GET", "/lang?to=es", &[], "");
+    assert_eq!(st, 303);
+    assert!(switch.contains("set-cookie: lang=es"), "{switch}");
+}
+
+#[test]
+fn another_address_needs_a_token_and_then_every_request_carries_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |token: Option<&str>| veredicto_web::Config {
+        golden: dir.path().join("golden.jsonl"),
+        corpus: None,
+        token: token.map(str::to_owned),
+        identity_header: None,
+        clock: || "2026-01-01T00:00:00Z".to_owned(),
+        history: veredicto_app::HistorySpec::default_at(
+            dir.path().join("history.sqlite").display().to_string(),
+        ),
+    };
+    let refused = veredicto_web::bind("0.0.0.0", 0, config(None))
+        .err()
+        .unwrap();
+    assert!(refused.contains("needs --token"), "{refused}");
+    let bound = veredicto_web::bind("127.0.0.1", 0, config(Some("s3cret"))).unwrap();
+    assert!(bound.url().ends_with("/?token=s3cret"));
+    let addr = bound.url()["http://".len()..]
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    std::thread::spawn(move || bound.serve());
+    assert_eq!(request(&addr, "GET", "/golden", &[], "").0, 401);
+    let (st, first) = request(&addr, "GET", "/golden?token=s3cret", &[], "");
+    assert_eq!(st, 200);
+    assert!(first.contains("set-cookie: veredicto_token=s3cret; HttpOnly"));
+    assert_eq!(
+        request(
+            &addr,
+            "GET",
+            "/golden",
+            &[("Cookie", "veredicto_token=s3cret")],
+            ""
+        )
+        .0,
+        200
+    );
+}
+
+#[test]
+fn the_runs_area_lists_an_empty_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path());
+    let (st, runs) = request(&addr, "GET", "/runs", &[], "");
+    assert_eq!(st, 200);
+    assert!(runs.contains("No run recorded yet."), "{runs}");
+    assert!(
+        !dir.path().join("history.sqlite").exists(),
+        "reading created the history"
+    );
+}
