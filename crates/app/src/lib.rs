@@ -32,6 +32,7 @@ pub mod retriever;
 pub mod settings;
 pub mod signals;
 pub mod trec;
+pub mod tune;
 
 pub use error::{Context, Error, Result};
 pub use events::{Events, Message, Progress};

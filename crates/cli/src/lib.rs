@@ -45,6 +45,7 @@ mod runs_cmd;
 mod search_cmd;
 mod signals_cmd;
 mod trec_cmd;
+mod tune_cmd;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -141,6 +142,11 @@ enum Command {
     /// Cut documents into a corpus (chunk JSONL with doc_id, start, end, deterministic IDs).
     #[command(after_help = help::chunk())]
     Chunk(chunk_cmd::ChunkArgs),
+    /// Sweep a fusion's parameters on a training part of the golden set, report on the
+    /// held-out part (or k folds) with significance; optionally declare the chosen stage in
+    /// a policy file.
+    #[command(after_help = help::tune())]
+    Tune(Box<tune_cmd::TuneArgs>),
 }
 
 impl Command {
@@ -161,6 +167,7 @@ impl Command {
             Command::History(a) => a.overrides(),
             Command::Corpus(a) => a.overrides(),
             Command::Signals(a) => a.overrides(),
+            Command::Tune(a) => a.overrides(),
             Command::Init(_)
             | Command::Index(_)
             | Command::Trec(_)
@@ -264,6 +271,7 @@ fn dispatch(command: Command, settings: &Settings) -> anyhow::Result<ExitStatus>
         Command::Corpus(args) => corpus_cmd::run(args, settings),
         Command::Golden(args) => golden_cmd::run(args, settings),
         Command::Chunk(args) => chunk_cmd::run(args),
+        Command::Tune(args) => tune_cmd::run(*args, settings),
     }
 }
 
