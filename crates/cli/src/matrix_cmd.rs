@@ -67,6 +67,9 @@ fn exam_argv(
     opt("--chunk-size", c.chunk_size.map(|n| n.to_string()));
     opt("--chunk-overlap", c.chunk_overlap.map(|n| n.to_string()));
     opt("--depth", c.depth.map(|n| n.to_string()));
+    for arm in &c.arms {
+        opt("--arm", Some(arm.clone()));
+    }
     opt("--label", Some(c.name.clone()));
     opt("--history", args.history.clone());
     if args.no_record {

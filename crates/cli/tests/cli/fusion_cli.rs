@@ -616,3 +616,47 @@ fn tune_chooses_on_the_training_part_and_reports_the_held_out_part() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--grid method="), "{}", stderr(&o));
 }
+
+#[test]
+fn a_matrix_compares_vector_bm25_and_hybrid_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, golden) = fixture(dir.path());
+    let o = ingest(dir.path(), &corpus, &["--bm25", "english"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m = write(
+        dir.path(),
+        "matrix.toml",
+        "golden = \"golden.jsonl\"\n\n[[config]]\nname = \"vector\"\nretriever = \"index:kb\"\n\n[[config]]\nname = \"bm25\"\nretriever = \"index:kb?mode=bm25\"\n\n[[config]]\nname = \"hybrid\"\nretriever = \"fusion:rrf?k=60\"\narms = [\"index:kb?mode=bm25\", \"index:kb\"]\n",
+    );
+    let _ = golden;
+    let o = veredicto_in(
+        dir.path(),
+        &["matrix", "--config", &m, "--no-record", "--format", "json"],
+    );
+    assert!(o.status.code().is_some_and(|c| c < 2), "{}", stderr(&o));
+    let v = json(&o);
+    let names: Vec<&str> = v["configurations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["vector", "bm25", "hybrid"]);
+    let recall = |i: usize| v["configurations"][i]["mean_recall"].as_f64().unwrap();
+    // The hybrid finds what each arm finds alone (at K = 2 here).
+    assert!(recall(2) >= recall(0).max(recall(1)), "{v}");
+    // A fusion row without arms names its line.
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        "golden = \"golden.jsonl\"\n\n[[config]]\nname = \"hybrid\"\nretriever = \"fusion:rrf\"\n",
+    );
+    let o = veredicto_in(dir.path(), &["matrix", "--config", &bad, "--no-record"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.toml:5"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a fusion needs its arms"),
+        "{}",
+        stderr(&o)
+    );
+}
