@@ -210,5 +210,34 @@ fn run() -> Result<(), String> {
         rows[2].4 - arms_total,
         (rows[2].4 - arms_total) / arms_total * 100.0
     );
+    // A tune of the RRF constant, 5 folds: what `veredicto tune` reports.
+    let opened: Vec<Box<dyn veredicto_retrieve::Retriever>> = arms
+        .iter()
+        .map(|a| veredicto_retrieve::open(a, &Options::default()).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let grid = [veredicto_core::tune::parse_grid("k=10,30,60,100")?];
+    let start = Instant::now();
+    let tuned = veredicto_app::tune::tune(veredicto_app::tune::TuneRequest {
+        base: &format!("rrf?k={rrf_k}"),
+        arms: &opened,
+        embedder: Some(embedder.as_ref()),
+        cases: &cases,
+        policy: &policy,
+        grid: &grid,
+        split: veredicto_core::tune::Split::Folds(5),
+        seed: veredicto_core::compare::DEFAULT_SEED,
+        objective: veredicto_core::tune::Objective::Ndcg,
+        pass: Settings {
+            depth: 100,
+            ..Settings::default()
+        },
+        events: Events::silent(),
+    })
+    .map_err(|e| e.to_string())?;
+    println!(
+        "\nveredicto tune --grid 'k=10,30,60,100' (5 folds, {:.1} s):\n```text\n{}```",
+        start.elapsed().as_secs_f64(),
+        veredicto_report::tune::human(&tuned).replace(&kb_s, "KB")
+    );
     Ok(())
 }
