@@ -287,6 +287,19 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
         events.note(notice.to_string());
         notices.push(notice);
     };
+    // A declared fusion stage is fixed: a fusion with other parameters is not this policy's.
+    if let (Some(declared), Some(handle)) = (&policy.fusion, fusion) {
+        let declared_canonical = declared
+            .parse::<veredicto_core::fusion::Fusion>()
+            .map(|f| f.to_string())
+            .unwrap_or_else(|_| declared.clone());
+        if declared_canonical != handle.method {
+            crate::bail!(
+                "the policy declares the fusion stage `{declared_canonical}` (fusion = \"{declared}\"), and the retriever fuses by `{}`: examine `--retriever 'fusion:{declared_canonical}'`, or change the policy (veredicto tune --write-policy)",
+                handle.method
+            );
+        }
+    }
     // Without a reranker, the exam reads only the chunks its report needs, after retrieval.
     let corpus = match corpus {
         Some(c) => Some(c),

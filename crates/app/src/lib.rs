@@ -35,6 +35,7 @@ pub mod settings;
 pub mod signals;
 pub mod stored_vectors;
 pub mod trec;
+pub mod tune;
 pub mod workbench;
 
 pub use error::{Context, Error, Result};

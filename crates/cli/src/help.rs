@@ -189,3 +189,10 @@ pub fn serve() -> String {
         "veredicto serve --host 0.0.0.0 --port 8765 --token \"$(openssl rand -hex 16)\"",
     ])
 }
+
+pub fn tune() -> String {
+    examples(&[
+        "veredicto tune --golden golden.jsonl --retriever 'fusion:rrf' --arm 'index:kb?mode=bm25' --arm index:kb --grid 'k=10,30,60,100'",
+        "veredicto tune --golden golden.jsonl --retriever 'fusion:wsum?norm=zscore' --arm 'index:kb?mode=bm25' --arm index:kb --grid 'w=0.3:0.9:0.1' --holdout 0.3 --write-policy policy.toml",
+    ])
+}

@@ -47,6 +47,7 @@ mod search_cmd;
 mod serve_cmd;
 mod signals_cmd;
 mod trec_cmd;
+mod tune_cmd;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -150,6 +151,11 @@ enum Command {
     /// The workbench: a local web app to build the golden set (prints its URL first).
     #[command(after_help = help::serve())]
     Serve(serve_cmd::ServeArgs),
+    /// Sweep a fusion's parameters on a training part of the golden set, report on the
+    /// held-out part (or k folds) with significance; optionally declare the chosen stage in
+    /// a policy file.
+    #[command(after_help = help::tune())]
+    Tune(Box<tune_cmd::TuneArgs>),
 }
 
 impl Command {
@@ -171,6 +177,7 @@ impl Command {
             Command::History(a) => a.overrides(),
             Command::Corpus(a) => a.overrides(),
             Command::Signals(a) => a.overrides(),
+            Command::Tune(a) => a.overrides(),
             Command::Init(_)
             | Command::Index(_)
             | Command::Trec(_)
@@ -277,6 +284,7 @@ fn dispatch(command: Command, settings: &Settings) -> anyhow::Result<ExitStatus>
         Command::Golden(args) => golden_cmd::run(args, settings),
         Command::Chunk(args) => chunk_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args, settings),
+        Command::Tune(args) => tune_cmd::run(*args, settings),
     }
 }
 

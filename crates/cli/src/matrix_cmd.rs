@@ -80,6 +80,9 @@ fn exam_argv(
     opt("--chunk-size", size.map(|n| n.to_string()));
     opt("--chunk-overlap", overlap.map(|n| n.to_string()));
     opt("--depth", c.depth.map(|n| n.to_string()));
+    for arm in &c.arms {
+        opt("--arm", Some(arm.clone()));
+    }
     opt("--label", Some(c.name.clone()));
     opt("--history", args.history.clone());
     if args.no_record {

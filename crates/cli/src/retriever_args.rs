@@ -274,6 +274,7 @@ pub fn open_retriever(
 /// requires vectors, the model when a case has no `query_vector`; for one that accepts
 /// vectors, only when `--embedder` or `--model` is given explicitly. `index_dir`: the own
 /// index the retriever reads (alone or as an arm), whose recorded model is the default.
+#[allow(clippy::too_many_arguments)] // the flags of one command, each needed once
 pub fn load_embedder(
     retriever: &dyn veredicto_retrieve::Retriever,
     index_dir: Option<&std::path::Path>,

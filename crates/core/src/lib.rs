@@ -25,3 +25,4 @@ pub mod snapshot;
 pub mod time;
 pub mod traces;
 pub mod trec;
+pub mod tune;

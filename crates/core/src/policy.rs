@@ -41,6 +41,11 @@ pub struct Policy {
     /// A declared boost policy (`[boost]`), part of the fingerprint when present.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub boost: Option<crate::boost::BoostPolicy>,
+    /// A declared fusion stage (`fusion = "rrf?k=30"`, what `veredicto tune --write-policy`
+    /// writes): an exam of a `fusion:` retriever with another method or parameters is
+    /// refused. Part of the fingerprint when present.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<String>,
     /// The lowest grade that counts as relevant for recall, precision, reciprocal rank and
     /// AP (trec_eval's `-l`); nDCG takes every positive grade as its gain. Expected chunks
     /// and evidence items without a grade have grade 1. Written out only when not 1, so the
@@ -88,6 +93,7 @@ impl Default for Policy {
             field: Field::Representation,
             domains: BTreeMap::new(),
             boost: None,
+            fusion: None,
             relevance_level: 1,
             evidence_coverage: 1.0,
         }
@@ -134,6 +140,14 @@ impl Policy {
             }
         }
         top_k("top_k", self.top_k)?;
+        if let Some(f) = &self.fusion {
+            if let Err(e) = f.parse::<crate::fusion::Fusion>() {
+                return err(
+                    "fusion",
+                    format!("not a fusion (`rrf?k=60`, `wsum?w=0.7,0.3`): {e}"),
+                );
+            }
+        }
         fraction("recall_floor", self.recall_floor)?;
         fraction("noise_ceiling", self.noise_ceiling)?;
         fraction("max_failing_fraction", self.max_failing_fraction)?;

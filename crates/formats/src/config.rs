@@ -177,7 +177,7 @@ struct RawRetriever {
 
 /// An arm as written in the project file: the path of an `index:` or `run:` arm resolved
 /// against `root` (a query string kept), every other URI as written.
-fn arm_value(root: &Path, arm: &str) -> String {
+pub(crate) fn arm_value(root: &Path, arm: &str) -> String {
     for scheme in ["index:", "run:"] {
         if let Some(rest) = arm.strip_prefix(scheme) {
             let (path, query) = match rest.split_once('?') {

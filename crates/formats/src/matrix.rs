@@ -88,6 +88,10 @@ pub struct MatrixConfig {
     /// `index`, `retriever` or `run`; needs `model`).
     #[serde(default)]
     pub chunk: Option<ChunkSpec>,
+    /// The arms of a `fusion:` retriever, in order (`index:` and `run:` paths relative to
+    /// the matrix file), so that a row can be a hybrid configuration.
+    #[serde(default)]
+    pub arms: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -235,6 +239,25 @@ pub fn parse_matrix(path: &Path, source: &str) -> Result<Matrix> {
                 ));
             }
         }
+        let fusion = c
+            .retriever
+            .as_deref()
+            .and_then(|r| r.get(..7))
+            .is_some_and(|h| h.eq_ignore_ascii_case("fusion:"));
+        if fusion && c.arms.len() < 2 {
+            return Err(err(
+                i,
+                "retriever",
+                "a fusion needs its arms: `arms = [\"index:kb?mode=bm25\", \"index:kb\"]` (at least two)".into(),
+            ));
+        }
+        if !fusion && !c.arms.is_empty() {
+            return Err(err(
+                i,
+                "arms",
+                "arms are a fusion's: give `retriever = \"fusion:rrf\"` (or combsum, combmnz, combmax, wsum) with them".into(),
+            ));
+        }
         if c.top_k == Some(0) {
             return Err(err(i, "top_k", "must be at least 1, got 0".into()));
         }
@@ -258,6 +281,11 @@ pub fn parse_matrix(path: &Path, source: &str) -> Result<Matrix> {
         .into_iter()
         .map(|mut c| {
             c.index = c.index.map(resolve);
+            c.arms = c
+                .arms
+                .iter()
+                .map(|a| crate::config::arm_value(base, a))
+                .collect();
             c
         })
         .collect();

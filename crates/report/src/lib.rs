@@ -18,6 +18,7 @@ pub mod matrix;
 pub mod runs;
 pub mod signals;
 pub mod trec;
+pub mod tune;
 
 mod fmt;
 

@@ -462,3 +462,201 @@ fn arms_without_a_fusion_and_a_fusion_without_arms_are_refused() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }
+
+/// Twelve cases, two arms as run files: the first finds each case's expected chunk at rank
+/// 1 in two cases out of three, the second always at rank 2 (and the first's top result at
+/// rank 1), so a weighted sum leaning on the first arm wins.
+fn tune_fixture(dir: &Path) -> (String, String, String) {
+    let mut golden = String::new();
+    let (mut a, mut b) = (String::new(), String::new());
+    for i in 0..12 {
+        golden.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"id": format!("q{i:02}"), "query": format!("question {i}"), "expected": [format!("e{i}")], "top_k": 1})
+        ));
+        let first = if i % 3 == 0 {
+            [format!("x{i}"), format!("e{i}")]
+        } else {
+            [format!("e{i}"), format!("x{i}")]
+        };
+        for (r, id) in first.iter().enumerate() {
+            a.push_str(&format!(
+                "q{i:02} Q0 {id} {} {} a\n",
+                r + 1,
+                10.0 - r as f64 * 3.0
+            ));
+        }
+        for (r, id) in [format!("x{i}"), format!("e{i}"), format!("y{i}")]
+            .iter()
+            .enumerate()
+        {
+            b.push_str(&format!(
+                "q{i:02} Q0 {id} {} {} b\n",
+                r + 1,
+                0.9 - r as f64 * 0.1
+            ));
+        }
+    }
+    (
+        write(dir, "golden.jsonl", &golden),
+        write(dir, "a.trec", &a),
+        write(dir, "b.trec", &b),
+    )
+}
+
+#[test]
+fn tune_chooses_on_the_training_part_and_reports_the_held_out_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let (golden, a, b) = tune_fixture(dir.path());
+    let (a1, a2) = (format!("run:{a}"), format!("run:{b}"));
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "top_k = 1\nrequire_notes = false\n").unwrap();
+    let policy_s = policy.display().to_string();
+    let tune = |extra: &[&str]| {
+        let mut args = vec![
+            "tune",
+            "--golden",
+            &golden,
+            "--retriever",
+            "fusion:wsum?w=0.1,0.9&norm=min-max",
+            "--arm",
+            &a1,
+            "--arm",
+            &a2,
+            "--grid",
+            "w=0.1:0.9:0.4",
+        ];
+        args.extend_from_slice(extra);
+        veredicto_in(dir.path(), &args)
+    };
+    let o = tune(&["--holdout", "0.5", "--json", "--seed", "3"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["settings"].as_array().unwrap().len(), 3, "{v}");
+    assert_eq!(v["held_out_cases"], 6);
+    // Ties go to the first setting in grid order.
+    assert_eq!(v["chosen"], "wsum?w=0.5,0.5&norm=min-max", "{v}");
+    assert!(v["comparisons"][0]["delta"].as_f64().unwrap() > 0.5, "{v}");
+    assert_eq!(v["training_only"], false);
+    assert_eq!(v["comparisons"].as_array().unwrap().len(), 2);
+    assert!(v["comparisons"][1]["against"]
+        .as_str()
+        .unwrap()
+        .starts_with("best single arm (arm 1 "));
+    // The same seed, the same bytes.
+    assert_eq!(
+        stdout(&tune(&["--holdout", "0.5", "--json", "--seed", "3"])),
+        stdout(&o)
+    );
+    // Five folds by default, in words; the chosen stage written into the policy.
+    let o = tune(&["--write-policy", &policy_s]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("5 folds (each case held out once)"), "{text}");
+    assert!(
+        text.contains("chosen: wsum?w=0.5,0.5&norm=min-max"),
+        "{text}"
+    );
+    assert!(
+        text.contains("vs current wsum?w=0.1,0.9&norm=min-max: "),
+        "{text}"
+    );
+    let written = std::fs::read_to_string(&policy).unwrap();
+    assert!(
+        written.contains("fusion = \"wsum?w=0.5,0.5&norm=min-max\"")
+            && written.contains("top_k = 1"),
+        "{written}"
+    );
+    // The exam of that policy refuses another fusion, and examines the declared one.
+    let exam = |fusion: &str| {
+        veredicto_in(
+            dir.path(),
+            &[
+                "exam",
+                "--golden",
+                &golden,
+                "--retriever",
+                fusion,
+                "--arm",
+                &a1,
+                "--arm",
+                &a2,
+                "--policy",
+                &policy_s,
+                "--no-record",
+            ],
+        )
+    };
+    let o = exam("fusion:rrf");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("the policy declares the fusion stage `wsum?w=0.5,0.5&norm=min-max`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = exam("fusion:wsum?w=0.5,0.5");
+    assert!(o.status.code().is_some_and(|c| c < 2), "{}", stderr(&o));
+    // A parameter of another method is refused before any arm runs.
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "tune",
+            "--golden",
+            &golden,
+            "--retriever",
+            "fusion:rrf",
+            "--arm",
+            &a1,
+            "--arm",
+            &a2,
+            "--grid",
+            "w=0.5",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--grid method="), "{}", stderr(&o));
+}
+
+#[test]
+fn a_matrix_compares_vector_bm25_and_hybrid_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, golden) = fixture(dir.path());
+    let o = ingest(dir.path(), &corpus, &["--bm25", "english"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m = write(
+        dir.path(),
+        "matrix.toml",
+        "golden = \"golden.jsonl\"\n\n[[config]]\nname = \"vector\"\nretriever = \"index:kb\"\n\n[[config]]\nname = \"bm25\"\nretriever = \"index:kb?mode=bm25\"\n\n[[config]]\nname = \"hybrid\"\nretriever = \"fusion:rrf?k=60\"\narms = [\"index:kb?mode=bm25\", \"index:kb\"]\n",
+    );
+    let _ = golden;
+    let o = veredicto_in(
+        dir.path(),
+        &["matrix", "--config", &m, "--no-record", "--format", "json"],
+    );
+    assert!(o.status.code().is_some_and(|c| c < 2), "{}", stderr(&o));
+    let v = json(&o);
+    let names: Vec<&str> = v["configurations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["vector", "bm25", "hybrid"]);
+    let recall = |i: usize| v["configurations"][i]["mean_recall"].as_f64().unwrap();
+    // The hybrid finds what each arm finds alone (at K = 2 here).
+    assert!(recall(2) >= recall(0).max(recall(1)), "{v}");
+    // A fusion row without arms names its line.
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        "golden = \"golden.jsonl\"\n\n[[config]]\nname = \"hybrid\"\nretriever = \"fusion:rrf\"\n",
+    );
+    let o = veredicto_in(dir.path(), &["matrix", "--config", &bad, "--no-record"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.toml:5"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a fusion needs its arms"),
+        "{}",
+        stderr(&o)
+    );
+}
