@@ -192,7 +192,8 @@ pub fn serve() -> String {
 
 pub fn tune() -> String {
     examples(&[
-        "veredicto tune --golden golden.jsonl --retriever 'fusion:rrf' --arm 'index:kb?mode=bm25' --arm index:kb --grid 'k=10,30,60,100'",
-        "veredicto tune --golden golden.jsonl --retriever 'fusion:wsum?norm=zscore' --arm 'index:kb?mode=bm25' --arm index:kb --grid 'w=0.3:0.9:0.1' --holdout 0.3 --write-policy policy.toml",
+        "veredicto tune --retriever fusion:rrf --arm 'index:kb?mode=bm25' --arm index:kb --grid k=30,60",
+        "veredicto tune --retriever fusion:wsum --arm run:bm25.trec --arm index:kb --grid w=0.3:0.9:0.1",
+        "veredicto tune --golden golden.jsonl --grid k=10,30,60 --holdout 0.3 --write-policy policy.toml",
     ])
 }
