@@ -8,8 +8,7 @@
 # The default profile `wheel` is the release profile without link-time optimisation
 # (Cargo.toml); `dev` reuses what `cargo test` built (the workspace's own crates
 # unoptimised: for CI, where the wheel is tested, not timed). The wheel is tagged manylinux
-# after maturin's auditwheel check (glibc 2.17 when this machine's libraries allow it, else
-# the tag the check finds).
+# after maturin's auditwheel check (see below).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -34,8 +33,13 @@ fi
 OUT="$TARGET/wheels"
 mkdir -p "$OUT"
 rm -f "$OUT"/veredicto-*.whl
-"$MATURIN" build --manifest-path crates/python/Cargo.toml --profile "$PROFILE" \
-    --out "$OUT" --compatibility manylinux2014 --auditwheel check 2>&1 \
-    || "$MATURIN" build --manifest-path crates/python/Cargo.toml --profile "$PROFILE" \
-        --out "$OUT" --compatibility linux
+# manylinux2014 (glibc 2.17) when this machine's C library allows it; else the manylinux tag
+# maturin's check finds for the symbols the extension uses (e.g. manylinux_2_34 on Debian 12);
+# else a plain linux tag.
+build() {
+    "$MATURIN" build --manifest-path crates/python/Cargo.toml --profile "$PROFILE" --out "$OUT" "$@"
+}
+build --compatibility manylinux2014 --auditwheel check 2>&1 \
+    || build --auditwheel check 2>&1 \
+    || build --compatibility linux
 ls -l "$OUT"/veredicto-*.whl

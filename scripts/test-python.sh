@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python package's tests: builds the wheel (scripts/build-wheel.sh), installs it into a
-# fresh virtual environment with pytest and the oracle (pytrec-eval-terrier from PyPI), and
+# fresh virtual environment with pytest and the oracle (pytrec-eval-terrier from PyPI, with
+# numpy, which it imports but does not declare), and
 # runs crates/python/tests. langchain-core is installed too when PyPI gives it within a
 # minute (then the LangChain test uses the real BaseRetriever; otherwise it is skipped and
 # the stand-in shapes of the other tests remain).
@@ -27,7 +28,7 @@ t0=$(date +%s.%N)
 "$VENV/bin/python" -m pip install --quiet "$WHEEL"
 t1=$(date +%s.%N)
 echo "test-python.sh: wheel $(basename "$WHEEL"), $(du -k "$WHEEL" | cut -f1) KiB, installed in $(python3 -c "print(round($t1 - $t0, 1))") s"
-"$VENV/bin/python" -m pip install --quiet 'pytest>=7' 'pytrec-eval-terrier==0.5.7'
+"$VENV/bin/python" -m pip install --quiet 'pytest>=7' 'pytrec-eval-terrier==0.5.7' numpy
 if timeout 60 "$VENV/bin/python" -m pip install --quiet 'langchain-core>=0.2'; then
     echo "test-python.sh: langchain-core installed: the LangChain test uses the real BaseRetriever"
 else

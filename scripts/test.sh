@@ -63,3 +63,4 @@ echo "test.sh: Chroma for the tests at $VEREDICTO_TEST_CHROMA"
 # The Python extension links against the interpreter: it is built and tested as a wheel
 # (scripts/build-wheel.sh, scripts/test-python.sh), not by cargo test.
 cargo test --workspace --exclude veredicto-python "$@"
+bash scripts/test-python.sh

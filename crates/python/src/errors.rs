@@ -34,10 +34,24 @@ struct Location {
     field: Option<String>,
 }
 
+/// The format error inside an application error: directly, or under the contexts that
+/// wrap it (a transparent variant forwards `source()` past the format error itself, so the
+/// chain of sources alone never shows it).
+fn format_error(err: &veredicto_app::Error) -> Option<&FormatError> {
+    match err {
+        veredicto_app::Error::Format(f) => Some(f),
+        veredicto_app::Error::Context { source, .. } => format_error(source),
+        _ => None,
+    }
+}
+
 fn location(err: &(dyn std::error::Error + 'static)) -> Option<Location> {
     let mut e: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(cur) = e {
-        if let Some(f) = cur.downcast_ref::<FormatError>() {
+        let found = cur
+            .downcast_ref::<FormatError>()
+            .or_else(|| cur.downcast_ref::<veredicto_app::Error>().and_then(format_error));
+        if let Some(f) = found {
             return Some(match f {
                 FormatError::Io { path, .. } => Location {
                     file: path.display().to_string(),

@@ -49,9 +49,11 @@ def test_callable_equals_exam_with_the_run(rack, run_name):
     def retriever(query, k):
         return run[by_query[query]][:k]
 
+    # The run file holds 20 results a query: asked for 20, the callable answers in full (asked
+    # for the default 100, the exam would rightly warn that it returned fewer).
     result = veredicto.exam(rack / "golden.jsonl", retriever, corpus=rack / "corpus.jsonl",
                             policy=rack / "policy.toml", notes=rack / "notes.jsonl",
-                            as_of=AS_OF)
+                            as_of=AS_OF, depth=20)
     text, code = cli_json("--golden", str(rack / "golden.jsonl"), "--run", str(rack / run_name),
                           "--corpus", str(rack / "corpus.jsonl"),
                           "--policy", str(rack / "policy.toml"),

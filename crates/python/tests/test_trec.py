@@ -13,7 +13,8 @@ import pytest
 
 import veredicto
 
-pytrec_eval = pytest.importorskip("pytrec_eval")
+# The oracle: scripts/test-python.sh installs it (a missing oracle fails, never skips).
+import pytrec_eval  # noqa: E402
 
 # trec_eval 10.0 changed interpolated precision; pytrec_eval still computes it as
 # trec_eval 9 did (docs/python.md). Every other measure must agree.
@@ -36,6 +37,10 @@ def random_case(seed: int):
         judged = rng.sample(docs, rng.randint(1, 30))
         # graded levels, some negative (judged, counted as unjudged by trec_eval)
         qrels[qid] = {d: rng.choice([-1, 0, 0, 1, 1, 2, 3]) for d in judged}
+        if all(level < 0 for level in qrels[qid].values()):
+            # pytrec_eval 0.5.7 crashes (a segmentation fault) on a query whose only
+            # judgements are negative, so this comparison leaves such queries out.
+            qrels[qid][judged[0]] = 0
         if rng.random() < 0.15:
             continue  # a qrels query the run lacks
         retrieved = rng.sample(docs, rng.randint(1, 50))
@@ -100,7 +105,8 @@ def test_measure_names_and_parameters():
     run = {"q": {"a": 0.5, "b": 0.9, "c": 0.1, "x": 0.3}}
     got = veredicto.RelevanceEvaluator(qrels, {"P_5", "P.10", "ndcg_cut.3", "recall"}).evaluate(run)
     want = pytrec_eval.RelevanceEvaluator(qrels, {"P_5", "P.10", "ndcg_cut.3", "recall"}).evaluate(run)
-    assert got == pytest.approx(want)
+    assert got.keys() == want.keys()
+    assert all(got[q] == pytest.approx(want[q]) for q in want)
     assert {"P_5", "P_10", "ndcg_cut_3", "recall_5"} <= set(got["q"])
     assert veredicto.supported_measures >= {"map", "P", "ndcg_cut", "recall", "map_cut"}
     assert "official" in veredicto.supported_nicknames
