@@ -48,9 +48,10 @@ fn format_error(err: &veredicto_app::Error) -> Option<&FormatError> {
 fn location(err: &(dyn std::error::Error + 'static)) -> Option<Location> {
     let mut e: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(cur) = e {
-        let found = cur
-            .downcast_ref::<FormatError>()
-            .or_else(|| cur.downcast_ref::<veredicto_app::Error>().and_then(format_error));
+        let found = cur.downcast_ref::<FormatError>().or_else(|| {
+            cur.downcast_ref::<veredicto_app::Error>()
+                .and_then(format_error)
+        });
         if let Some(f) = found {
             return Some(match f {
                 FormatError::Io { path, .. } => Location {
