@@ -348,7 +348,7 @@ impl Retriever for EngineRetriever {
         holds(self, ids).map(Some)
     }
 
-    /// Qdrant returns its points' vectors ([`qdrant_vectors`]); OpenSearch and
+    /// Qdrant returns its points' vectors (`qdrant_vectors`); OpenSearch and
     /// Elasticsearch cannot say (their `_source` may exclude the vector field).
     fn stored_vectors(
         &self,
