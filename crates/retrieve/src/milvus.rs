@@ -52,6 +52,9 @@ enum Metric {
     L2,
 }
 
+/// A row asked by ID: its key, and its vector when asked for.
+type Row = (String, Option<Vec<f32>>);
+
 #[derive(Debug, Clone)]
 struct Collection {
     pk: String,
@@ -161,7 +164,10 @@ fn pairs(list: &[(u32, Value<'_>)], number: u32) -> Result<BTreeMap<String, Stri
         if let Some(k) = field(&kv, 1).and_then(Value::as_str) {
             out.insert(
                 k.to_owned(),
-                field(&kv, 2).and_then(Value::as_str).unwrap_or("").to_owned(),
+                field(&kv, 2)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
             );
         }
     }
@@ -222,7 +228,10 @@ impl MilvusRetriever {
                     .into(),
             ));
         }
-        let authority = if authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+        let authority = if authority
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        {
             authority.to_owned()
         } else if authority.is_empty() {
             return Err(bad("no host".into()));
@@ -285,9 +294,11 @@ impl MilvusRetriever {
         request: Writer,
         doing: &str,
     ) -> Result<Result<Vec<u8>, (u64, String)>, RetrieveError> {
-        let answer =
-            self.channel
-                .call(&format!("{SERVICE}{method}"), &request.into_bytes(), &self.shown)?;
+        let answer = self.channel.call(
+            &format!("{SERVICE}{method}"),
+            &request.into_bytes(),
+            &self.shown,
+        )?;
         let top = fields(&answer)
             .map_err(|e| self.setup(format!("{doing}: the answer does not parse: {e}")))?;
         let status = nested(&top, 1).map_err(|e| self.setup(format!("{doing}: {e}")))?;
@@ -326,7 +337,10 @@ impl MilvusRetriever {
             for f in repeated(&schema, 4) {
                 let f = fields(f.as_bytes().unwrap_or_default())?;
                 // FieldSchema: name = 2, is_primary_key = 3, data_type = 5, type_params = 6
-                let name = field(&f, 2).and_then(Value::as_str).unwrap_or("").to_owned();
+                let name = field(&f, 2)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
                 let ty = field(&f, 5).and_then(Value::as_u64).unwrap_or(0);
                 if field(&f, 3).and_then(Value::as_u64) == Some(1) {
                     pk = Some((name.clone(), ty));
@@ -359,27 +373,30 @@ impl MilvusRetriever {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let (vector, dimension) = match &self.vector {
-            Some(want) => match vectors.iter().find(|(n, _)| n == want) {
-                Some(v) => v.clone(),
-                None => {
-                    return Ok(Err(format!(
+        let (vector, dimension) =
+            match &self.vector {
+                Some(want) => {
+                    match vectors.iter().find(|(n, _)| n == want) {
+                        Some(v) => v.clone(),
+                        None => {
+                            return Ok(Err(format!(
                         "it has no float-vector field `{want}` (its float-vector fields: {})",
                         if vectors.is_empty() { "none".to_owned() } else { names() }
                     )))
+                        }
+                    }
                 }
-            },
-            None => match vectors.as_slice() {
-                [one] => one.clone(),
-                [] => return Ok(Err("it has no float-vector field".to_owned())),
-                _ => {
-                    return Ok(Err(format!(
-                        "it has several float-vector fields ({}): name one with `vector=FIELD`",
-                        names()
-                    )))
-                }
-            },
-        };
+                None => match vectors.as_slice() {
+                    [one] => one.clone(),
+                    [] => return Ok(Err("it has no float-vector field".to_owned())),
+                    _ => {
+                        return Ok(Err(format!(
+                            "it has several float-vector fields ({}): name one with `vector=FIELD`",
+                            names()
+                        )))
+                    }
+                },
+            };
         // DescribeIndexRequest.field_name = 4; the answer's index_descriptions = 2, each
         // with params = 3 (`metric_type`, `index_type`) and field_name = 4.
         let mut request = self.request();
@@ -450,7 +467,7 @@ impl MilvusRetriever {
         ids: &[&str],
         with_vector: bool,
         doing: &str,
-    ) -> Result<Vec<(String, Option<Vec<f32>>)>, RetrieveError> {
+    ) -> Result<Vec<Row>, RetrieveError> {
         let collection = self.collection()?;
         let mut out = Vec::new();
         for batch in ids.chunks(crate::HOLDS_BATCH) {
@@ -467,8 +484,8 @@ impl MilvusRetriever {
             }
             request.uint(12, 1);
             let answer = self.call("Query", request, doing)?;
-            let rows = read_query(&answer, collection)
-                .map_err(|e| self.setup(format!("{doing}: {e}")))?;
+            let rows =
+                read_query(&answer, collection).map_err(|e| self.setup(format!("{doing}: {e}")))?;
             out.extend(rows);
         }
         Ok(out)
@@ -477,10 +494,7 @@ impl MilvusRetriever {
 
 /// A `QueryResults` answer's rows: fields_data = 2, each FieldData with field_name = 2,
 /// scalars = 3 (long_data = 3, string_data = 6) or vectors = 4 (dim = 1, float_vector = 2).
-fn read_query(
-    answer: &[u8],
-    collection: &Collection,
-) -> Result<Vec<(String, Option<Vec<f32>>)>, String> {
+fn read_query(answer: &[u8], collection: &Collection) -> Result<Vec<Row>, String> {
     let top = fields(answer)?;
     let mut keys = None;
     let mut vectors = None;
@@ -610,7 +624,10 @@ impl Retriever for MilvusRetriever {
         // (FloatVector = 101), values = 3 (one query's floats, little-endian)
         let floats: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
         let mut value = Writer::new();
-        value.string(1, "$0").uint(2, FLOAT_VECTOR).bytes(3, &floats);
+        value
+            .string(1, "$0")
+            .uint(2, FLOAT_VECTOR)
+            .bytes(3, &floats);
         let mut group = Writer::new();
         group.message(1, &value);
         // SearchRequest: dsl = 5, placeholder_group = 6, dsl_type = 7 (BoolExprV1 = 1),
@@ -685,8 +702,11 @@ mod tests {
     #[test]
     fn milvus_uris() {
         let o = Options::default();
-        let r = MilvusRetriever::new("milvus+http://127.0.0.1:19530/kb_chunks?db=prod&vector=emb", &o)
-            .unwrap();
+        let r = MilvusRetriever::new(
+            "milvus+http://127.0.0.1:19530/kb_chunks?db=prod&vector=emb",
+            &o,
+        )
+        .unwrap();
         assert_eq!((r.db.as_str(), r.name.as_str()), ("prod", "kb_chunks"));
         assert_eq!(r.vector.as_deref(), Some("emb"));
         assert!(MilvusRetriever::new("milvus+https://h:19530/kb", &o).is_err());

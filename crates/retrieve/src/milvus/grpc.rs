@@ -329,7 +329,9 @@ impl Channel {
             ));
         }
         match data.as_slice() {
-            [0, a, b, c, d, rest @ ..] if u32::from_be_bytes([*a, *b, *c, *d]) as usize == rest.len() => {
+            [0, a, b, c, d, rest @ ..]
+                if u32::from_be_bytes([*a, *b, *c, *d]) as usize == rest.len() =>
+            {
                 Ok(rest.to_vec())
             }
             [1, ..] => Err(Attempt::Broken(

@@ -122,7 +122,8 @@ pub(crate) fn fields(mut buf: &[u8]) -> Result<Vec<(u32, Value<'_>)>, String> {
                 take(&mut buf, 8)?.try_into().unwrap_or_default(),
             )),
             2 => {
-                let n = usize::try_from(read_varint(&mut buf)?).map_err(|_| "a length beyond memory")?;
+                let n = usize::try_from(read_varint(&mut buf)?)
+                    .map_err(|_| "a length beyond memory")?;
                 Value::Bytes(take(&mut buf, n)?)
             }
             5 => Value::Fixed32(u32::from_le_bytes(

@@ -379,14 +379,20 @@ fn milvus_missing_collection_wrong_dimension_and_vector_field_stop_before_any_ca
     );
     r.prepare(Some(DIM)).unwrap();
     // Two vector fields: one must be named.
-    let two = make_collection("COSINE", "AUTOINDEX", &chunks, json!({"extra_vector": true}));
+    let two = make_collection(
+        "COSINE",
+        "AUTOINDEX",
+        &chunks,
+        json!({"extra_vector": true}),
+    );
     let e = open(&uri(&two), &Options::default())
         .unwrap()
         .prepare(Some(DIM))
         .err()
         .unwrap();
     assert!(
-        e.to_string().contains("several float-vector fields (`vector`, `other`)"),
+        e.to_string()
+            .contains("several float-vector fields (`vector`, `other`)"),
         "{e}"
     );
     open(&format!("{}?vector=other", uri(&two)), &Options::default())
@@ -398,7 +404,10 @@ fn milvus_missing_collection_wrong_dimension_and_vector_field_stop_before_any_ca
         .prepare(Some(DIM))
         .err()
         .unwrap();
-    assert!(e.to_string().contains("no float-vector field `nope`"), "{e}");
+    assert!(
+        e.to_string().contains("no float-vector field `nope`"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -24,10 +24,13 @@ if spec.get("extra_vector"):
 schema.add_field("domain", DataType.VARCHAR, max_length=64)
 schema.add_field("labels", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=8, max_length=32)
 index = client.prepare_index_params()
-index.add_index("vector", index_type=spec.get("index", "AUTOINDEX"), metric_type=spec["metric"])
+kind = spec.get("index", "AUTOINDEX")
+# Milvus 2.3 wants an HNSW index's build parameters; Milvus Lite takes them too.
+params = {"M": 16, "efConstruction": 64} if kind == "HNSW" else {}
+index.add_index("vector", index_type=kind, metric_type=spec["metric"], params=params)
 if spec.get("extra_vector"):
     index.add_index("other", index_type="AUTOINDEX", metric_type=spec["metric"])
-client.create_collection(spec["name"], schema=schema, index_params=index)
+client.create_collection(spec["name"], schema=schema, index_params=index, consistency_level="Strong")
 rows = spec["rows"]
 if spec.get("extra_vector"):
     for r in rows:
