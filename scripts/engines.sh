@@ -8,6 +8,9 @@
 #   scripts/engines.sh stop [ENGINE...]    # stops them by PID and deletes their data folders
 #   scripts/engines.sh list                # the engines this script can start
 #
+#   scripts/engines.sh python ENGINE       # the Python of an engine's packages (milvus: its
+#                                          # pymilvus, for loading test collections)
+#
 #   export VEREDICTO_TEST_CHROMA=$(scripts/engines.sh start chroma)
 #
 # Engines:
@@ -16,13 +19,16 @@
 #            fetched once with `pip download --no-deps`, and only its `chromadb_rust_bindings`
 #            folder is unpacked into the cache: the server needs no other Python package, only
 #            `python3` to load it.
+#   milvus   Milvus Lite 3.2.2, the gRPC server of the `milvus-lite` package on PyPI (Milvus'
+#            gRPC API; Milvus Lite has no REST API), with the packages it imports (pymilvus,
+#            grpcio, numpy, pyarrow, faiss-cpu, …), each pinned by version and SHA-256 in
+#            scripts/engines-milvus-lite.txt and installed with `pip --require-hashes` into the
+#            cache (about 110 MB, once). Its wheels are CPython 3.11's.
 #
 # What does not run here, and why (checked with the registries this machine reaches: PyPI,
 # npm, Debian, crates.io):
 #   - LanceDB: the `lancedb` wheel is an embedded library (no server mode; its `remote`
 #     module is a client of the hosted LanceDB service).
-#   - Milvus Lite (`milvus-lite` 3.x, pure Python): runs a server, but it speaks only Milvus'
-#     gRPC protocol (no REST API), so no HTTP adapter can query it.
 #   - Qdrant: no registry package ships the server (`qdrant` on crates.io is an empty
 #     placeholder; `qdrant-edge-py` is an in-process library without a server).
 #   - Weaviate: the client's embedded mode downloads the server from GitHub at run time.
@@ -36,11 +42,13 @@
 # ${TMPDIR:-/tmp}/veredicto-engines).
 set -euo pipefail
 
-ENGINES="chroma"
+ENGINES="chroma milvus"
 
 CHROMA_VERSION=1.5.9
 CHROMA_WHEEL=chromadb-1.5.9-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
 CHROMA_SHA256=cc09b3df76e5a5cb386aed2715a2eea152e3949f9e1ba93c7119505377749929
+
+MILVUS_VERSION=3.2.2
 
 RUN_USER=veredicto-engines
 STATE_DIR=${VEREDICTO_ENGINES_STATE:-${TMPDIR:-/tmp}/veredicto-engines}
@@ -175,6 +183,78 @@ start_chroma() {
   trap - EXIT
 }
 
+# Installs the pinned packages of scripts/engines-milvus-lite.txt for PYTHON into DEST
+# (atomically: DEST appears complete or not at all).
+fetch_milvus() {
+  local py=$1 dest=$2
+  [ -d "$dest" ] && return 0
+  local here; here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+    || die "milvus: the pinned wheels are CPython 3.11's; $py is $("$py" -V 2>&1)"
+  python3 -m pip --version >/dev/null 2>&1 || die "python3 with pip is needed to fetch milvus-lite"
+  local tmp; tmp=$(mktemp -d)
+  trap "rm -rf '$tmp'" EXIT
+  python3 -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes \
+    --only-binary=:all: --python-version 3.11 --implementation cp \
+    --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
+    --target "$tmp/x" -r "$here/engines-milvus-lite.txt" >&2 \
+    || die "pip install of the pinned milvus-lite packages failed"
+  chmod -R a+rX "$tmp/x"
+  mkdir -p "$(dirname "$dest")"
+  chmod a+rx "$(dirname "$dest")"
+  rm -rf "$dest.partial"
+  mv "$tmp/x" "$dest.partial"
+  mv "$dest.partial" "$dest"
+  rm -rf "$tmp"
+  trap - EXIT
+}
+
+# Waits until HOST:PORT accepts TCP connections (at most SECONDS), while PIDFILE's process lives.
+wait_tcp() {
+  python3 - "$1" "$2" "$3" "$4" <<'EOF'
+import os, socket, sys, time
+host, port, seconds, pidfile = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    try:
+        os.kill(int(open(pidfile).read().strip()), 0)
+    except (OSError, ValueError):
+        if os.path.exists(pidfile):
+            sys.exit(1)  # the server died
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.2)
+sys.exit(1)
+EOF
+}
+
+start_milvus() {
+  local py cache
+  py=$(server_python)
+  cache="$(cache_root)/milvus-lite-$MILVUS_VERSION"
+  fetch_milvus "$py" "$cache"
+  local data port
+  data=$(mktemp -d "${TMPDIR:-/tmp}/veredicto-milvus.XXXXXX")
+  # A start that fails half-way leaves nothing behind (a started server is stopped).
+  trap 'if [ -f "$data/pid" ]; then kill -TERM "$(cat "$data/pid")" 2>/dev/null || true; fi; rm -rf "$data"' EXIT
+  chmod 700 "$data"
+  [ "$(id -u)" = 0 ] && chown "$RUN_USER" "$data"
+  port=$(free_port)
+  # The child writes its own PID before it becomes the server, so `stop` signals the server.
+  as_server_user env -i PATH=/usr/bin:/bin HOME="$data" PYTHONPATH="$cache" NO_COLOR=1 \
+    sh -c 'echo $$ > "$1/pid"; exec "$2" -m milvus_lite server --data-dir "$1/db" --host 127.0.0.1 --port "$3" >"$1/server.log" 2>&1' \
+    sh "$data" "$py" "$port" </dev/null >/dev/null 2>&1 &
+  wait_tcp 127.0.0.1 "$port" 120 "$data/pid" \
+    || { cat "$data/server.log" >&2 2>/dev/null; die "milvus did not start"; }
+  local pid; pid=$(cat "$data/pid")
+  printf 'URL=%s\nPID=%s\nDATA=%s\nVERSION=%s\nPYTHONPATH=%s\nPYTHON=%s\n' "http://127.0.0.1:$port" \
+    "$pid" "$data" "$MILVUS_VERSION" "$cache" "$py" >"$(state_file milvus).tmp"
+  mv "$(state_file milvus).tmp" "$(state_file milvus)"
+  trap - EXIT
+}
+
 start_one() {
   local engine=$1
   known "$engine" || die "unknown engine \`$engine\` (known: $ENGINES)"
@@ -211,6 +291,12 @@ case "$cmd" in
     [ $# -eq 1 ] || die "usage: scripts/engines.sh url ENGINE"
     running "$1" || die "$1 is not running (scripts/engines.sh start $1)"
     state_get "$1" URL ;;
+  python)
+    [ $# -eq 1 ] || die "usage: scripts/engines.sh python ENGINE"
+    running "$1" || die "$1 is not running (scripts/engines.sh start $1)"
+    [ -n "$(state_get "$1" PYTHONPATH)" ] || die "$1 has no Python packages"
+    # A command line: the interpreter with the engine's packages on its path.
+    echo "env PYTHONPATH=$(state_get "$1" PYTHONPATH) $(state_get "$1" PYTHON)" ;;
   list) echo "$ENGINES" ;;
-  *) echo "usage: scripts/engines.sh start|stop [ENGINE...] | url ENGINE | list" >&2; exit 2 ;;
+  *) echo "usage: scripts/engines.sh start|stop [ENGINE...] | url ENGINE | python ENGINE | list" >&2; exit 2 ;;
 esac

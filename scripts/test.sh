@@ -11,8 +11,10 @@
 #      fusion test (crates/core/tests/core/fusion_ranx.rs), kept between runs: the first install
 #      downloads about 250 MB (ranx pulls numba, numpy, scipy, pandas) and spends about 70 s
 #      of CPU; later runs skip it;
-#   5. a Chroma server on a free loopback port (scripts/engines.sh, from the pinned `chromadb`
-#      wheel), for the Chroma retriever; stopped by PID when the tests end;
+#   5. a Chroma server and a Milvus Lite server on free loopback ports (scripts/engines.sh, from
+#      the pinned `chromadb` wheel and the pinned `milvus-lite` packages: the first install
+#      downloads about 110 MB for Milvus Lite, kept in the cache), for the Chroma and Milvus
+#      retrievers; stopped by PID when the tests end;
 #   6. `cargo test --workspace` (extra arguments are passed to it);
 #   7. the Python package: the wheel built (reusing the test build), installed into a fresh
 #      virtual environment, its pytest suite run (scripts/test-python.sh).
@@ -59,6 +61,10 @@ echo "test.sh: PostgreSQL with TLS for the tests at $VEREDICTO_TEST_POSTGRES_TLS
 VEREDICTO_TEST_CHROMA="$(bash scripts/engines.sh start chroma)"
 export VEREDICTO_TEST_CHROMA
 echo "test.sh: Chroma for the tests at $VEREDICTO_TEST_CHROMA"
+VEREDICTO_TEST_MILVUS="$(bash scripts/engines.sh start milvus)"
+VEREDICTO_TEST_MILVUS_PYTHON="$(bash scripts/engines.sh python milvus)"
+export VEREDICTO_TEST_MILVUS VEREDICTO_TEST_MILVUS_PYTHON
+echo "test.sh: Milvus Lite for the tests at $VEREDICTO_TEST_MILVUS"
 
 # The Python extension links against the interpreter: it is built and tested as a wheel
 # (scripts/build-wheel.sh, scripts/test-python.sh), not by cargo test.

@@ -30,6 +30,8 @@ pub enum Backend {
     Chroma,
     /// A Cloudflare Vectorize index.
     Vectorize,
+    /// A Milvus collection (gRPC).
+    Milvus,
 }
 
 /// One retriever scheme: the prefixes that select it (lower case), the URI's form and what
@@ -117,6 +119,12 @@ pub const SCHEME_LIST: &[Scheme] = &[
         prefixes: &["vectorize://", "vectorize+"],
         form: "vectorize://ACCOUNT_ID/INDEX",
         about: "a Cloudflare Vectorize index, through its REST query API",
+    },
+    Scheme {
+        backend: Backend::Milvus,
+        prefixes: &["milvus+"],
+        form: "milvus+http://HOST:19530/COLLECTION",
+        about: "a Milvus or Milvus Lite collection, through Milvus' gRPC API (`?db=D&vector=FIELD`)",
     },
 ];
 
@@ -209,6 +217,7 @@ pub fn open(uri: &str, options: &Options) -> Result<Box<dyn Retriever>, Retrieve
         Backend::Vectorize => Ok(Box::new(crate::vectorize::VectorizeRetriever::new(
             uri, options,
         )?)),
+        Backend::Milvus => Ok(Box::new(crate::milvus::MilvusRetriever::new(uri, options)?)),
         Backend::Command => Ok(Box::new(crate::cmd::CommandRetriever::new(rest, options)?)),
     }
 }

@@ -394,3 +394,110 @@ fn two_chunkings_with_the_same_evidence_golden_set_are_compared_case_by_case() {
         "the note names what differs: {compat}"
     );
 }
+
+/// The rack golden set as a SQLite table with columns of other names (`case_id`,
+/// `question`, `chunk_ids` as a comma-separated list, `k`), as a team keeps it in D1.
+fn rack_golden_table(db: &std::path::Path) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE cases (case_id TEXT, question TEXT, chunk_ids TEXT, k INTEGER, domain TEXT, tags TEXT, gold INTEGER);",
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(example("golden.jsonl")).unwrap();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let list = |key: &str| -> String {
+            v[key]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|x| x.as_str().unwrap())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default()
+        };
+        c.execute(
+            "INSERT INTO cases VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            rusqlite::params![
+                v["id"].as_str(),
+                v["query"].as_str(),
+                list("expected"),
+                v["top_k"].as_i64(),
+                v["domain"].as_str(),
+                // an empty list of tags is no tags: NULL
+                Some(list("tags")).filter(|t| !t.is_empty()),
+                v["gold"].as_bool().map(i64::from),
+            ],
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_golden_set_in_a_sqlite_table_gives_the_jsonl_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("golden.db");
+    rack_golden_table(&db);
+    let spec = format!(
+        "sqlite:{}?table=cases&id=case_id&query=question&expected=chunk_ids&top_k=k",
+        db.display()
+    );
+    let (golden, corpus, policy) = (
+        example("golden.jsonl"),
+        example("corpus.jsonl"),
+        example("policy.toml"),
+    );
+    for (run, want) in [("run-accept.trec", 0), ("run-stop.trec", 1)] {
+        let run = example(run);
+        let exam = |golden: &str| {
+            exam_json(&[
+                "exam",
+                "--golden",
+                golden,
+                "--run",
+                run.to_str().unwrap(),
+                "--corpus",
+                corpus.to_str().unwrap(),
+                "--policy",
+                policy.to_str().unwrap(),
+                "--no-record",
+                "--json",
+                "--as-of",
+                "2025-11-20",
+            ])
+        };
+        let (ct, table) = exam(&spec);
+        let (cj, jsonl) = exam(golden.to_str().unwrap());
+        assert_eq!((ct, cj), (want, want));
+        assert_eq!(table["verdict"], jsonl["verdict"]);
+        assert_eq!(table["summary"], jsonl["summary"], "the same measures");
+        assert_eq!(
+            table["cases"], jsonl["cases"],
+            "the same cases, case by case"
+        );
+    }
+    // A bad cell: one line naming the file, the table, the row and the column; exit 2.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "UPDATE cases SET chunk_ids = 'gold_001, gold_001' WHERE rowid = 2",
+        [],
+    )
+    .unwrap();
+    let o = veredicto(&[
+        "exam",
+        "--golden",
+        &spec,
+        "--run",
+        example("run-stop.trec").to_str().unwrap(),
+        "--no-record",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("golden.db") && err.contains("`cases`") && err.contains("chunk_ids"),
+        "{err}"
+    );
+    println!("{}", err.trim());
+}

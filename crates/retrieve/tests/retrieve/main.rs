@@ -12,6 +12,7 @@ mod fusion_retriever;
 mod http_answers;
 mod http_cmd;
 mod live_spans;
+mod milvus;
 mod own_index_batch;
 mod own_index_filters;
 mod pgvector;
