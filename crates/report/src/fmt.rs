@@ -323,7 +323,7 @@ pub fn stored_vectors(r: &ExamReport) -> Option<String> {
     Some(stored_vectors_line(v))
 }
 
-/// [`stored_vectors`] for a check without a report (`search --retriever`).
+/// `stored_vectors` for a check without a report (`search --retriever`).
 pub fn stored_vectors_line(v: &veredicto_core::exam::StoredVectors) -> String {
     let esc = veredicto_core::redact::escape_control;
     let model = esc(&v.query_model);
