@@ -22,6 +22,9 @@ use axum::Router;
 use veredicto_app::workbench::{self, NewCase, Saved};
 use veredicto_report::html::escape;
 
+mod claims;
+mod exam;
+
 /// Largest request body accepted.
 pub const BODY_LIMIT: usize = 64 * 1024;
 /// Cases per page of the golden set.
@@ -42,6 +45,28 @@ pub struct Config {
     pub history: veredicto_app::HistorySpec,
     /// The time written with each edit (RFC 3339).
     pub clock: fn() -> String,
+    /// What the claims area reviews: a case file, or an audit run (ID, unique prefix or
+    /// `latest`) in the history; `None`: the area says how to set it.
+    pub audit: Option<String>,
+    /// Runs the exam on the project's settings for "Run the exam"; `None`: the button says
+    /// the project has no source to examine.
+    pub exam: Option<ExamRunner>,
+}
+
+/// Runs the project's exam (recording the run), handing progress to the events: the front
+/// end that resolved the settings builds it (`veredicto serve` runs what `veredicto exam`
+/// runs).
+#[derive(Clone)]
+pub struct ExamRunner(pub Arc<RunExam>);
+
+/// The function an [`ExamRunner`] holds: the exam's outcome, or its error as a sentence.
+pub type RunExam =
+    dyn Fn(veredicto_app::Events<'_>) -> Result<veredicto_app::ExamOutcome, String> + Send + Sync;
+
+impl std::fmt::Debug for ExamRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExamRunner")
+    }
 }
 
 /// A server bound to its address, not yet serving.
@@ -51,12 +76,17 @@ pub struct Bound {
     state: Arc<AppState>,
 }
 
-struct AppState {
-    config: Config,
-    csrf: String,
+pub(crate) struct AppState {
+    pub(crate) config: Config,
+    pub(crate) csrf: String,
     hosts: Vec<String>,
     origins: Vec<String>,
     edits: tokio::sync::Mutex<()>,
+    /// Serialises verdicts appended from this server (the log's own lock guards against
+    /// other writers).
+    pub(crate) reviews: tokio::sync::Mutex<()>,
+    /// The exams started from the page, by number (1-based).
+    pub(crate) exams: std::sync::Mutex<Vec<Arc<exam::Job>>>,
 }
 
 /// Binds `host:port` (`port` 0: a free one). Another address than the loopback one needs a
@@ -96,6 +126,8 @@ pub fn bind(host: &str, port: u16, config: Config) -> Result<Bound, String> {
             hosts,
             origins,
             edits: tokio::sync::Mutex::new(()),
+            reviews: tokio::sync::Mutex::new(()),
+            exams: std::sync::Mutex::new(Vec::new()),
         }),
     })
 }
@@ -129,12 +161,19 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/lang", get(set_lang))
         .route("/runs", get(runs_page))
         .route("/runs/{id}", get(run_report))
+        .route("/golden/exam", post(exam::start))
+        .route("/golden/exam/{n}", get(exam::progress))
+        .route("/claims", get(claims::queue_page))
+        .route("/claims/blind", get(claims::set_blind))
+        .route("/claims/{id}", get(claims::card_page))
+        .route("/claims/{id}/review", post(claims::submit))
+        .route("/assets/review.js", get(claims::script))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state)
 }
 
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -145,7 +184,7 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-fn forbidden(why: &str) -> Response {
+pub(crate) fn forbidden(why: &str) -> Response {
     (StatusCode::FORBIDDEN, format!("403 forbidden: {why}\n")).into_response()
 }
 
@@ -196,7 +235,7 @@ async fn guard(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Res
         h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+            "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
         ),
     );
     }
@@ -204,7 +243,9 @@ async fn guard(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Res
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null`
+    // with the page's own form posts, and the Origin check would refuse them all.
+    h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
     if let Some(t) = set_token {
         if let Ok(v) = HeaderValue::from_str(&format!(
             "veredicto_token={t}; HttpOnly; SameSite=Strict; Path=/"
@@ -215,15 +256,15 @@ async fn guard(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Res
     resp
 }
 
-fn redirect(to: &str) -> Response {
+pub(crate) fn redirect(to: &str) -> Response {
     (StatusCode::SEE_OTHER, [(header::LOCATION, to.to_owned())]).into_response()
 }
 
-fn form(bytes: &[u8]) -> Vec<(String, String)> {
+pub(crate) fn form(bytes: &[u8]) -> Vec<(String, String)> {
     form_urlencoded::parse(bytes).into_owned().collect()
 }
 
-fn field<'a>(f: &'a [(String, String)], name: &str) -> &'a str {
+pub(crate) fn field<'a>(f: &'a [(String, String)], name: &str) -> &'a str {
     f.iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.as_str())
@@ -231,7 +272,7 @@ fn field<'a>(f: &'a [(String, String)], name: &str) -> &'a str {
 }
 
 /// Spanish or English, by the `lang` cookie, else the browser's first language.
-fn spanish(headers: &HeaderMap) -> bool {
+pub(crate) fn spanish(headers: &HeaderMap) -> bool {
     if let Some(l) = cookie(headers, "lang") {
         return l == "es";
     }
@@ -241,7 +282,7 @@ fn spanish(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("es"))
 }
 
-fn t(es: bool, en: &'static str, sp: &'static str) -> &'static str {
+pub(crate) fn t(es: bool, en: &'static str, sp: &'static str) -> &'static str {
     if es {
         sp
     } else {
@@ -249,7 +290,7 @@ fn t(es: bool, en: &'static str, sp: &'static str) -> &'static str {
     }
 }
 
-fn reviewer(st: &AppState, headers: &HeaderMap) -> Option<String> {
+pub(crate) fn reviewer(st: &AppState, headers: &HeaderMap) -> Option<String> {
     if let Some(h) = &st.config.identity_header {
         return headers
             .get(h.as_str())
@@ -265,13 +306,20 @@ fn reviewer(st: &AppState, headers: &HeaderMap) -> Option<String> {
     })
 }
 
-fn page(es: bool, title: &str, body: &str) -> Response {
+pub(crate) fn page(es: bool, title: &str, body: &str) -> Response {
+    page_with(es, title, "", body)
+}
+
+/// A page with `head` (trusted markup: a meta refresh, a script of the server's) added to
+/// its head.
+pub(crate) fn page_with(es: bool, title: &str, head: &str, body: &str) -> Response {
     let html = format!(
-        "<!DOCTYPE html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{} · veredicto</title>\n<style>{CSS}</style>\n</head>\n<body>\n<header><nav aria-label=\"{}\"><a href=\"/golden\">{}</a> <a href=\"/runs\">{}</a> <a href=\"/lang?to={}\" lang=\"{}\">{}</a></nav></header>\n<main>\n<h1>{}</h1>\n{body}</main>\n</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n{head}<title>{} · veredicto</title>\n<style>{CSS}</style>\n</head>\n<body>\n<header><nav aria-label=\"{}\"><a href=\"/golden\">{}</a> <a href=\"/claims\">{}</a> <a href=\"/runs\">{}</a> <a href=\"/lang?to={}\" lang=\"{}\">{}</a></nav></header>\n<main>\n<h1>{}</h1>\n{body}</main>\n</body>\n</html>\n",
         if es { "es" } else { "en" },
         escape(title),
         t(es, "Areas", "Áreas"),
         t(es, "Golden set", "Conjunto dorado"),
+        t(es, "Claims", "Afirmaciones"),
         t(es, "Runs", "Ejecuciones"),
         if es { "en" } else { "es" },
         if es { "en" } else { "es" },
@@ -281,9 +329,9 @@ fn page(es: bool, title: &str, body: &str) -> Response {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
 }
 
-const CSS: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff}header{background:#0b3d2e;padding:.5rem 1rem}header a{color:#fff;font-weight:600}main{padding:1rem;max-width:70rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ccc;padding:.3rem;text-align:left;vertical-align:top}label{display:block;margin:.4rem 0 .1rem;font-weight:600}input[type=text],textarea{width:100%;max-width:40rem;padding:.3rem}button{margin-top:.6rem;padding:.4rem 1rem}.error{color:#8b0000;font-weight:600}:focus{outline:3px solid #1f6feb}";
+pub(crate) const CSS: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff}header{background:#0b3d2e;padding:.5rem 1rem}header a{color:#fff;font-weight:600}main{padding:1rem;max-width:70rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ccc;padding:.3rem;text-align:left;vertical-align:top}label{display:block;margin:.4rem 0 .1rem;font-weight:600}input[type=text],textarea{width:100%;max-width:40rem;padding:.3rem}button{margin-top:.6rem;padding:.4rem 1rem}.error{color:#8b0000;font-weight:600}:focus{outline:3px solid #1f6feb}.choice{display:flex;align-items:center;gap:.5rem;margin:.2rem 0}.choice label{display:inline;margin:0}kbd{border:1px solid #888;border-radius:3px;padding:0 .3rem;font-family:monospace;background:#f4f4f4}.tabs{list-style:none;padding:0;display:flex;gap:1rem}.tabs a[aria-current]{font-weight:700;color:#1a1a1a}mark{background:#ffe27a}.passage blockquote,#answer{border-left:4px solid #0b3d2e;margin-left:0;padding-left:1rem}.verdict{font-size:1.2rem}";
 
-fn html_error(es: bool, status: StatusCode, msg: &str) -> Response {
+pub(crate) fn html_error(es: bool, status: StatusCode, msg: &str) -> Response {
     let mut r = page(
         es,
         t(es, "Error", "Error"),
@@ -293,10 +341,11 @@ fn html_error(es: bool, status: StatusCode, msg: &str) -> Response {
     r
 }
 
-fn reviewer_form(st: &AppState, es: bool) -> String {
+pub(crate) fn reviewer_form(st: &AppState, es: bool, back: &str) -> String {
     format!(
-        "<form method=\"post\" action=\"/reviewer\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><label for=\"reviewer\">{}</label><input type=\"text\" id=\"reviewer\" name=\"reviewer\" required><button type=\"submit\">{}</button></form>\n",
+        "<form method=\"post\" action=\"/reviewer\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"back\" value=\"{}\"><label for=\"reviewer\">{}</label><input type=\"text\" id=\"reviewer\" name=\"reviewer\" required><button type=\"submit\">{}</button></form>\n",
         st.csrf,
+        escape(back),
         t(es, "Your name (recorded with each change)", "Su nombre (queda registrado con cada cambio)"),
         t(es, "Save", "Guardar"),
     )
@@ -330,7 +379,7 @@ async fn golden_page(
             t(es, "Reviewer:", "Revisor:"),
             escape(&name)
         )),
-        None => b.push_str(&reviewer_form(&st, es)),
+        None => b.push_str(&reviewer_form(&st, es, "/golden")),
     }
     b.push_str(&format!(
         "<h2>{}</h2>\n<form method=\"get\" action=\"/golden/new\"><label for=\"id\">{}</label><input type=\"text\" id=\"id\" name=\"id\" required><label for=\"query\">{}</label><textarea id=\"query\" name=\"query\" rows=\"2\" required></textarea><button type=\"submit\">{}</button></form>\n",
@@ -339,6 +388,7 @@ async fn golden_page(
         t(es, "Question", "Pregunta"),
         t(es, "Search the corpus", "Buscar en el corpus"),
     ));
+    b.push_str(&exam::button(&st, es));
     let end = (offset + p.rows.len()).min(p.total);
     b.push_str(&format!(
         "<h2>{}</h2>\n<p id=\"count\">{} {}–{} / {}</p>\n<table><thead><tr><th scope=\"col\">ID</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
@@ -526,7 +576,14 @@ async fn set_reviewer(State(st): State<Arc<AppState>>, body: Bytes) -> Response 
     }
     let name: String =
         form_urlencoded::byte_serialize(field(&f, "reviewer").trim().as_bytes()).collect();
-    let mut r = redirect("/golden");
+    // Back to the page that asked, never to another site.
+    let back = field(&f, "back");
+    let back = if back.starts_with('/') && !back.starts_with("//") && !back.contains('\\') {
+        back
+    } else {
+        "/golden"
+    };
+    let mut r = redirect(back);
     if let Ok(v) = HeaderValue::from_str(&format!("reviewer={name}; SameSite=Strict; Path=/")) {
         r.headers_mut().append(header::SET_COOKIE, v);
     }

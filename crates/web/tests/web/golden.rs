@@ -3,7 +3,7 @@ use std::net::TcpStream;
 use std::path::Path;
 
 /// One request with `Connection: close`; the status and the whole response.
-fn request(
+pub(crate) fn request(
     addr: &str,
     method: &str,
     path: &str,
@@ -30,13 +30,13 @@ fn request(
     (status, out)
 }
 
-fn attr<'a>(html: &'a str, name: &str) -> &'a str {
+pub(crate) fn attr<'a>(html: &'a str, name: &str) -> &'a str {
     let key = format!("name=\"{name}\" value=\"");
     let at = html.find(&key).unwrap() + key.len();
     &html[at..at + html[at..].find('"').unwrap()]
 }
 
-fn enc(s: &str) -> String {
+pub(crate) fn enc(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
@@ -59,6 +59,8 @@ fn start(dir: &Path) -> String {
             history: veredicto_app::HistorySpec::default_at(
                 dir.join("history.sqlite").display().to_string(),
             ),
+            audit: None,
+            exam: None,
         },
     )
     .unwrap();
@@ -197,6 +199,8 @@ fn another_address_needs_a_token_and_then_every_request_carries_it() {
         history: veredicto_app::HistorySpec::default_at(
             dir.path().join("history.sqlite").display().to_string(),
         ),
+        audit: None,
+        exam: None,
     };
     let refused = veredicto_web::bind("0.0.0.0", 0, config(None))
         .err()
