@@ -173,6 +173,10 @@ pub(crate) async fn progress(
                     r = escape(run)
                 ));
             }
+            b.push_str(&format!(
+                "<p><a href=\"/golden\">{}</a></p>\n",
+                t(es, "Back to the golden set", "Volver al conjunto dorado")
+            ));
             page(es, title, &b)
         }
     }

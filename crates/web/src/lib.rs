@@ -160,6 +160,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/reviewer", post(set_reviewer))
         .route("/lang", get(set_lang))
         .route("/runs", get(runs_page))
+        .route("/runs/compare", get(compare_page))
         .route("/runs/{id}", get(run_report))
         .route("/golden/exam", post(exam::start))
         .route("/golden/exam/{n}", get(exam::progress))
@@ -611,16 +612,17 @@ async fn runs_page(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Respo
         Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
     let mut b = format!(
-        "<table><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">recall</th></tr></thead><tbody>\n",
+        "<table><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">recall</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
         t(es, "Run", "Ejecución"),
         t(es, "When", "Cuándo"),
         t(es, "Label", "Etiqueta"),
         t(es, "Verdict", "Veredicto"),
         t(es, "Failing cases", "Casos que fallan"),
+        t(es, "Compare", "Comparar"),
     );
     for r in &runs {
         b.push_str(&format!(
-            "<tr><td><a href=\"/runs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{:.3}</td></tr>\n",
+            "<tr><td><a href=\"/runs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{:.3}</td><td><a href=\"/runs/compare?new={}\">{}</a></td></tr>\n",
             escape(&r.id),
             escape(&r.id),
             escape(&r.created_at),
@@ -632,6 +634,8 @@ async fn runs_page(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Respo
             r.failing,
             r.cases,
             r.mean_recall,
+            escape(&r.id),
+            t(es, "with the previous run", "con la anterior"),
         ));
     }
     b.push_str("</tbody></table>\n");
@@ -694,4 +698,78 @@ async fn run_report(
         Ok(Err(e)) => html_error(es, StatusCode::NOT_FOUND, &e.to_string()),
         Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
+}
+
+/// Two runs side by side: `new` (default: the latest) against `base` (default: the run
+/// before it with the same golden set and policy), as `veredicto compare` computes and words
+/// it (newly failing cases, displaced chunks, significance, the cross-run diagnosis).
+async fn compare_page(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    axum::extract::RawQuery(q): axum::extract::RawQuery,
+) -> Response {
+    let es = spanish(&headers);
+    let q = form(q.unwrap_or_default().as_bytes());
+    let new = match field(&q, "new").trim() {
+        "" => "latest".to_owned(),
+        n => n.to_owned(),
+    };
+    let base = field(&q, "base").trim().to_owned();
+    let spec = st.config.history.clone();
+    let corpus = st.config.corpus.clone();
+    let (new_q, base_q) = (new.clone(), base.clone());
+    let done = tokio::task::spawn_blocking(move || {
+        veredicto_app::history::compare_runs(
+            &spec,
+            &veredicto_app::history::CompareRequest {
+                run: &new_q,
+                baseline: if base_q.is_empty() {
+                    veredicto_app::Baseline::Previous
+                } else {
+                    veredicto_app::Baseline::Run(base_q.clone())
+                },
+                corpus: corpus.as_deref(),
+                documents: None,
+                seed: veredicto_core::compare::DEFAULT_SEED,
+                permutations: 10_000,
+                bootstrap: 10_000,
+                window: 20,
+            },
+        )
+    })
+    .await;
+    let mut b = format!(
+        "<form method=\"get\" action=\"/runs/compare\"><label for=\"base\">{}</label><input type=\"text\" id=\"base\" name=\"base\" value=\"{}\"><label for=\"new\">{}</label><input type=\"text\" id=\"new\" name=\"new\" value=\"{}\"><button type=\"submit\">{}</button></form>\n",
+        t(es, "Baseline run (empty: the previous one)", "Ejecución base (vacío: la anterior)"),
+        escape(&base),
+        t(es, "Run", "Ejecución"),
+        escape(&new),
+        t(es, "Compare", "Comparar"),
+    );
+    match done {
+        Ok(Ok(c)) => {
+            b.push_str(&format!(
+                "<p><a href=\"/runs/{base}\">{base}</a> → <a href=\"/runs/{new}\">{new}</a></p>\n<pre id=\"comparison\">{}</pre>\n<h2>{}</h2>\n<pre id=\"diagnosis\">{}</pre>\n",
+                escape(&veredicto_report::comparison::human(&c.comparison)),
+                t(es, "Across the recent runs", "En las ejecuciones recientes"),
+                escape(&veredicto_report::comparison::diagnosis_human(&c.diagnosis)),
+                base = escape(&c.base.meta.id),
+                new = escape(&c.new.meta.id),
+            ));
+        }
+        Ok(Err(e)) => b.push_str(&format!(
+            "<p class=\"error\" role=\"alert\">{}</p>\n",
+            escape(&e.to_string())
+        )),
+        Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+    page(
+        es,
+        t(
+            es,
+            "Two runs side by side",
+            "Dos ejecuciones frente a frente",
+        ),
+        &b,
+    )
 }

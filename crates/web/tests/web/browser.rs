@@ -172,9 +172,16 @@ fn a_new_question_is_searched_picked_saved_and_examined_in_chromium() {
     let table = b.text("main table");
     assert!(table.contains("1.00 · c2 #1"), "{table}");
     shot(&b, "golden-last-results");
+    // A second exam, then the two runs side by side.
+    b.click("#run-exam");
+    b.wait_for_text("main", "failing cases", 60);
     b.goto(&format!("{base}/runs"));
     b.wait_for_text("main", "workbench", 10);
     shot(&b, "runs");
+    b.click("a[href^=\"/runs/compare?new=\"]");
+    let compared = b.wait_for_text("#comparison", "comparison with", 30);
+    assert!(compared.contains("over 2 shared cases"), "{compared}");
+    shot(&b, "runs-compared");
     eprintln!(
         "golden-set flow in chromium: {:.1} s",
         started.elapsed().as_secs_f64()

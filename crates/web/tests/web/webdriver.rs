@@ -241,16 +241,25 @@ impl Browser {
         );
     }
 
-    /// The rendered text of the element matching `css`.
+    /// The rendered text of the element matching `css` (empty when there is none, or when
+    /// the page reloaded under it: a refreshing page is read again by the waits).
     pub fn text(&self, css: &str) -> String {
-        match self.try_find(css) {
-            Some(e) => self
-                .call("GET", &format!("/element/{e}/text"), None)
-                .as_str()
-                .unwrap_or("")
-                .to_owned(),
-            None => String::new(),
+        let Some(e) = self.try_find(css) else {
+            return String::new();
+        };
+        let url = format!("{}/session/{}/element/{e}/text", self.base, self.session);
+        let Ok(mut resp) = self.agent.get(&url).call() else {
+            return String::new();
+        };
+        if resp.status().as_u16() >= 400 {
+            return String::new();
         }
+        resp.body_mut()
+            .read_to_string()
+            .ok()
+            .and_then(|b| serde_json::from_str::<Value>(&b).ok())
+            .and_then(|v| v["value"].as_str().map(str::to_owned))
+            .unwrap_or_default()
     }
 
     /// Runs `script` in the page (a function body; `arguments` as given) and returns its
