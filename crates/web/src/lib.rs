@@ -1,12 +1,16 @@
-//! veredicto's workbench (`veredicto serve`): a local web app over the application crate.
-//! HTML is rendered on the server (no script needed, no external asset, a strict
-//! Content-Security-Policy); every handler calls `veredicto_app` and renders its values.
+//! veredicto's workbench (`veredicto serve`): a local web app over the application crate:
+//! the golden set (cases, new questions, the exam run from the page), the claims of a
+//! grounding audit, the runs (reports, two runs side by side, a case's ranked list with its
+//! outranking chunks rated). HTML is rendered on the server (no external asset, a strict
+//! Content-Security-Policy; one script of the server's own adds keys to the claim card, and
+//! every page works without it); every handler calls `veredicto_app` and renders its values.
 //!
 //! Security: the CLI binds 127.0.0.1 unless given a token; with a token every request
 //! carries it (`?token=`, then a cookie); every POST carries the server's CSRF token and an
 //! `Origin` of the server's own, else 403; requests whose `Host` is not the server's are
-//! refused (DNS rebinding); bodies are bounded; only the project's golden file and its log
-//! beside it are written.
+//! refused (DNS rebinding); bodies are bounded; only the project's golden file and the logs
+//! beside it, the audit's review log (or its run in the history) and the runs the exam
+//! records are written.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -162,6 +166,8 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/runs", get(runs_page))
         .route("/runs/compare", get(compare_page))
         .route("/runs/{id}", get(run_report))
+        .route("/runs/{id}/cases/{case}", get(case_page))
+        .route("/judgments", post(judge))
         .route("/golden/exam", post(exam::start))
         .route("/golden/exam/{n}", get(exam::progress))
         .route("/claims", get(claims::queue_page))
@@ -330,7 +336,7 @@ pub(crate) fn page_with(es: bool, title: &str, head: &str, body: &str) -> Respon
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
 }
 
-pub(crate) const CSS: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff}header{background:#0b3d2e;padding:.5rem 1rem}header a{color:#fff;font-weight:600}main{padding:1rem;max-width:70rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ccc;padding:.3rem;text-align:left;vertical-align:top}label{display:block;margin:.4rem 0 .1rem;font-weight:600}input[type=text],textarea{width:100%;max-width:40rem;padding:.3rem}button{margin-top:.6rem;padding:.4rem 1rem}.error{color:#8b0000;font-weight:600}:focus{outline:3px solid #1f6feb}.choice{display:flex;align-items:center;gap:.5rem;margin:.2rem 0}.choice label{display:inline;margin:0}kbd{border:1px solid #888;border-radius:3px;padding:0 .3rem;font-family:monospace;background:#f4f4f4}.tabs{list-style:none;padding:0;display:flex;gap:1rem}.tabs a[aria-current]{font-weight:700;color:#1a1a1a}mark{background:#ffe27a}.passage blockquote,#answer{border-left:4px solid #0b3d2e;margin-left:0;padding-left:1rem}.verdict{font-size:1.2rem}";
+pub(crate) const CSS: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff}header{background:#0b3d2e;padding:.5rem 1rem}header a{color:#fff;font-weight:600}main{padding:1rem;max-width:70rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ccc;padding:.3rem;text-align:left;vertical-align:top}label{display:block;margin:.4rem 0 .1rem;font-weight:600}input[type=text],textarea{width:100%;max-width:40rem;padding:.3rem}button{margin-top:.6rem;padding:.4rem 1rem}.error{color:#8b0000;font-weight:600}:focus{outline:3px solid #1f6feb}.choice{display:flex;align-items:center;gap:.5rem;margin:.2rem 0}.choice label{display:inline;margin:0}kbd{border:1px solid #888;border-radius:3px;padding:0 .3rem;font-family:monospace;background:#f4f4f4}.tabs{list-style:none;padding:0;display:flex;gap:1rem}.tabs a[aria-current]{font-weight:700;color:#1a1a1a}mark{background:#ffe27a}.passage blockquote,#answer{border-left:4px solid #0b3d2e;margin-left:0;padding-left:1rem}.verdict{font-size:1.2rem}tr.expected{background:#e8f5e9}.rate{display:inline}.rate button{margin:0 .2rem 0 0;padding:.1rem .4rem}";
 
 pub(crate) fn html_error(es: bool, status: StatusCode, msg: &str) -> Response {
     let mut r = page(
@@ -418,7 +424,7 @@ async fn golden_page(
                             None => format!("{id} -"),
                         })
                         .collect();
-                    escape(&format!(
+                    let text = escape(&format!(
                         "{} · {:.2} · {}",
                         if l.passed {
                             t(es, "pass", "aprueba")
@@ -427,7 +433,15 @@ async fn golden_page(
                         },
                         l.recall,
                         ranks.join(", ")
-                    ))
+                    ));
+                    let enc = |s: &str| -> String {
+                        form_urlencoded::byte_serialize(s.as_bytes()).collect()
+                    };
+                    format!(
+                        "<a href=\"/runs/{}/cases/{}\">{text}</a>",
+                        enc(&l.run),
+                        enc(&r.id)
+                    )
                 }
                 None => "—".to_owned(),
             }
@@ -772,4 +786,155 @@ async fn compare_page(
         ),
         &b,
     )
+}
+
+/// A case of a recorded run: its ranked list with the expected chunks marked and the
+/// outranking chunks' batches; each outranking chunk can be rated (relevant / partly / not),
+/// stored beside the golden set.
+async fn case_page(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    axum::extract::Path((run, case)): axum::extract::Path<(String, String)>,
+) -> Response {
+    let es = spanish(&headers);
+    let spec = st.config.history.clone();
+    let golden = st.config.golden.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let ranking = workbench::case_ranking(&spec, &run, &case)?;
+        let judged = workbench::judgments(&golden)?;
+        Ok::<_, veredicto_app::Error>((ranking, judged))
+    })
+    .await;
+    let (r, judged) = match found {
+        Ok(Ok(x)) => x,
+        Ok(Err(e)) => return html_error(es, StatusCode::NOT_FOUND, &e.to_string()),
+        Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let c = &r.case;
+    let here = format!(
+        "/runs/{}/cases/{}",
+        form_urlencoded::byte_serialize(r.run.as_bytes()).collect::<String>(),
+        form_urlencoded::byte_serialize(c.id.as_bytes()).collect::<String>()
+    );
+    let who = reviewer(&st, &headers);
+    let mut b = format!(
+        "<p><a href=\"/runs/{run}\">{run}</a> · {} <strong>{}</strong> · recall {:.2} · {}</p>\n<p id=\"query\">{}</p>\n",
+        t(es, "case", "caso"),
+        escape(&c.id),
+        c.recall,
+        if c.passed {
+            t(es, "pass", "aprueba")
+        } else {
+            t(es, "FAIL", "FALLA")
+        },
+        escape(&c.query),
+        run = escape(&r.run),
+    );
+    if who.is_none() {
+        b.push_str(&reviewer_form(&st, es, &here));
+    }
+    b.push_str(&format!(
+        "<table id=\"ranking\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">score</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
+        t(es, "Rank", "Posición"),
+        t(es, "Chunk", "Fragmento"),
+        t(es, "Expected / batch", "Esperado / lote"),
+        t(es, "Your rating", "Su valoración"),
+    ));
+    for row in &r.rows {
+        let rating = if row.expected {
+            String::new()
+        } else {
+            let current = judged
+                .get(&(c.id.clone(), row.id.clone()))
+                .map(|(g, w)| format!("<small>{} ({})</small> ", g.as_str(), escape(w)))
+                .unwrap_or_default();
+            let mut f = format!(
+                "{current}<form method=\"post\" action=\"/judgments\" class=\"rate\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"run\" value=\"{}\"><input type=\"hidden\" name=\"case\" value=\"{}\"><input type=\"hidden\" name=\"chunk\" value=\"{}\">",
+                st.csrf,
+                escape(&r.run),
+                escape(&c.id),
+                escape(&row.id),
+            );
+            for (g, en, sp) in [
+                ("relevant", "relevant", "relevante"),
+                ("partly", "partly", "en parte"),
+                ("not", "not relevant", "no relevante"),
+            ] {
+                f.push_str(&format!(
+                    "<button type=\"submit\" name=\"grade\" value=\"{g}\">{}</button> ",
+                    t(es, en, sp)
+                ));
+            }
+            f.push_str("</form>");
+            f
+        };
+        b.push_str(&format!(
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{rating}</td></tr>\n",
+            if row.expected {
+                " class=\"expected\""
+            } else {
+                ""
+            },
+            row.rank.map_or("—".to_owned(), |n| n.to_string()),
+            escape(&row.id),
+            row.score.map_or("—".to_owned(), |s| format!("{s:.3}")),
+            if row.expected {
+                t(es, "✓ expected", "✓ esperado").to_owned()
+            } else {
+                escape(row.batch.as_deref().unwrap_or("—"))
+            },
+        ));
+    }
+    b.push_str("</tbody></table>\n");
+    b.push_str(&format!(
+        "<p>{}</p>\n",
+        t(
+            es,
+            "Ratings are stored beside the golden set (GOLDEN.judgments.jsonl), never in it: a chunk rated relevant may mean the golden set is incomplete.",
+            "Las valoraciones se guardan junto al conjunto dorado (DORADO.judgments.jsonl), nunca dentro: un fragmento valorado relevante puede indicar que el conjunto está incompleto."
+        )
+    ));
+    page(es, &format!("{} {}", t(es, "Case", "Caso"), c.id), &b)
+}
+
+/// Rates a chunk that outranks a case's expected ones (appended beside the golden set).
+async fn judge(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let es = spanish(&headers);
+    let f = form(&body);
+    if field(&f, "csrf") != st.csrf {
+        return forbidden("missing or wrong CSRF token");
+    }
+    let Some(who) = reviewer(&st, &headers) else {
+        return html_error(
+            es,
+            StatusCode::FORBIDDEN,
+            t(es, "Say your name first.", "Indique antes su nombre."),
+        );
+    };
+    let grade: workbench::Grade = match field(&f, "grade").parse() {
+        Ok(g) => g,
+        Err(e) => return html_error(es, StatusCode::BAD_REQUEST, &e),
+    };
+    let (run, case, chunk) = (
+        field(&f, "run").to_owned(),
+        field(&f, "case").to_owned(),
+        field(&f, "chunk").to_owned(),
+    );
+    let back = format!(
+        "/runs/{}/cases/{}",
+        form_urlencoded::byte_serialize(run.as_bytes()).collect::<String>(),
+        form_urlencoded::byte_serialize(case.as_bytes()).collect::<String>()
+    );
+    let golden = st.config.golden.clone();
+    let at = (st.config.clock)();
+    let _lock = st.edits.lock().await;
+    match tokio::task::spawn_blocking(move || {
+        workbench::judge_chunk(&golden, &case, &chunk, grade, &run, &who, &at)
+    })
+    .await
+    {
+        Ok(Ok(())) => redirect(&back),
+        Ok(Err(e)) => html_error(es, StatusCode::BAD_REQUEST, &e.to_string()),
+        Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
 }

@@ -42,6 +42,16 @@ fn history(dir: &Path) -> veredicto_app::HistorySpec {
 /// The exam "Run the exam" starts: `app::run_exam` over the run file, recorded in the
 /// project's history (what `veredicto serve` builds from veredicto.toml's source).
 fn runner(dir: PathBuf) -> veredicto_web::ExamRunner {
+    runner_over(dir, "run.trec", None)
+}
+
+/// The exam over the run file `run` of `dir`, under the policy file `policy` (default: the
+/// built-in policy).
+fn runner_over(
+    dir: PathBuf,
+    run: &'static str,
+    policy: Option<&'static str>,
+) -> veredicto_web::ExamRunner {
     veredicto_web::ExamRunner(Arc::new(move |events: veredicto_app::Events<'_>| {
         let err = |e: veredicto_app::Error| e.to_string();
         let loaded = veredicto_app::golden::load(
@@ -52,12 +62,22 @@ fn runner(dir: PathBuf) -> veredicto_web::ExamRunner {
         )
         .map_err(err)?;
         let opened = veredicto_app::retriever::open(
-            &format!("run:{}", dir.join("run.trec").display()),
+            &format!("run:{}", dir.join(run).display()),
             &[],
             &veredicto_retrieve::Options::default(),
         )
         .map_err(err)?;
-        let policy = veredicto_core::policy::Policy::default();
+        let policy = match policy {
+            Some(p) => {
+                veredicto_formats::policy::PolicyFile::read_sections(
+                    &dir.join(p),
+                    &[veredicto_formats::policy::Section::Exam],
+                )
+                .map_err(|e| e.to_string())?
+                .exam
+            }
+            None => veredicto_core::policy::Policy::default(),
+        };
         let history = dir.join("history.sqlite").display().to_string();
         veredicto_app::run_exam(ExamRequest {
             retriever: opened.retriever.as_ref(),
@@ -93,6 +113,10 @@ fn runner(dir: PathBuf) -> veredicto_web::ExamRunner {
 
 /// Serves `dir` on a free loopback port; the base URL (`http://127.0.0.1:P`).
 fn serve(dir: &Path, audit: Option<PathBuf>) -> String {
+    serve_with(dir, audit, runner(dir.to_path_buf()))
+}
+
+fn serve_with(dir: &Path, audit: Option<PathBuf>, exam: veredicto_web::ExamRunner) -> String {
     let bound = veredicto_web::bind(
         "127.0.0.1",
         0,
@@ -104,7 +128,7 @@ fn serve(dir: &Path, audit: Option<PathBuf>) -> String {
             history: history(dir),
             clock: || "2026-01-02T10:00:00Z".to_owned(),
             audit: audit.map(|p| p.display().to_string()),
-            exam: Some(runner(dir.to_path_buf())),
+            exam: Some(exam),
         },
     )
     .unwrap();
@@ -386,5 +410,58 @@ fn a_verdict_by_keyboard_is_appended_and_changes_the_audit_figures_in_chromium()
     eprintln!(
         "claims flow in chromium (two reviewers): {:.1} s",
         started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn a_failing_case_shows_its_ranked_list_and_its_outranking_chunks_are_rated_in_chromium() {
+    let Some((chromium, driver)) = browser_or_skip("the ranked-list browser flow") else {
+        return;
+    };
+    // The bundled example and its "stop" run: the IRPF table chunk is buried at rank 15.
+    let dir = tempfile::tempdir().unwrap();
+    let rack = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/rack");
+    for f in [
+        "golden.jsonl",
+        "corpus.jsonl",
+        "policy.toml",
+        "run-stop.trec",
+    ] {
+        std::fs::copy(rack.join(f), dir.path().join(f)).unwrap();
+    }
+    let base = serve_with(
+        dir.path(),
+        None,
+        runner_over(
+            dir.path().to_path_buf(),
+            "run-stop.trec",
+            Some("policy.toml"),
+        ),
+    );
+    let b = Browser::start(&chromium, &driver, "en");
+    b.goto(&format!("{base}/golden"));
+    say_name(&b, "Ana");
+    b.click("#run-exam");
+    b.wait_for_text("main", "STOP", 60);
+    b.goto(&format!("{base}/golden"));
+    b.click("a[href$=\"/cases/q-irpf-autonomos\"]");
+    let ranking = b.wait_for_text("#ranking", "silver_finanzas_123", 10);
+    assert!(ranking.contains("15 silver_finanzas_123"), "{ranking}");
+    assert!(ranking.contains("✓ expected"), "{ranking}");
+    shot(&b, "run-case-ranking");
+    // Rate the chunk at rank 2 (it outranks two expected ones).
+    b.click("tr:nth-child(2) button[value=\"relevant\"]");
+    b.wait_for_text("#ranking", "relevant (Ana)", 10);
+    shot(&b, "run-case-rated");
+    let log = std::fs::read_to_string(dir.path().join("golden.jsonl.judgments.jsonl")).unwrap();
+    let line: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert_eq!(line["case"], "q-irpf-autonomos");
+    assert_eq!(line["chunk"], "silver_finanzas_124");
+    assert_eq!(line["grade"], "relevant");
+    assert_eq!(line["who"], "Ana");
+    assert_eq!(
+        std::fs::read(dir.path().join("golden.jsonl")).unwrap(),
+        std::fs::read(rack.join("golden.jsonl")).unwrap(),
+        "the golden set is untouched"
     );
 }
