@@ -190,48 +190,108 @@ fn terms(text: &str) -> BTreeSet<String> {
 /// The `k` chunks of the corpus file sharing most words with `query` (the share of the
 /// query's words a chunk holds; ties by file order). A first look-up that needs no model.
 pub fn search_corpus(corpus: &Path, query: &str, k: usize) -> Result<Vec<Hit>> {
-    let wanted = terms(query);
-    if wanted.is_empty() {
+    if terms(query).is_empty() {
         return Ok(Vec::new());
     }
-    let text = std::fs::read_to_string(corpus)
-        .map_err(|e| Error::Message(format!("{}: {e}", corpus.display())))?;
-    let mut scored: Vec<(f64, usize, Map<String, Value>)> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Map<String, Value> = serde_json::from_str(line)
-            .map_err(|e| Error::Message(format!("{}: line {}: {e}", corpus.display(), i + 1)))?;
-        let chunk_terms = terms(v.get("text").and_then(Value::as_str).unwrap_or(""));
-        let shared = wanted.intersection(&chunk_terms).count();
-        if shared > 0 {
-            scored.push((shared as f64 / wanted.len() as f64, i, v));
-        }
-    }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    Ok(scored
-        .into_iter()
-        .take(k)
-        .enumerate()
-        .map(|(r, (score, _, mut v))| {
-            let id = v
-                .remove("id")
-                .and_then(|x| x.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            let text = v
-                .remove("text")
-                .and_then(|x| x.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            Hit {
-                rank: r + 1,
-                id,
-                score,
-                text,
-                metadata: v,
+    Ok(CorpusIndex::load(corpus)?.search(query, k))
+}
+
+/// A corpus file read once for [`search_corpus`]'s look-ups: its chunks and, for each word,
+/// the chunks holding it. [`CorpusIndex::is_current`] tells when the file changed since.
+#[derive(Debug)]
+pub struct CorpusIndex {
+    path: PathBuf,
+    stamp: Option<(u64, std::time::SystemTime)>,
+    chunks: Vec<Map<String, Value>>,
+    postings: std::collections::HashMap<String, Vec<u32>>,
+}
+
+fn stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()?))
+}
+
+impl CorpusIndex {
+    /// Reads the corpus file (one JSON object a line; a bad line names its number).
+    pub fn load(corpus: &Path) -> Result<CorpusIndex> {
+        let before = stamp(corpus);
+        let text = std::fs::read_to_string(corpus)
+            .map_err(|e| Error::Message(format!("{}: {e}", corpus.display())))?;
+        let mut chunks = Vec::new();
+        let mut postings: std::collections::HashMap<String, Vec<u32>> = Default::default();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
             }
+            let v: Map<String, Value> = serde_json::from_str(line).map_err(|e| {
+                Error::Message(format!("{}: line {}: {e}", corpus.display(), i + 1))
+            })?;
+            let at = chunks.len() as u32;
+            for w in terms(v.get("text").and_then(Value::as_str).unwrap_or("")) {
+                postings.entry(w).or_default().push(at);
+            }
+            chunks.push(v);
+        }
+        Ok(CorpusIndex {
+            path: corpus.to_path_buf(),
+            stamp: before,
+            chunks,
+            postings,
         })
-        .collect())
+    }
+
+    /// Whether the file still has the size and modification time it was read with.
+    pub fn is_current(&self) -> bool {
+        self.stamp.is_some() && stamp(&self.path) == self.stamp
+    }
+
+    /// The file it was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The `k` chunks sharing most words with `query` (the share of the query's words a
+    /// chunk holds; ties by file order).
+    pub fn search(&self, query: &str, k: usize) -> Vec<Hit> {
+        let wanted = terms(query);
+        if wanted.is_empty() {
+            return Vec::new();
+        }
+        let mut shared: std::collections::HashMap<u32, usize> = Default::default();
+        for w in &wanted {
+            for &c in self.postings.get(w).map(Vec::as_slice).unwrap_or(&[]) {
+                *shared.entry(c).or_default() += 1;
+            }
+        }
+        let mut scored: Vec<(f64, u32)> = shared
+            .into_iter()
+            .map(|(c, n)| (n as f64 / wanted.len() as f64, c))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored
+            .into_iter()
+            .take(k)
+            .enumerate()
+            .map(|(r, (score, c))| {
+                let mut v = self.chunks[c as usize].clone();
+                let id = v
+                    .remove("id")
+                    .and_then(|x| x.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                let text = v
+                    .remove("text")
+                    .and_then(|x| x.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                Hit {
+                    rank: r + 1,
+                    id,
+                    score,
+                    text,
+                    metadata: v,
+                }
+            })
+            .collect()
+    }
 }
 
 /// The newest `limit` runs of the history, newest first; an absent history has none.
@@ -501,5 +561,25 @@ mod tests {
             "the golden file is untouched"
         );
         assert!(judge_chunk(&g, "a", " ", Grade::Not, "r1", "ana", "t").is_err());
+    }
+
+    #[test]
+    fn the_corpus_read_once_ranks_by_shared_words_ties_by_file_order_and_knows_when_it_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = dir.path().join("corpus.jsonl");
+        std::fs::write(
+            &c,
+            "{\"id\":\"x\",\"text\":\"días de vacaciones\"}\n{\"id\":\"y\",\"text\":\"vacaciones pagadas\"}\n{\"id\":\"z\",\"text\":\"días de vacaciones pagadas\",\"batch\":\"b2\"}\n",
+        )
+        .unwrap();
+        let index = CorpusIndex::load(&c).unwrap();
+        let hits = index.search("vacaciones pagadas", 10);
+        let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, ["y", "z", "x"]);
+        assert_eq!(hits[1].metadata["batch"], "b2");
+        assert_eq!(hits[2].score, 0.5);
+        assert!(index.is_current());
+        std::fs::write(&c, "{\"id\":\"x\",\"text\":\"otra cosa\"}\n").unwrap();
+        assert!(!index.is_current());
     }
 }

@@ -91,6 +91,28 @@ pub(crate) struct AppState {
     pub(crate) reviews: tokio::sync::Mutex<()>,
     /// The exams started from the page, by number (1-based).
     pub(crate) exams: std::sync::Mutex<Vec<Arc<exam::Job>>>,
+    /// The corpus as last read for searches (read again when the file changes).
+    corpus: std::sync::Mutex<Option<Arc<workbench::CorpusIndex>>>,
+}
+
+impl AppState {
+    /// The corpus file ready to search: the copy read before while the file is unchanged,
+    /// else read now.
+    fn corpus_index(
+        &self,
+        path: &std::path::Path,
+    ) -> veredicto_app::Result<Arc<workbench::CorpusIndex>> {
+        let mut cached = self.corpus.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cached
+            .as_ref()
+            .filter(|c| c.path() == path && c.is_current())
+        {
+            return Ok(c.clone());
+        }
+        let fresh = Arc::new(workbench::CorpusIndex::load(path)?);
+        *cached = Some(fresh.clone());
+        Ok(fresh)
+    }
 }
 
 /// Binds `host:port` (`port` 0: a free one). Another address than the loopback one needs a
@@ -132,6 +154,7 @@ pub fn bind(host: &str, port: u16, config: Config) -> Result<Bound, String> {
             edits: tokio::sync::Mutex::new(()),
             reviews: tokio::sync::Mutex::new(()),
             exams: std::sync::Mutex::new(Vec::new()),
+            corpus: std::sync::Mutex::new(None),
         }),
     })
 }
@@ -476,11 +499,12 @@ async fn new_question(
     let golden = st.config.golden.clone();
     let corpus = st.config.corpus.clone();
     let qq = query.clone();
+    let state = st.clone();
     let found = tokio::task::spawn_blocking(move || {
         let page = workbench::golden_page(&golden, 0, 0)?;
         let hits = match corpus {
-            Some(c) => workbench::search_corpus(&c, &qq, 20)?,
-            None => Vec::new(),
+            Some(c) if !qq.trim().is_empty() => state.corpus_index(&c)?.search(&qq, 20),
+            _ => Vec::new(),
         };
         Ok::<_, veredicto_app::Error>((page.hash, hits))
     })
