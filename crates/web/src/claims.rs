@@ -82,7 +82,8 @@ async fn open(st: &Arc<AppState>, es: bool) -> Result<AuditTarget, Response> {
 
 fn progress_line(es: bool, q: &claims::Queue) -> String {
     format!(
-        "<p id=\"progress\"><progress max=\"{}\" value=\"{}\"></progress> {} {} / {} · {} {}</p>\n",
+        "<p id=\"progress\"><progress aria-label=\"{}\" max=\"{}\" value=\"{}\"></progress> {} {} / {} · {} {}</p>\n",
+        t(es, "review progress", "avance de la revisión"),
         q.claims.max(1),
         q.decided,
         t(es, "claims with a verdict:", "afirmaciones con veredicto:"),

@@ -137,8 +137,9 @@ pub(crate) async fn progress(
             title,
             "<meta http-equiv=\"refresh\" content=\"1\">\n",
             &format!(
-                "<p role=\"status\" id=\"exam-status\">{} <progress max=\"{}\" value=\"{}\"></progress> {} / {} {}</p>\n",
+                "<p role=\"status\" id=\"exam-status\">{} <progress aria-label=\"{}\" max=\"{}\" value=\"{}\"></progress> {} / {} {}</p>\n",
                 t(es, "Running…", "En curso…"),
+                t(es, "exam progress", "avance del examen"),
                 s.total.max(1),
                 s.done,
                 s.done,

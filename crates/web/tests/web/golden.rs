@@ -243,3 +243,21 @@ fn the_runs_area_lists_an_empty_history() {
         "reading created the history"
     );
 }
+
+#[test]
+fn the_exam_is_started_by_a_post_with_the_token_and_without_a_source_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path());
+    let origin = format!("http://{addr}");
+    let (_, page) = request(&addr, "GET", "/golden", &[], "");
+    assert!(page.contains("needs a source to examine"), "{page}");
+    let (_, new) = request(&addr, "GET", "/golden/new?id=x&query=", &[], "");
+    let csrf = attr(&new, "csrf").to_owned();
+    let me = [("Origin", origin.as_str())];
+    assert_eq!(request(&addr, "POST", "/golden/exam", &me, "").0, 403);
+    assert_eq!(
+        request(&addr, "POST", "/golden/exam", &me, &format!("csrf={csrf}")).0,
+        404
+    );
+    assert_eq!(request(&addr, "GET", "/golden/exam/1", &[], "").0, 404);
+}
