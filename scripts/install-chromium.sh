@@ -1,12 +1,14 @@
 #!/bin/sh
 # Installs Debian's `chromium` package, which the HTML report test
-# (crates/report/tests/report/html_chromium.rs) drives headless. Idempotent: does nothing when
-# /usr/bin/chromium already exists. Needs root (or sudo) and apt-get; CI calls it before
-# `cargo test`.
+# (crates/report/tests/report/html_chromium.rs) drives headless, and `chromium-driver`
+# (chromedriver), through which the workbench's browser tests (crates/web/tests/web/browser.rs)
+# drive it. Idempotent: does nothing when /usr/bin/chromium and /usr/bin/chromedriver already
+# exist. Needs root (or sudo) and apt-get; CI calls it before `cargo test`.
 set -eu
 
-if [ -x /usr/bin/chromium ]; then
+if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
     echo "chromium already installed: $(/usr/bin/chromium --version 2>/dev/null || echo /usr/bin/chromium)"
+    echo "chromedriver already installed: $(/usr/bin/chromedriver --version 2>/dev/null || echo /usr/bin/chromedriver)"
     exit 0
 fi
 
@@ -27,5 +29,6 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update
-$SUDO apt-get install -y --no-install-recommends chromium fonts-dejavu-core fonts-liberation
+$SUDO apt-get install -y --no-install-recommends chromium chromium-driver fonts-dejavu-core fonts-liberation
 /usr/bin/chromium --version
+/usr/bin/chromedriver --version

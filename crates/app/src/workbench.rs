@@ -190,48 +190,108 @@ fn terms(text: &str) -> BTreeSet<String> {
 /// The `k` chunks of the corpus file sharing most words with `query` (the share of the
 /// query's words a chunk holds; ties by file order). A first look-up that needs no model.
 pub fn search_corpus(corpus: &Path, query: &str, k: usize) -> Result<Vec<Hit>> {
-    let wanted = terms(query);
-    if wanted.is_empty() {
+    if terms(query).is_empty() {
         return Ok(Vec::new());
     }
-    let text = std::fs::read_to_string(corpus)
-        .map_err(|e| Error::Message(format!("{}: {e}", corpus.display())))?;
-    let mut scored: Vec<(f64, usize, Map<String, Value>)> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Map<String, Value> = serde_json::from_str(line)
-            .map_err(|e| Error::Message(format!("{}: line {}: {e}", corpus.display(), i + 1)))?;
-        let chunk_terms = terms(v.get("text").and_then(Value::as_str).unwrap_or(""));
-        let shared = wanted.intersection(&chunk_terms).count();
-        if shared > 0 {
-            scored.push((shared as f64 / wanted.len() as f64, i, v));
-        }
-    }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    Ok(scored
-        .into_iter()
-        .take(k)
-        .enumerate()
-        .map(|(r, (score, _, mut v))| {
-            let id = v
-                .remove("id")
-                .and_then(|x| x.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            let text = v
-                .remove("text")
-                .and_then(|x| x.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            Hit {
-                rank: r + 1,
-                id,
-                score,
-                text,
-                metadata: v,
+    Ok(CorpusIndex::load(corpus)?.search(query, k))
+}
+
+/// A corpus file read once for [`search_corpus`]'s look-ups: its chunks and, for each word,
+/// the chunks holding it. [`CorpusIndex::is_current`] tells when the file changed since.
+#[derive(Debug)]
+pub struct CorpusIndex {
+    path: PathBuf,
+    stamp: Option<(u64, std::time::SystemTime)>,
+    chunks: Vec<Map<String, Value>>,
+    postings: std::collections::HashMap<String, Vec<u32>>,
+}
+
+fn stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()?))
+}
+
+impl CorpusIndex {
+    /// Reads the corpus file (one JSON object a line; a bad line names its number).
+    pub fn load(corpus: &Path) -> Result<CorpusIndex> {
+        let before = stamp(corpus);
+        let text = std::fs::read_to_string(corpus)
+            .map_err(|e| Error::Message(format!("{}: {e}", corpus.display())))?;
+        let mut chunks = Vec::new();
+        let mut postings: std::collections::HashMap<String, Vec<u32>> = Default::default();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
             }
+            let v: Map<String, Value> = serde_json::from_str(line).map_err(|e| {
+                Error::Message(format!("{}: line {}: {e}", corpus.display(), i + 1))
+            })?;
+            let at = chunks.len() as u32;
+            for w in terms(v.get("text").and_then(Value::as_str).unwrap_or("")) {
+                postings.entry(w).or_default().push(at);
+            }
+            chunks.push(v);
+        }
+        Ok(CorpusIndex {
+            path: corpus.to_path_buf(),
+            stamp: before,
+            chunks,
+            postings,
         })
-        .collect())
+    }
+
+    /// Whether the file still has the size and modification time it was read with.
+    pub fn is_current(&self) -> bool {
+        self.stamp.is_some() && stamp(&self.path) == self.stamp
+    }
+
+    /// The file it was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The `k` chunks sharing most words with `query` (the share of the query's words a
+    /// chunk holds; ties by file order).
+    pub fn search(&self, query: &str, k: usize) -> Vec<Hit> {
+        let wanted = terms(query);
+        if wanted.is_empty() {
+            return Vec::new();
+        }
+        let mut shared: std::collections::HashMap<u32, usize> = Default::default();
+        for w in &wanted {
+            for &c in self.postings.get(w).map(Vec::as_slice).unwrap_or(&[]) {
+                *shared.entry(c).or_default() += 1;
+            }
+        }
+        let mut scored: Vec<(f64, u32)> = shared
+            .into_iter()
+            .map(|(c, n)| (n as f64 / wanted.len() as f64, c))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored
+            .into_iter()
+            .take(k)
+            .enumerate()
+            .map(|(r, (score, c))| {
+                let mut v = self.chunks[c as usize].clone();
+                let id = v
+                    .remove("id")
+                    .and_then(|x| x.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                let text = v
+                    .remove("text")
+                    .and_then(|x| x.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                Hit {
+                    rank: r + 1,
+                    id,
+                    score,
+                    text,
+                    metadata: v,
+                }
+            })
+            .collect()
+    }
 }
 
 /// The newest `limit` runs of the history, newest first; an absent history has none.
@@ -287,6 +347,165 @@ pub fn last_results(
         .collect())
 }
 
+/// A graded judgment of a chunk for a case, made on the workbench: stored beside the golden
+/// set (never inside it until a person promotes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grade {
+    /// The chunk answers the question: the golden set may be incomplete.
+    Relevant,
+    /// It answers part of it.
+    Partly,
+    /// It does not answer it.
+    Not,
+}
+
+impl Grade {
+    /// `relevant`, `partly`, `not`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grade::Relevant => "relevant",
+            Grade::Partly => "partly",
+            Grade::Not => "not",
+        }
+    }
+}
+
+impl std::str::FromStr for Grade {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Grade, String> {
+        match s {
+            "relevant" => Ok(Grade::Relevant),
+            "partly" => Ok(Grade::Partly),
+            "not" => Ok(Grade::Not),
+            other => Err(format!("`{other}` is not a grade (relevant, partly, not)")),
+        }
+    }
+}
+
+/// The judgments log beside a golden file (`golden.jsonl` → `golden.jsonl.judgments.jsonl`).
+pub fn judgments_path(golden: &Path) -> PathBuf {
+    let mut name = golden.file_name().unwrap_or_default().to_os_string();
+    name.push(".judgments.jsonl");
+    golden.with_file_name(name)
+}
+
+/// Appends one judgment (`who`, `at`, the case, the chunk, the grade, the run it was seen
+/// in) to the judgments log, synced. Callers serialise appends (the workbench holds a lock).
+pub fn judge_chunk(
+    golden: &Path,
+    case: &str,
+    chunk: &str,
+    grade: Grade,
+    run: &str,
+    who: &str,
+    at: &str,
+) -> Result<()> {
+    if case.trim().is_empty() || chunk.trim().is_empty() {
+        return Err(Error::Message(
+            "a judgment needs a case and a chunk".to_owned(),
+        ));
+    }
+    let entry = json!({"at": at, "who": who, "case": case, "chunk": chunk, "grade": grade.as_str(), "run": run});
+    let path = judgments_path(golden);
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| Error::Message(format!("{}: {e}", path.display())))?;
+    log.write_all(format!("{}\n", serde_json::to_string(&entry)?).as_bytes())?;
+    log.sync_all()?;
+    Ok(())
+}
+
+/// The latest judgment of each (case, chunk) in the log (absent: none).
+pub fn judgments(
+    golden: &Path,
+) -> Result<std::collections::BTreeMap<(String, String), (Grade, String)>> {
+    let path = judgments_path(golden);
+    let bytes = read_or_empty(&path)?;
+    let mut out = std::collections::BTreeMap::new();
+    for (i, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line)
+            .map_err(|e| Error::Message(format!("{}: line {}: {e}", path.display(), i + 1)))?;
+        let field = |k: &str| v[k].as_str().unwrap_or("").to_owned();
+        let grade: Grade = field("grade").parse().map_err(|e: String| {
+            Error::Message(format!("{}: line {}: grade: {e}", path.display(), i + 1))
+        })?;
+        out.insert((field("case"), field("chunk")), (grade, field("who")));
+    }
+    Ok(out)
+}
+
+/// One row of a case's ranked list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankedRow {
+    /// 1-based rank; `None` for an expected chunk the run did not return.
+    pub rank: Option<usize>,
+    pub id: String,
+    pub score: Option<f64>,
+    /// An expected chunk of the case.
+    pub expected: bool,
+    /// The ingest batch of an outranking chunk, when the run recorded it.
+    pub batch: Option<String>,
+}
+
+/// A case of a recorded run with its ranked list.
+#[derive(Debug, Clone)]
+pub struct CaseRanking {
+    /// The run's ID.
+    pub run: String,
+    /// The case as the run recorded it.
+    pub case: veredicto_core::exam::CaseResult,
+    /// Its expected chunks and the chunks the diagnosis found outranking them, by rank
+    /// (expected chunks not returned last).
+    pub rows: Vec<RankedRow>,
+}
+
+/// The ranked list of `case` in the recorded run `run`: what the report knows of it (the
+/// expected chunks' ranks, the outranking chunks with their batches).
+pub fn case_ranking(spec: &crate::HistorySpec, run: &str, case: &str) -> Result<CaseRanking> {
+    let recorded = spec.open_read_only()?.get(run)?;
+    let Some(c) = recorded.report.cases.iter().find(|c| c.id == case) else {
+        return Err(Error::Message(format!(
+            "run {}: no case {case:?}",
+            recorded.meta.id
+        )));
+    };
+    let mut rows: Vec<RankedRow> = c
+        .expected
+        .iter()
+        .map(|e| RankedRow {
+            rank: e.rank,
+            id: e.id.clone(),
+            score: e.score,
+            expected: true,
+            batch: None,
+        })
+        .collect();
+    for f in &c.diagnosis {
+        for o in &f.outranked_by {
+            if !rows.iter().any(|r| r.id == o.id) {
+                rows.push(RankedRow {
+                    rank: Some(o.rank),
+                    id: o.id.clone(),
+                    score: o.score,
+                    expected: false,
+                    batch: o.ingest_batch.clone(),
+                });
+            }
+        }
+    }
+    rows.sort_by_key(|r| (r.rank.is_none(), r.rank, r.id.clone()));
+    Ok(CaseRanking {
+        run: recorded.meta.id.clone(),
+        case: c.clone(),
+        rows,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,5 +539,47 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    #[test]
+    fn judgments_are_appended_beside_the_golden_set_and_the_latest_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path().join("golden.jsonl");
+        std::fs::write(&g, "").unwrap();
+        judge_chunk(&g, "a", "c9", Grade::Relevant, "r1", "ana", "t1").unwrap();
+        judge_chunk(&g, "a", "c9", Grade::Partly, "r1", "luis", "t2").unwrap();
+        judge_chunk(&g, "a", "c8", Grade::Not, "r1", "ana", "t3").unwrap();
+        let j = judgments(&g).unwrap();
+        assert_eq!(
+            j[&("a".into(), "c9".into())],
+            (Grade::Partly, "luis".into())
+        );
+        assert_eq!(j[&("a".into(), "c8".into())].0, Grade::Not);
+        assert_eq!(
+            std::fs::read_to_string(&g).unwrap(),
+            "",
+            "the golden file is untouched"
+        );
+        assert!(judge_chunk(&g, "a", " ", Grade::Not, "r1", "ana", "t").is_err());
+    }
+
+    #[test]
+    fn the_corpus_read_once_ranks_by_shared_words_ties_by_file_order_and_knows_when_it_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = dir.path().join("corpus.jsonl");
+        std::fs::write(
+            &c,
+            "{\"id\":\"x\",\"text\":\"días de vacaciones\"}\n{\"id\":\"y\",\"text\":\"vacaciones pagadas\"}\n{\"id\":\"z\",\"text\":\"días de vacaciones pagadas\",\"batch\":\"b2\"}\n",
+        )
+        .unwrap();
+        let index = CorpusIndex::load(&c).unwrap();
+        let hits = index.search("vacaciones pagadas", 10);
+        let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, ["y", "z", "x"]);
+        assert_eq!(hits[1].metadata["batch"], "b2");
+        assert_eq!(hits[2].score, 0.5);
+        assert!(index.is_current());
+        std::fs::write(&c, "{\"id\":\"x\",\"text\":\"otra cosa\"}\n").unwrap();
+        assert!(!index.is_current());
     }
 }

@@ -176,7 +176,14 @@ pub fn run(args: ExamArgs, settings: &Settings) -> anyhow::Result<crate::printer
             return Ok(crate::printer::ExitStatus::Stop);
         }
     }
-    let outcome = outcome_of(&args, settings, &golden, policy.exam, None)?;
+    let outcome = outcome_of(
+        &args,
+        settings,
+        &golden,
+        policy.exam,
+        None,
+        crate::printer::events(),
+    )?;
     render(&args, &outcome)
 }
 
@@ -190,7 +197,30 @@ pub fn outcome(
     top_k: Option<u32>,
 ) -> anyhow::Result<veredicto_app::ExamOutcome> {
     let (args, golden, policy) = resolve(args.clone(), settings)?;
-    outcome_of(&args, settings, &golden, policy.exam, top_k)
+    outcome_of(
+        &args,
+        settings,
+        &golden,
+        policy.exam,
+        top_k,
+        crate::printer::events(),
+    )
+}
+
+/// The exam the project's settings describe, with no flag given (the workbench's "Run the
+/// exam": what `veredicto exam` runs in the project), its messages handed to `events`.
+pub fn project_outcome(
+    settings: &Settings,
+    events: veredicto_app::Events<'_>,
+) -> anyhow::Result<veredicto_app::ExamOutcome> {
+    #[derive(clap::Parser)]
+    struct NoFlags {
+        #[command(flatten)]
+        exam: ExamArgs,
+    }
+    let args = <NoFlags as clap::Parser>::try_parse_from(["exam"])?.exam;
+    let (args, golden, policy) = resolve(args, settings)?;
+    outcome_of(&args, settings, &golden, policy.exam, None, events)
 }
 
 /// The arguments with the resolved source and corpus filled in, the golden set's path and
@@ -250,6 +280,7 @@ fn outcome_of(
     golden: &std::path::Path,
     mut policy: Policy,
     top_k: Option<u32>,
+    events: veredicto_app::Events<'_>,
 ) -> anyhow::Result<veredicto_app::ExamOutcome> {
     if let Some(k) = top_k {
         policy.top_k = k;
@@ -258,7 +289,7 @@ fn outcome_of(
         golden,
         args.corpus.as_deref(),
         args.documents.as_deref(),
-        crate::printer::events(),
+        events,
     )?;
     let Some(uri) = crate::retriever_args::source_uri(
         args.run.as_deref(),
@@ -371,7 +402,7 @@ fn outcome_of(
         timings: args.timings,
         record,
         // A bar on a terminal, a line every few seconds in CI logs (stderr only).
-        events: crate::printer::events(),
+        events,
     })?;
     Ok(outcome)
 }

@@ -185,7 +185,7 @@ pub fn chunk() -> String {
 pub fn serve() -> String {
     examples(&[
         "veredicto serve",
-        "veredicto serve --port 0",
+        "veredicto serve --port 0 --audit cases.yaml",
         "veredicto serve --host 0.0.0.0 --port 8765 --token \"$(openssl rand -hex 16)\"",
     ])
 }

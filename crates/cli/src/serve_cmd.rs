@@ -16,6 +16,10 @@ pub struct ServeArgs {
     /// A header a reverse proxy sets with the reviewer's name (instead of asking it).
     #[arg(long, value_name = "H")]
     pub identity_header: Option<String>,
+    /// What the claims area reviews: a case file, or an audit run (ID, unique prefix or
+    /// `latest`) in the history.
+    #[arg(long, value_name = "CASES|RUN")]
+    pub audit: Option<String>,
 }
 
 pub fn run(args: ServeArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
@@ -36,6 +40,16 @@ pub fn run(args: ServeArgs, settings: &veredicto_app::Settings) -> anyhow::Resul
             identity_header: args.identity_header,
             history: settings.history.clone(),
             clock: crate::clock::now_rfc3339,
+            audit: args.audit,
+            exam: settings.source.is_some().then(|| {
+                let settings = settings.clone();
+                veredicto_web::ExamRunner(std::sync::Arc::new(
+                    move |events: veredicto_app::Events<'_>| {
+                        crate::exam_cmd::project_outcome(&settings, events)
+                            .map_err(|e| format!("{e:#}"))
+                    },
+                ))
+            }),
         },
     )
     .map_err(anyhow::Error::msg)?;

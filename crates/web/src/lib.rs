@@ -1,12 +1,16 @@
-//! veredicto's workbench (`veredicto serve`): a local web app over the application crate.
-//! HTML is rendered on the server (no script needed, no external asset, a strict
-//! Content-Security-Policy); every handler calls `veredicto_app` and renders its values.
+//! veredicto's workbench (`veredicto serve`): a local web app over the application crate:
+//! the golden set (cases, new questions, the exam run from the page), the claims of a
+//! grounding audit, the runs (reports, two runs side by side, a case's ranked list with its
+//! outranking chunks rated). HTML is rendered on the server (no external asset, a strict
+//! Content-Security-Policy; one script of the server's own adds keys to the claim card, and
+//! every page works without it); every handler calls `veredicto_app` and renders its values.
 //!
 //! Security: the CLI binds 127.0.0.1 unless given a token; with a token every request
 //! carries it (`?token=`, then a cookie); every POST carries the server's CSRF token and an
 //! `Origin` of the server's own, else 403; requests whose `Host` is not the server's are
-//! refused (DNS rebinding); bodies are bounded; only the project's golden file and its log
-//! beside it are written.
+//! refused (DNS rebinding); bodies are bounded; only the project's golden file and the logs
+//! beside it, the audit's review log (or its run in the history) and the runs the exam
+//! records are written.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -21,6 +25,9 @@ use axum::routing::{get, post};
 use axum::Router;
 use veredicto_app::workbench::{self, NewCase, Saved};
 use veredicto_report::html::escape;
+
+mod claims;
+mod exam;
 
 /// Largest request body accepted.
 pub const BODY_LIMIT: usize = 64 * 1024;
@@ -42,6 +49,28 @@ pub struct Config {
     pub history: veredicto_app::HistorySpec,
     /// The time written with each edit (RFC 3339).
     pub clock: fn() -> String,
+    /// What the claims area reviews: a case file, or an audit run (ID, unique prefix or
+    /// `latest`) in the history; `None`: the area says how to set it.
+    pub audit: Option<String>,
+    /// Runs the exam on the project's settings for "Run the exam"; `None`: the button says
+    /// the project has no source to examine.
+    pub exam: Option<ExamRunner>,
+}
+
+/// Runs the project's exam (recording the run), handing progress to the events: the front
+/// end that resolved the settings builds it (`veredicto serve` runs what `veredicto exam`
+/// runs).
+#[derive(Clone)]
+pub struct ExamRunner(pub Arc<RunExam>);
+
+/// The function an [`ExamRunner`] holds: the exam's outcome, or its error as a sentence.
+pub type RunExam =
+    dyn Fn(veredicto_app::Events<'_>) -> Result<veredicto_app::ExamOutcome, String> + Send + Sync;
+
+impl std::fmt::Debug for ExamRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExamRunner")
+    }
 }
 
 /// A server bound to its address, not yet serving.
@@ -51,12 +80,39 @@ pub struct Bound {
     state: Arc<AppState>,
 }
 
-struct AppState {
-    config: Config,
-    csrf: String,
+pub(crate) struct AppState {
+    pub(crate) config: Config,
+    pub(crate) csrf: String,
     hosts: Vec<String>,
     origins: Vec<String>,
     edits: tokio::sync::Mutex<()>,
+    /// Serialises verdicts appended from this server (the log's own lock guards against
+    /// other writers).
+    pub(crate) reviews: tokio::sync::Mutex<()>,
+    /// The exams started from the page, by number (1-based).
+    pub(crate) exams: std::sync::Mutex<Vec<Arc<exam::Job>>>,
+    /// The corpus as last read for searches (read again when the file changes).
+    corpus: std::sync::Mutex<Option<Arc<workbench::CorpusIndex>>>,
+}
+
+impl AppState {
+    /// The corpus file ready to search: the copy read before while the file is unchanged,
+    /// else read now.
+    fn corpus_index(
+        &self,
+        path: &std::path::Path,
+    ) -> veredicto_app::Result<Arc<workbench::CorpusIndex>> {
+        let mut cached = self.corpus.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cached
+            .as_ref()
+            .filter(|c| c.path() == path && c.is_current())
+        {
+            return Ok(c.clone());
+        }
+        let fresh = Arc::new(workbench::CorpusIndex::load(path)?);
+        *cached = Some(fresh.clone());
+        Ok(fresh)
+    }
 }
 
 /// Binds `host:port` (`port` 0: a free one). Another address than the loopback one needs a
@@ -96,6 +152,9 @@ pub fn bind(host: &str, port: u16, config: Config) -> Result<Bound, String> {
             hosts,
             origins,
             edits: tokio::sync::Mutex::new(()),
+            reviews: tokio::sync::Mutex::new(()),
+            exams: std::sync::Mutex::new(Vec::new()),
+            corpus: std::sync::Mutex::new(None),
         }),
     })
 }
@@ -128,13 +187,23 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/reviewer", post(set_reviewer))
         .route("/lang", get(set_lang))
         .route("/runs", get(runs_page))
+        .route("/runs/compare", get(compare_page))
         .route("/runs/{id}", get(run_report))
+        .route("/runs/{id}/cases/{case}", get(case_page))
+        .route("/judgments", post(judge))
+        .route("/golden/exam", post(exam::start))
+        .route("/golden/exam/{n}", get(exam::progress))
+        .route("/claims", get(claims::queue_page))
+        .route("/claims/blind", get(claims::set_blind))
+        .route("/claims/{id}", get(claims::card_page))
+        .route("/claims/{id}/review", post(claims::submit))
+        .route("/assets/review.js", get(claims::script))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state)
 }
 
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -145,7 +214,7 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-fn forbidden(why: &str) -> Response {
+pub(crate) fn forbidden(why: &str) -> Response {
     (StatusCode::FORBIDDEN, format!("403 forbidden: {why}\n")).into_response()
 }
 
@@ -196,7 +265,7 @@ async fn guard(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Res
         h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+            "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
         ),
     );
     }
@@ -204,7 +273,9 @@ async fn guard(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Res
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null`
+    // with the page's own form posts, and the Origin check would refuse them all.
+    h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
     if let Some(t) = set_token {
         if let Ok(v) = HeaderValue::from_str(&format!(
             "veredicto_token={t}; HttpOnly; SameSite=Strict; Path=/"
@@ -215,15 +286,15 @@ async fn guard(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Res
     resp
 }
 
-fn redirect(to: &str) -> Response {
+pub(crate) fn redirect(to: &str) -> Response {
     (StatusCode::SEE_OTHER, [(header::LOCATION, to.to_owned())]).into_response()
 }
 
-fn form(bytes: &[u8]) -> Vec<(String, String)> {
+pub(crate) fn form(bytes: &[u8]) -> Vec<(String, String)> {
     form_urlencoded::parse(bytes).into_owned().collect()
 }
 
-fn field<'a>(f: &'a [(String, String)], name: &str) -> &'a str {
+pub(crate) fn field<'a>(f: &'a [(String, String)], name: &str) -> &'a str {
     f.iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.as_str())
@@ -231,7 +302,7 @@ fn field<'a>(f: &'a [(String, String)], name: &str) -> &'a str {
 }
 
 /// Spanish or English, by the `lang` cookie, else the browser's first language.
-fn spanish(headers: &HeaderMap) -> bool {
+pub(crate) fn spanish(headers: &HeaderMap) -> bool {
     if let Some(l) = cookie(headers, "lang") {
         return l == "es";
     }
@@ -241,7 +312,7 @@ fn spanish(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("es"))
 }
 
-fn t(es: bool, en: &'static str, sp: &'static str) -> &'static str {
+pub(crate) fn t(es: bool, en: &'static str, sp: &'static str) -> &'static str {
     if es {
         sp
     } else {
@@ -249,7 +320,7 @@ fn t(es: bool, en: &'static str, sp: &'static str) -> &'static str {
     }
 }
 
-fn reviewer(st: &AppState, headers: &HeaderMap) -> Option<String> {
+pub(crate) fn reviewer(st: &AppState, headers: &HeaderMap) -> Option<String> {
     if let Some(h) = &st.config.identity_header {
         return headers
             .get(h.as_str())
@@ -265,13 +336,20 @@ fn reviewer(st: &AppState, headers: &HeaderMap) -> Option<String> {
     })
 }
 
-fn page(es: bool, title: &str, body: &str) -> Response {
+pub(crate) fn page(es: bool, title: &str, body: &str) -> Response {
+    page_with(es, title, "", body)
+}
+
+/// A page with `head` (trusted markup: a meta refresh, a script of the server's) added to
+/// its head.
+pub(crate) fn page_with(es: bool, title: &str, head: &str, body: &str) -> Response {
     let html = format!(
-        "<!DOCTYPE html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{} · veredicto</title>\n<style>{CSS}</style>\n</head>\n<body>\n<header><nav aria-label=\"{}\"><a href=\"/golden\">{}</a> <a href=\"/runs\">{}</a> <a href=\"/lang?to={}\" lang=\"{}\">{}</a></nav></header>\n<main>\n<h1>{}</h1>\n{body}</main>\n</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n{head}<title>{} · veredicto</title>\n<style>{CSS}</style>\n</head>\n<body>\n<header><nav aria-label=\"{}\"><a href=\"/golden\">{}</a> <a href=\"/claims\">{}</a> <a href=\"/runs\">{}</a> <a href=\"/lang?to={}\" lang=\"{}\">{}</a></nav></header>\n<main>\n<h1>{}</h1>\n{body}</main>\n</body>\n</html>\n",
         if es { "es" } else { "en" },
         escape(title),
         t(es, "Areas", "Áreas"),
         t(es, "Golden set", "Conjunto dorado"),
+        t(es, "Claims", "Afirmaciones"),
         t(es, "Runs", "Ejecuciones"),
         if es { "en" } else { "es" },
         if es { "en" } else { "es" },
@@ -281,9 +359,9 @@ fn page(es: bool, title: &str, body: &str) -> Response {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
 }
 
-const CSS: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff}header{background:#0b3d2e;padding:.5rem 1rem}header a{color:#fff;font-weight:600}main{padding:1rem;max-width:70rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ccc;padding:.3rem;text-align:left;vertical-align:top}label{display:block;margin:.4rem 0 .1rem;font-weight:600}input[type=text],textarea{width:100%;max-width:40rem;padding:.3rem}button{margin-top:.6rem;padding:.4rem 1rem}.error{color:#8b0000;font-weight:600}:focus{outline:3px solid #1f6feb}";
+pub(crate) const CSS: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff}header{background:#0b3d2e;padding:.5rem 1rem}header a{color:#fff;font-weight:600}main{padding:1rem;max-width:70rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ccc;padding:.3rem;text-align:left;vertical-align:top}label{display:block;margin:.4rem 0 .1rem;font-weight:600}input[type=text],textarea{width:100%;max-width:40rem;padding:.3rem}button{margin-top:.6rem;padding:.4rem 1rem}.error{color:#8b0000;font-weight:600}:focus{outline:3px solid #1f6feb}.choice{display:flex;align-items:center;gap:.5rem;margin:.2rem 0}.choice label{display:inline;margin:0}kbd{border:1px solid #888;border-radius:3px;padding:0 .3rem;font-family:monospace;background:#f4f4f4}.tabs{list-style:none;padding:0;display:flex;gap:1rem}.tabs a[aria-current]{font-weight:700;color:#1a1a1a}mark{background:#ffe27a}.passage blockquote,#answer{border-left:4px solid #0b3d2e;margin-left:0;padding-left:1rem}.verdict{font-size:1.2rem}tr.expected{background:#e8f5e9}.rate{display:inline}.rate button{margin:0 .2rem 0 0;padding:.1rem .4rem}";
 
-fn html_error(es: bool, status: StatusCode, msg: &str) -> Response {
+pub(crate) fn html_error(es: bool, status: StatusCode, msg: &str) -> Response {
     let mut r = page(
         es,
         t(es, "Error", "Error"),
@@ -293,10 +371,11 @@ fn html_error(es: bool, status: StatusCode, msg: &str) -> Response {
     r
 }
 
-fn reviewer_form(st: &AppState, es: bool) -> String {
+pub(crate) fn reviewer_form(st: &AppState, es: bool, back: &str) -> String {
     format!(
-        "<form method=\"post\" action=\"/reviewer\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><label for=\"reviewer\">{}</label><input type=\"text\" id=\"reviewer\" name=\"reviewer\" required><button type=\"submit\">{}</button></form>\n",
+        "<form method=\"post\" action=\"/reviewer\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"back\" value=\"{}\"><label for=\"reviewer\">{}</label><input type=\"text\" id=\"reviewer\" name=\"reviewer\" required><button type=\"submit\">{}</button></form>\n",
         st.csrf,
+        escape(back),
         t(es, "Your name (recorded with each change)", "Su nombre (queda registrado con cada cambio)"),
         t(es, "Save", "Guardar"),
     )
@@ -330,7 +409,7 @@ async fn golden_page(
             t(es, "Reviewer:", "Revisor:"),
             escape(&name)
         )),
-        None => b.push_str(&reviewer_form(&st, es)),
+        None => b.push_str(&reviewer_form(&st, es, "/golden")),
     }
     b.push_str(&format!(
         "<h2>{}</h2>\n<form method=\"get\" action=\"/golden/new\"><label for=\"id\">{}</label><input type=\"text\" id=\"id\" name=\"id\" required><label for=\"query\">{}</label><textarea id=\"query\" name=\"query\" rows=\"2\" required></textarea><button type=\"submit\">{}</button></form>\n",
@@ -339,6 +418,7 @@ async fn golden_page(
         t(es, "Question", "Pregunta"),
         t(es, "Search the corpus", "Buscar en el corpus"),
     ));
+    b.push_str(&exam::button(&st, es));
     let end = (offset + p.rows.len()).min(p.total);
     b.push_str(&format!(
         "<h2>{}</h2>\n<p id=\"count\">{} {}–{} / {}</p>\n<table><thead><tr><th scope=\"col\">ID</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
@@ -367,7 +447,7 @@ async fn golden_page(
                             None => format!("{id} -"),
                         })
                         .collect();
-                    escape(&format!(
+                    let text = escape(&format!(
                         "{} · {:.2} · {}",
                         if l.passed {
                             t(es, "pass", "aprueba")
@@ -376,7 +456,15 @@ async fn golden_page(
                         },
                         l.recall,
                         ranks.join(", ")
-                    ))
+                    ));
+                    let enc = |s: &str| -> String {
+                        form_urlencoded::byte_serialize(s.as_bytes()).collect()
+                    };
+                    format!(
+                        "<a href=\"/runs/{}/cases/{}\">{text}</a>",
+                        enc(&l.run),
+                        enc(&r.id)
+                    )
                 }
                 None => "—".to_owned(),
             }
@@ -411,11 +499,12 @@ async fn new_question(
     let golden = st.config.golden.clone();
     let corpus = st.config.corpus.clone();
     let qq = query.clone();
+    let state = st.clone();
     let found = tokio::task::spawn_blocking(move || {
         let page = workbench::golden_page(&golden, 0, 0)?;
         let hits = match corpus {
-            Some(c) => workbench::search_corpus(&c, &qq, 20)?,
-            None => Vec::new(),
+            Some(c) if !qq.trim().is_empty() => state.corpus_index(&c)?.search(&qq, 20),
+            _ => Vec::new(),
         };
         Ok::<_, veredicto_app::Error>((page.hash, hits))
     })
@@ -526,7 +615,14 @@ async fn set_reviewer(State(st): State<Arc<AppState>>, body: Bytes) -> Response 
     }
     let name: String =
         form_urlencoded::byte_serialize(field(&f, "reviewer").trim().as_bytes()).collect();
-    let mut r = redirect("/golden");
+    // Back to the page that asked, never to another site.
+    let back = field(&f, "back");
+    let back = if back.starts_with('/') && !back.starts_with("//") && !back.contains('\\') {
+        back
+    } else {
+        "/golden"
+    };
+    let mut r = redirect(back);
     if let Ok(v) = HeaderValue::from_str(&format!("reviewer={name}; SameSite=Strict; Path=/")) {
         r.headers_mut().append(header::SET_COOKIE, v);
     }
@@ -554,16 +650,17 @@ async fn runs_page(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Respo
         Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
     let mut b = format!(
-        "<table><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">recall</th></tr></thead><tbody>\n",
+        "<table><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">recall</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
         t(es, "Run", "Ejecución"),
         t(es, "When", "Cuándo"),
         t(es, "Label", "Etiqueta"),
         t(es, "Verdict", "Veredicto"),
         t(es, "Failing cases", "Casos que fallan"),
+        t(es, "Compare", "Comparar"),
     );
     for r in &runs {
         b.push_str(&format!(
-            "<tr><td><a href=\"/runs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{:.3}</td></tr>\n",
+            "<tr><td><a href=\"/runs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{:.3}</td><td><a href=\"/runs/compare?new={}\">{}</a></td></tr>\n",
             escape(&r.id),
             escape(&r.id),
             escape(&r.created_at),
@@ -575,6 +672,8 @@ async fn runs_page(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Respo
             r.failing,
             r.cases,
             r.mean_recall,
+            escape(&r.id),
+            t(es, "with the previous run", "con la anterior"),
         ));
     }
     b.push_str("</tbody></table>\n");
@@ -635,6 +734,231 @@ async fn run_report(
         )
             .into_response(),
         Ok(Err(e)) => html_error(es, StatusCode::NOT_FOUND, &e.to_string()),
+        Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// Two runs side by side: `new` (default: the latest) against `base` (default: the run
+/// before it with the same golden set and policy), as `veredicto compare` computes and words
+/// it (newly failing cases, displaced chunks, significance, the cross-run diagnosis).
+async fn compare_page(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    axum::extract::RawQuery(q): axum::extract::RawQuery,
+) -> Response {
+    let es = spanish(&headers);
+    let q = form(q.unwrap_or_default().as_bytes());
+    let new = match field(&q, "new").trim() {
+        "" => "latest".to_owned(),
+        n => n.to_owned(),
+    };
+    let base = field(&q, "base").trim().to_owned();
+    let spec = st.config.history.clone();
+    let corpus = st.config.corpus.clone();
+    let (new_q, base_q) = (new.clone(), base.clone());
+    let done = tokio::task::spawn_blocking(move || {
+        veredicto_app::history::compare_runs(
+            &spec,
+            &veredicto_app::history::CompareRequest {
+                run: &new_q,
+                baseline: if base_q.is_empty() {
+                    veredicto_app::Baseline::Previous
+                } else {
+                    veredicto_app::Baseline::Run(base_q.clone())
+                },
+                corpus: corpus.as_deref(),
+                documents: None,
+                seed: veredicto_core::compare::DEFAULT_SEED,
+                permutations: 10_000,
+                bootstrap: 10_000,
+                window: 20,
+            },
+        )
+    })
+    .await;
+    let mut b = format!(
+        "<form method=\"get\" action=\"/runs/compare\"><label for=\"base\">{}</label><input type=\"text\" id=\"base\" name=\"base\" value=\"{}\"><label for=\"new\">{}</label><input type=\"text\" id=\"new\" name=\"new\" value=\"{}\"><button type=\"submit\">{}</button></form>\n",
+        t(es, "Baseline run (empty: the previous one)", "Ejecución base (vacío: la anterior)"),
+        escape(&base),
+        t(es, "Run", "Ejecución"),
+        escape(&new),
+        t(es, "Compare", "Comparar"),
+    );
+    match done {
+        Ok(Ok(c)) => {
+            b.push_str(&format!(
+                "<p><a href=\"/runs/{base}\">{base}</a> → <a href=\"/runs/{new}\">{new}</a></p>\n<pre id=\"comparison\">{}</pre>\n<h2>{}</h2>\n<pre id=\"diagnosis\">{}</pre>\n",
+                escape(&veredicto_report::comparison::human(&c.comparison)),
+                t(es, "Across the recent runs", "En las ejecuciones recientes"),
+                escape(&veredicto_report::comparison::diagnosis_human(&c.diagnosis)),
+                base = escape(&c.base.meta.id),
+                new = escape(&c.new.meta.id),
+            ));
+        }
+        Ok(Err(e)) => b.push_str(&format!(
+            "<p class=\"error\" role=\"alert\">{}</p>\n",
+            escape(&e.to_string())
+        )),
+        Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+    page(
+        es,
+        t(
+            es,
+            "Two runs side by side",
+            "Dos ejecuciones frente a frente",
+        ),
+        &b,
+    )
+}
+
+/// A case of a recorded run: its ranked list with the expected chunks marked and the
+/// outranking chunks' batches; each outranking chunk can be rated (relevant / partly / not),
+/// stored beside the golden set.
+async fn case_page(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    axum::extract::Path((run, case)): axum::extract::Path<(String, String)>,
+) -> Response {
+    let es = spanish(&headers);
+    let spec = st.config.history.clone();
+    let golden = st.config.golden.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let ranking = workbench::case_ranking(&spec, &run, &case)?;
+        let judged = workbench::judgments(&golden)?;
+        Ok::<_, veredicto_app::Error>((ranking, judged))
+    })
+    .await;
+    let (r, judged) = match found {
+        Ok(Ok(x)) => x,
+        Ok(Err(e)) => return html_error(es, StatusCode::NOT_FOUND, &e.to_string()),
+        Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let c = &r.case;
+    let here = format!(
+        "/runs/{}/cases/{}",
+        form_urlencoded::byte_serialize(r.run.as_bytes()).collect::<String>(),
+        form_urlencoded::byte_serialize(c.id.as_bytes()).collect::<String>()
+    );
+    let who = reviewer(&st, &headers);
+    let mut b = format!(
+        "<p><a href=\"/runs/{run}\">{run}</a> · {} <strong>{}</strong> · recall {:.2} · {}</p>\n<p id=\"query\">{}</p>\n",
+        t(es, "case", "caso"),
+        escape(&c.id),
+        c.recall,
+        if c.passed {
+            t(es, "pass", "aprueba")
+        } else {
+            t(es, "FAIL", "FALLA")
+        },
+        escape(&c.query),
+        run = escape(&r.run),
+    );
+    if who.is_none() {
+        b.push_str(&reviewer_form(&st, es, &here));
+    }
+    b.push_str(&format!(
+        "<table id=\"ranking\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">score</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
+        t(es, "Rank", "Posición"),
+        t(es, "Chunk", "Fragmento"),
+        t(es, "Expected / batch", "Esperado / lote"),
+        t(es, "Your rating", "Su valoración"),
+    ));
+    for row in &r.rows {
+        let rating = if row.expected {
+            String::new()
+        } else {
+            let current = judged
+                .get(&(c.id.clone(), row.id.clone()))
+                .map(|(g, w)| format!("<small>{} ({})</small> ", g.as_str(), escape(w)))
+                .unwrap_or_default();
+            let mut f = format!(
+                "{current}<form method=\"post\" action=\"/judgments\" class=\"rate\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"run\" value=\"{}\"><input type=\"hidden\" name=\"case\" value=\"{}\"><input type=\"hidden\" name=\"chunk\" value=\"{}\">",
+                st.csrf,
+                escape(&r.run),
+                escape(&c.id),
+                escape(&row.id),
+            );
+            for (g, en, sp) in [
+                ("relevant", "relevant", "relevante"),
+                ("partly", "partly", "en parte"),
+                ("not", "not relevant", "no relevante"),
+            ] {
+                f.push_str(&format!(
+                    "<button type=\"submit\" name=\"grade\" value=\"{g}\">{}</button> ",
+                    t(es, en, sp)
+                ));
+            }
+            f.push_str("</form>");
+            f
+        };
+        b.push_str(&format!(
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{rating}</td></tr>\n",
+            if row.expected {
+                " class=\"expected\""
+            } else {
+                ""
+            },
+            row.rank.map_or("—".to_owned(), |n| n.to_string()),
+            escape(&row.id),
+            row.score.map_or("—".to_owned(), |s| format!("{s:.3}")),
+            if row.expected {
+                t(es, "✓ expected", "✓ esperado").to_owned()
+            } else {
+                escape(row.batch.as_deref().unwrap_or("—"))
+            },
+        ));
+    }
+    b.push_str("</tbody></table>\n");
+    b.push_str(&format!(
+        "<p>{}</p>\n",
+        t(
+            es,
+            "Ratings are stored beside the golden set (GOLDEN.judgments.jsonl), never in it: a chunk rated relevant may mean the golden set is incomplete.",
+            "Las valoraciones se guardan junto al conjunto dorado (DORADO.judgments.jsonl), nunca dentro: un fragmento valorado relevante puede indicar que el conjunto está incompleto."
+        )
+    ));
+    page(es, &format!("{} {}", t(es, "Case", "Caso"), c.id), &b)
+}
+
+/// Rates a chunk that outranks a case's expected ones (appended beside the golden set).
+async fn judge(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let es = spanish(&headers);
+    let f = form(&body);
+    if field(&f, "csrf") != st.csrf {
+        return forbidden("missing or wrong CSRF token");
+    }
+    let Some(who) = reviewer(&st, &headers) else {
+        return html_error(
+            es,
+            StatusCode::FORBIDDEN,
+            t(es, "Say your name first.", "Indique antes su nombre."),
+        );
+    };
+    let grade: workbench::Grade = match field(&f, "grade").parse() {
+        Ok(g) => g,
+        Err(e) => return html_error(es, StatusCode::BAD_REQUEST, &e),
+    };
+    let (run, case, chunk) = (
+        field(&f, "run").to_owned(),
+        field(&f, "case").to_owned(),
+        field(&f, "chunk").to_owned(),
+    );
+    let back = format!(
+        "/runs/{}/cases/{}",
+        form_urlencoded::byte_serialize(run.as_bytes()).collect::<String>(),
+        form_urlencoded::byte_serialize(case.as_bytes()).collect::<String>()
+    );
+    let golden = st.config.golden.clone();
+    let at = (st.config.clock)();
+    let _lock = st.edits.lock().await;
+    match tokio::task::spawn_blocking(move || {
+        workbench::judge_chunk(&golden, &case, &chunk, grade, &run, &who, &at)
+    })
+    .await
+    {
+        Ok(Ok(())) => redirect(&back),
+        Ok(Err(e)) => html_error(es, StatusCode::BAD_REQUEST, &e.to_string()),
         Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
 }

@@ -3,7 +3,7 @@ use std::net::TcpStream;
 use std::path::Path;
 
 /// One request with `Connection: close`; the status and the whole response.
-fn request(
+pub(crate) fn request(
     addr: &str,
     method: &str,
     path: &str,
@@ -30,13 +30,13 @@ fn request(
     (status, out)
 }
 
-fn attr<'a>(html: &'a str, name: &str) -> &'a str {
+pub(crate) fn attr<'a>(html: &'a str, name: &str) -> &'a str {
     let key = format!("name=\"{name}\" value=\"");
     let at = html.find(&key).unwrap() + key.len();
     &html[at..at + html[at..].find('"').unwrap()]
 }
 
-fn enc(s: &str) -> String {
+pub(crate) fn enc(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
@@ -59,6 +59,8 @@ fn start(dir: &Path) -> String {
             history: veredicto_app::HistorySpec::default_at(
                 dir.join("history.sqlite").display().to_string(),
             ),
+            audit: None,
+            exam: None,
         },
     )
     .unwrap();
@@ -197,6 +199,8 @@ fn another_address_needs_a_token_and_then_every_request_carries_it() {
         history: veredicto_app::HistorySpec::default_at(
             dir.path().join("history.sqlite").display().to_string(),
         ),
+        audit: None,
+        exam: None,
     };
     let refused = veredicto_web::bind("0.0.0.0", 0, config(None))
         .err()
@@ -238,4 +242,22 @@ fn the_runs_area_lists_an_empty_history() {
         !dir.path().join("history.sqlite").exists(),
         "reading created the history"
     );
+}
+
+#[test]
+fn the_exam_is_started_by_a_post_with_the_token_and_without_a_source_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path());
+    let origin = format!("http://{addr}");
+    let (_, page) = request(&addr, "GET", "/golden", &[], "");
+    assert!(page.contains("needs a source to examine"), "{page}");
+    let (_, new) = request(&addr, "GET", "/golden/new?id=x&query=", &[], "");
+    let csrf = attr(&new, "csrf").to_owned();
+    let me = [("Origin", origin.as_str())];
+    assert_eq!(request(&addr, "POST", "/golden/exam", &me, "").0, 403);
+    assert_eq!(
+        request(&addr, "POST", "/golden/exam", &me, &format!("csrf={csrf}")).0,
+        404
+    );
+    assert_eq!(request(&addr, "GET", "/golden/exam/1", &[], "").0, 404);
 }

@@ -1,0 +1,603 @@
+//! The claims area: the queue, a claim's card with the four verdicts (keys 1–4 through the
+//! server's own script), the append, the blind second-review switch, progress and the
+//! agreement panel. Everything it knows comes from `veredicto_app::claims` and
+//! `veredicto_app::audit`.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use veredicto_app::audit::{self, AuditTarget};
+use veredicto_app::claims::{self, Show};
+use veredicto_grounding::{self as g, Support};
+use veredicto_report::html::escape;
+
+use crate::{
+    cookie, field, forbidden, form, html_error, page, page_with, redirect, reviewer, reviewer_form,
+    spanish, t, AppState,
+};
+
+/// The keyboard script of the claim card (served from the server itself: the pages'
+/// Content-Security-Policy allows `script-src 'self'` and no inline script).
+const SCRIPT: &str = include_str!("review.js");
+
+pub(crate) async fn script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        SCRIPT,
+    )
+        .into_response()
+}
+
+fn verdict_name(es: bool, s: Support) -> &'static str {
+    match s {
+        Support::Supported => t(es, "supported", "respaldada"),
+        Support::PartiallySupported => t(es, "partially supported", "parcialmente respaldada"),
+        Support::Unsupported => t(es, "unsupported", "no respaldada"),
+        Support::NotEvaluable => t(es, "not evaluable", "no evaluable"),
+    }
+}
+
+fn blind(headers: &HeaderMap) -> bool {
+    cookie(headers, "blind") == Some("1")
+}
+
+/// Opens the configured audit target (fresh on every request: the logs may have grown).
+async fn open(st: &Arc<AppState>, es: bool) -> Result<AuditTarget, Response> {
+    let Some(arg) = st.config.audit.clone() else {
+        return Err(html_error(
+            es,
+            StatusCode::NOT_FOUND,
+            t(
+                es,
+                "No audit to review: start the workbench with --audit CASES (a case file) or --audit RUN (an audit run in the history).",
+                "No hay auditoría que revisar: arranque el banco de trabajo con --audit CASOS (un fichero de casos) o --audit EJECUCIÓN (una ejecución de auditoría del historial).",
+            ),
+        ));
+    };
+    let history = st.config.history.clone();
+    match tokio::task::spawn_blocking(move || {
+        audit::open(&arg, &history, veredicto_app::Events::silent())
+    })
+    .await
+    {
+        Ok(Ok(t)) => Ok(t),
+        Ok(Err(e)) => Err(html_error(
+            es,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &e.to_string(),
+        )),
+        Err(e) => Err(html_error(
+            es,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &e.to_string(),
+        )),
+    }
+}
+
+fn progress_line(es: bool, q: &claims::Queue) -> String {
+    format!(
+        "<p id=\"progress\"><progress aria-label=\"{}\" max=\"{}\" value=\"{}\"></progress> {} {} / {} · {} {}</p>\n",
+        t(es, "review progress", "avance de la revisión"),
+        q.claims.max(1),
+        q.decided,
+        t(es, "claims with a verdict:", "afirmaciones con veredicto:"),
+        q.decided,
+        q.claims,
+        q.disagreements,
+        t(es, "in disagreement", "en desacuerdo"),
+    )
+}
+
+fn blind_switch(es: bool, on: bool, back: &str) -> String {
+    let back: String = form_urlencoded::byte_serialize(back.as_bytes()).collect();
+    if on {
+        format!(
+            "<p class=\"blind\">{} <a href=\"/claims/blind?on=0&amp;back={back}\">{}</a></p>\n",
+            t(
+                es,
+                "Blind second review: verdicts in force and suggestions are hidden.",
+                "Segunda revisión a ciegas: se ocultan los veredictos vigentes y las sugerencias."
+            ),
+            t(es, "Show them", "Mostrarlos"),
+        )
+    } else {
+        format!(
+            "<p><a href=\"/claims/blind?on=1&amp;back={back}\">{}</a></p>\n",
+            t(
+                es,
+                "Start a blind second review (hide the verdicts in force)",
+                "Empezar una segunda revisión a ciegas (ocultar los veredictos vigentes)"
+            ),
+        )
+    }
+}
+
+fn agreement_panel(es: bool, title: &str, a: &g::Agreement, id: &str) -> String {
+    let f = |v: Option<f64>| v.map_or("—".to_owned(), |x| format!("{x:.3}"));
+    let mut s = format!(
+        "<section aria-labelledby=\"{id}\"><h3 id=\"{id}\">{}</h3>\n<p>{} {} · p<sub>o</sub> {} · p<sub>e</sub> {} · κ <strong class=\"kappa\">{}</strong></p>\n",
+        escape(title),
+        t(es, "pairs:", "pares:"),
+        a.pairs,
+        f(a.observed),
+        f(a.expected),
+        f(a.kappa),
+    );
+    s.push_str(&format!(
+        "<table class=\"matrix\"><caption>{}</caption><thead><tr><th scope=\"col\"></th>",
+        t(
+            es,
+            "Rows: the verdict in force; columns: the second opinion.",
+            "Filas: el veredicto vigente; columnas: la segunda opinión."
+        )
+    ));
+    for v in g::VERDICTS {
+        s.push_str(&format!("<th scope=\"col\">{}</th>", verdict_name(es, v)));
+    }
+    s.push_str("</tr></thead><tbody>\n");
+    for (i, v) in g::VERDICTS.iter().enumerate() {
+        s.push_str(&format!(
+            "<tr><th scope=\"row\">{}</th>",
+            verdict_name(es, *v)
+        ));
+        for n in a.matrix[i] {
+            s.push_str(&format!("<td>{n}</td>"));
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</tbody></table></section>\n");
+    s
+}
+
+/// The queue, progress and the agreement panel.
+pub(crate) async fn queue_page(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Response {
+    let es = spanish(&headers);
+    let q = form(q.unwrap_or_default().as_bytes());
+    let show: Show = field(&q, "show").parse().unwrap_or(Show::Waiting);
+    let target = match open(&st, es).await {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    let who = reviewer(&st, &headers);
+    let blind_on = blind(&headers) && who.is_some();
+    let queue = claims::queue(&target, show, who.as_deref().filter(|_| blind_on));
+    let mut b = format!(
+        "<p>{} <strong>{}</strong></p>\n",
+        t(es, "Audit:", "Auditoría:"),
+        escape(&target.origin)
+    );
+    match &who {
+        Some(name) => b.push_str(&format!(
+            "<p>{} <strong>{}</strong></p>\n",
+            t(es, "Reviewer:", "Revisor:"),
+            escape(name)
+        )),
+        None => b.push_str(&reviewer_form(&st, es, "/claims")),
+    }
+    b.push_str(&progress_line(es, &queue));
+    b.push_str(&blind_switch(es, blind_on, "/claims"));
+    if !blind_on {
+        b.push_str("<nav aria-label=\"queue\"><ul class=\"tabs\">");
+        for (s, en, sp) in [
+            ("waiting", "Waiting for a verdict", "Esperan veredicto"),
+            ("disagreements", "Disagreements", "Desacuerdos"),
+            ("all", "All claims", "Todas"),
+        ] {
+            let current = s.parse::<Show>().ok() == Some(show);
+            b.push_str(&format!(
+                "<li><a href=\"/claims?show={s}\"{}>{}</a></li>",
+                if current {
+                    " aria-current=\"page\""
+                } else {
+                    ""
+                },
+                t(es, en, sp)
+            ));
+        }
+        b.push_str("</ul></nav>\n");
+    }
+    b.push_str(&format!(
+        "<table id=\"queue\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th>{}</tr></thead><tbody>\n",
+        t(es, "Claim", "Afirmación"),
+        t(es, "Case · answer", "Caso · respuesta"),
+        t(es, "Text", "Texto"),
+        if blind_on {
+            String::new()
+        } else {
+            format!(
+                "<th scope=\"col\">{}</th><th scope=\"col\">{}</th>",
+                t(es, "Verdict in force", "Veredicto vigente"),
+                t(es, "Reviews", "Revisiones")
+            )
+        },
+    ));
+    for r in &queue.rows {
+        b.push_str(&format!(
+            "<tr><td><a href=\"/claims/{id}\">{id}</a></td><td>{} · {}</td><td>{}</td>",
+            escape(&r.case),
+            escape(&r.answer),
+            escape(&r.text),
+            id = escape(&r.claim),
+        ));
+        if !blind_on {
+            b.push_str(&format!(
+                "<td>{}{}</td><td>{}</td>",
+                r.verdict.map_or("—", |v| verdict_name(es, v)),
+                if r.disagreement {
+                    t(es, " (disagreement)", " (desacuerdo)")
+                } else {
+                    ""
+                },
+                r.reviews
+            ));
+        }
+        b.push_str("</tr>\n");
+    }
+    b.push_str("</tbody></table>\n");
+    if queue.rows.is_empty() {
+        b.push_str(&format!(
+            "<p>{}</p>\n",
+            t(
+                es,
+                "No claim in this list.",
+                "Ninguna afirmación en esta lista."
+            )
+        ));
+    }
+    if !blind_on {
+        b.push_str(&format!("<h2>{}</h2>\n", t(es, "Agreement", "Acuerdo")));
+        b.push_str(&agreement_panel(
+            es,
+            t(
+                es,
+                "Between reviewers (the verdict in force against each annex by another reviewer)",
+                "Entre revisores (el veredicto vigente frente a cada anexo de otro revisor)",
+            ),
+            &audit::agreement(&target, false),
+            "agreement-reviewers",
+        ));
+        b.push_str(&agreement_panel(
+            es,
+            t(
+                es,
+                "Verdicts in force against the model's latest suggestions",
+                "Veredictos vigentes frente a las últimas sugerencias del modelo",
+            ),
+            &audit::agreement(&target, true),
+            "agreement-model",
+        ));
+    }
+    page(es, t(es, "Claims", "Afirmaciones"), &b)
+}
+
+/// One claim's card and its verdict form.
+pub(crate) async fn card_page(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Response {
+    let es = spanish(&headers);
+    let q = form(q.unwrap_or_default().as_bytes());
+    let target = match open(&st, es).await {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    let Some(card) = claims::card(&target, &id) else {
+        return html_error(
+            es,
+            StatusCode::NOT_FOUND,
+            &format!(
+                "{} {id}",
+                t(es, "No such claim:", "No existe la afirmación:")
+            ),
+        );
+    };
+    let who = reviewer(&st, &headers);
+    let blind_on = blind(&headers) && who.is_some();
+    let queue = claims::queue(&target, Show::Waiting, who.as_deref().filter(|_| blind_on));
+    let here = format!("/claims/{}", card.claim);
+    let mut b = String::new();
+    let appended = field(&q, "appended");
+    if !appended.is_empty() {
+        if let Some(done) = claims::card(&target, appended) {
+            if let Some(last) = done.verdicts.last() {
+                let kind = match done.verdicts.len() {
+                    0 | 1 => t(es, "the original verdict", "el veredicto original").to_owned(),
+                    _ if done.verdicts[0].support == last.support => format!(
+                        "{} ({})",
+                        t(es, "an annex that agrees", "un anexo conforme"),
+                        verdict_name(es, done.verdicts[0].support)
+                    ),
+                    _ => format!(
+                        "{} ({})",
+                        t(es, "an annex that disagrees", "un anexo discrepante"),
+                        verdict_name(es, done.verdicts[0].support)
+                    ),
+                };
+                let shown = if blind_on {
+                    String::new()
+                } else {
+                    format!(": {kind}")
+                };
+                b.push_str(&format!(
+                    "<p role=\"status\" id=\"appended\">{} {} · {}{}</p>\n",
+                    t(es, "Appended on", "Añadido en"),
+                    escape(&done.claim),
+                    verdict_name(es, last.support),
+                    escape(&shown),
+                ));
+            }
+        }
+    }
+    match &who {
+        Some(name) => b.push_str(&format!(
+            "<p>{} <strong>{}</strong></p>\n",
+            t(es, "Reviewer:", "Revisor:"),
+            escape(name)
+        )),
+        None => b.push_str(&reviewer_form(&st, es, &here)),
+    }
+    b.push_str(&progress_line(es, &queue));
+    b.push_str(&blind_switch(es, blind_on, &here));
+    b.push_str(&format!(
+        "<section aria-labelledby=\"h-query\"><h2 id=\"h-query\">{}</h2><p id=\"query\">{}</p></section>\n",
+        t(es, "Question", "Pregunta"),
+        escape(&card.query)
+    ));
+    let answer = match card.highlight {
+        Some((x, y)) => format!(
+            "{}<mark>{}</mark>{}",
+            escape(&card.answer_text[..x]),
+            escape(&card.answer_text[x..y]),
+            escape(&card.answer_text[y..])
+        ),
+        None => escape(&card.answer_text),
+    };
+    b.push_str(&format!(
+        "<section aria-labelledby=\"h-answer\"><h2 id=\"h-answer\">{} {}</h2><blockquote id=\"answer\">{answer}</blockquote>\n<p>{} <strong id=\"claim\">{}</strong></p></section>\n",
+        t(es, "Answer", "Respuesta"),
+        escape(&card.answer),
+        t(es, "Claim:", "Afirmación:"),
+        escape(&card.text),
+    ));
+    b.push_str(&format!(
+        "<section aria-labelledby=\"h-passages\"><h2 id=\"h-passages\">{}</h2>\n",
+        t(es, "Cited passages", "Pasajes citados")
+    ));
+    if card.passages.is_empty() {
+        b.push_str(&format!(
+            "<p>{}</p>\n",
+            t(
+                es,
+                "The claim cites nothing.",
+                "La afirmación no cita nada."
+            )
+        ));
+    }
+    for p in &card.passages {
+        b.push_str(&format!(
+            "<figure class=\"passage\"><figcaption>[{}] {} · {}</figcaption><blockquote>{}</blockquote></figure>\n",
+            escape(&p.citation),
+            escape(&p.reference()),
+            match p.position {
+                Some(n) => format!("{} {n}", t(es, "returned at position", "devuelto en la posición")),
+                None => t(es, "not in the retrieved list", "no está en la lista recuperada").to_owned(),
+            },
+            match &p.text {
+                Some(x) => escape(x),
+                None => t(es, "(the case gives no text for this passage)", "(el caso no da el texto de este pasaje)").to_owned(),
+            }
+        ));
+    }
+    b.push_str("</section>\n");
+    b.push_str(&format!(
+        "<section aria-labelledby=\"h-facts\"><h2 id=\"h-facts\">{}</h2><ul>",
+        t(
+            es,
+            "Required facts it maps to",
+            "Hechos requeridos que expresa"
+        )
+    ));
+    for (id, text) in &card.facts {
+        b.push_str(&format!("<li>{}: {}</li>", escape(id), escape(text)));
+    }
+    if card.facts.is_empty() {
+        b.push_str(&format!("<li>{}</li>", t(es, "none", "ninguno")));
+    }
+    b.push_str("</ul></section>\n");
+    if !blind_on {
+        b.push_str(&format!(
+            "<section aria-labelledby=\"h-verdicts\"><h2 id=\"h-verdicts\">{}</h2>\n",
+            t(es, "Verdicts", "Veredictos")
+        ));
+        if card.verdicts.is_empty() {
+            b.push_str(&format!(
+                "<p>{}</p>\n",
+                t(es, "No verdict yet.", "Aún sin veredicto.")
+            ));
+        } else {
+            b.push_str("<ol id=\"verdicts\">");
+            for (i, v) in card.verdicts.iter().enumerate() {
+                b.push_str(&format!(
+                    "<li><strong>{}</strong> — {} <small>({}{}{})</small></li>",
+                    verdict_name(es, v.support),
+                    escape(&v.reason),
+                    escape(&v.reviewer),
+                    if v.time.is_empty() { "" } else { ", " },
+                    escape(&v.time),
+                ));
+                if i == 0 && card.verdicts.len() > 1 {
+                    b.push_str(&format!(
+                        "<li class=\"annexes\">{}</li>",
+                        t(es, "Annexes:", "Anexos:")
+                    ));
+                }
+            }
+            b.push_str("</ol>\n");
+        }
+        b.push_str("</section>\n");
+        if let Some(s) = &card.suggestion {
+            b.push_str(&format!(
+                "<details id=\"suggestion\"><summary>{}</summary><p>{} · {} · {}{}</p></details>\n",
+                t(
+                    es,
+                    "The model's suggestion (hidden so that it does not anchor you)",
+                    "La sugerencia del modelo (oculta para que no le condicione)"
+                ),
+                verdict_name(es, s.suggestion),
+                escape(&s.label),
+                escape(&s.model),
+                s.reason
+                    .as_deref()
+                    .map(|r| format!(" — {}", escape(r)))
+                    .unwrap_or_default(),
+            ));
+        }
+    }
+    b.push_str(&format!(
+        "<form id=\"verdict\" method=\"post\" action=\"/claims/{}/review\">\n<input type=\"hidden\" name=\"csrf\" value=\"{}\">\n<fieldset><legend>{}</legend>\n",
+        escape(&card.claim),
+        st.csrf,
+        t(es, "Your verdict (keys 1–4)", "Su veredicto (teclas 1–4)"),
+    ));
+    for (i, v) in g::VERDICTS.iter().enumerate() {
+        let hint = if *v == Support::NotEvaluable {
+            t(
+                es,
+                "Say what is missing to evaluate it",
+                "Diga qué falta para evaluarla",
+            )
+        } else {
+            t(
+                es,
+                "Why (the passage and what it says)",
+                "Por qué (el pasaje y lo que dice)",
+            )
+        };
+        b.push_str(&format!(
+            "<div class=\"choice\"><input type=\"radio\" name=\"support\" id=\"v{k}\" value=\"{}\" data-key=\"{k}\" data-hint=\"{}\" required><label for=\"v{k}\"><kbd>{k}</kbd> {}</label></div>\n",
+            v.as_str(),
+            escape(hint),
+            verdict_name(es, *v),
+            k = i + 1,
+        ));
+    }
+    b.push_str(&format!(
+        "</fieldset>\n<label for=\"reason\">{}</label><textarea id=\"reason\" name=\"reason\" rows=\"3\" required placeholder=\"{}\"></textarea>\n<button type=\"submit\">{}</button> <small>{}</small>\n</form>\n",
+        t(es, "Reason (required; for “not evaluable”, what is missing)", "Motivo (obligatorio; para «no evaluable», qué falta)"),
+        escape(t(es, "Why (the passage and what it says)", "Por qué (el pasaje y lo que dice)")),
+        t(es, "Append the verdict", "Añadir el veredicto"),
+        t(es, "Ctrl+Enter in the reason appends it too.", "Ctrl+Intro en el motivo también lo añade."),
+    ));
+    if let Some(next) = &card.next {
+        b.push_str(&format!(
+            "<p><a href=\"/claims/{n}\">{} {n}</a></p>\n",
+            t(es, "Next claim:", "Siguiente afirmación:"),
+            n = escape(next)
+        ));
+    }
+    page_with(
+        es,
+        &format!("{} {}", t(es, "Claim", "Afirmación"), card.claim),
+        "<script src=\"/assets/review.js\" defer></script>\n",
+        &b,
+    )
+}
+
+/// Appends a verdict, exactly as `veredicto audit review` does, then moves to the next
+/// claim waiting (or back to this one).
+pub(crate) async fn submit(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let es = spanish(&headers);
+    let f = form(&body);
+    if field(&f, "csrf") != st.csrf {
+        return forbidden("missing or wrong CSRF token");
+    }
+    let Some(who) = reviewer(&st, &headers) else {
+        return html_error(
+            es,
+            StatusCode::FORBIDDEN,
+            t(
+                es,
+                "Say your name first (claims page).",
+                "Indique antes su nombre (página de afirmaciones).",
+            ),
+        );
+    };
+    let support: Support = match field(&f, "support").parse() {
+        Ok(s) => s,
+        Err(e) => return html_error(es, StatusCode::BAD_REQUEST, &e),
+    };
+    let reason = field(&f, "reason").to_owned();
+    let Some(arg) = st.config.audit.clone() else {
+        return html_error(es, StatusCode::NOT_FOUND, "no audit configured");
+    };
+    let history = st.config.history.clone();
+    let at = (st.config.clock)();
+    let blind_for = blind(&headers).then(|| who.clone());
+    let _lock = st.reviews.lock().await;
+    let claim = id.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let target = audit::open(&arg, &history, veredicto_app::Events::silent())?;
+        audit::record::review(
+            &target,
+            &audit::record::Review {
+                claim: &claim,
+                support,
+                reason: &reason,
+                reviewer: &who,
+                diagnosis: None,
+                time: &at,
+            },
+        )?;
+        let after = audit::open(&arg, &history, veredicto_app::Events::silent())?;
+        let queue = claims::queue(&after, Show::Waiting, blind_for.as_deref());
+        Ok::<_, veredicto_app::Error>(claims::next_in(&queue, &claim))
+    })
+    .await;
+    let enc = |s: &str| -> String { form_urlencoded::byte_serialize(s.as_bytes()).collect() };
+    match done {
+        Ok(Ok(next)) => redirect(&format!(
+            "/claims/{}?appended={}",
+            enc(next.as_deref().unwrap_or(&id)),
+            enc(&id)
+        )),
+        Ok(Err(e)) => html_error(es, StatusCode::BAD_REQUEST, &e.to_string()),
+        Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// The blind second-review switch: a cookie, then back where it was asked.
+pub(crate) async fn set_blind(RawQuery(q): RawQuery) -> Response {
+    let q = form(q.unwrap_or_default().as_bytes());
+    let on = field(&q, "on") == "1";
+    let back = field(&q, "back");
+    let back = if back.starts_with("/claims") && !back.contains("//") {
+        back
+    } else {
+        "/claims"
+    };
+    let mut r = redirect(back);
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "blind={}; SameSite=Strict; Path=/",
+        if on { "1" } else { "0" }
+    )) {
+        r.headers_mut().append(header::SET_COOKIE, v);
+    }
+    r
+}

@@ -1,0 +1,190 @@
+//! The claims area over HTTP: a verdict appended as `audit review` appends it, the reason
+//! required, an annex for a second opinion, and two browsers submitting at once.
+
+use std::path::{Path, PathBuf};
+
+use crate::golden::{attr, enc, request};
+
+fn start(dir: &Path) -> (String, PathBuf) {
+    let cases = dir.join("claims.yaml");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web/fixtures/claims.yaml"),
+        &cases,
+    )
+    .unwrap();
+    std::fs::write(dir.join("golden.jsonl"), "").unwrap();
+    let bound = veredicto_web::bind(
+        "127.0.0.1",
+        0,
+        veredicto_web::Config {
+            golden: dir.join("golden.jsonl"),
+            corpus: None,
+            token: None,
+            identity_header: Some("x-reviewer".into()),
+            clock: || "2026-01-01T00:00:00Z".to_owned(),
+            history: veredicto_app::HistorySpec::default_at(
+                dir.join("history.sqlite").display().to_string(),
+            ),
+            audit: Some(cases.display().to_string()),
+            exam: None,
+        },
+    )
+    .unwrap();
+    let url = bound.url().to_owned();
+    std::thread::spawn(move || bound.serve());
+    (
+        url.trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned(),
+        cases,
+    )
+}
+
+fn reviews(cases: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(veredicto_grounding::review_log_path(cases))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_verdict_is_appended_as_audit_review_appends_it_and_a_second_opinion_is_an_annex() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, cases) = start(dir.path());
+    let origin = format!("http://{addr}");
+    let (st, card) = request(
+        &addr,
+        "GET",
+        "/claims/C-017-3",
+        &[("x-reviewer", "Ana")],
+        "",
+    );
+    assert_eq!(st, 200);
+    assert!(card.contains("<mark>El reembolso comienza cuando envías la solicitud.[D-02]</mark>"));
+    assert!(card.contains("<script src=\"/assets/review.js\" defer></script>"));
+    assert!(card.contains("content-security-policy: default-src 'none'; script-src 'self';"));
+    let csrf = attr(&card, "csrf").to_owned();
+    let me = |who: &'static str| [("Origin", origin.clone()), ("x-reviewer", who.to_owned())];
+    let post = |who: &'static str, body: &str| {
+        let h = me(who);
+        let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        request(&addr, "POST", "/claims/C-017-3/review", &h, body)
+    };
+    // No reason: refused, with the message `audit review` gives; nothing appended.
+    let (st, page) = post(
+        "Ana",
+        &format!("csrf={csrf}&support=not_evaluable&reason=+"),
+    );
+    assert_eq!(st, 400);
+    assert!(page.contains("must say what is missing"), "{page}");
+    assert!(reviews(&cases).is_empty());
+    let (st, _) = post(
+        "Ana",
+        &format!(
+            "csrf={csrf}&support=unsupported&reason={}",
+            enc("D-02 p07: empieza al llegar al almacén")
+        ),
+    );
+    assert_eq!(st, 303);
+    // What `veredicto audit review CASES --claim C-017-3 ...` appends, byte for byte.
+    let by_cli = tempfile::tempdir().unwrap();
+    let copy = by_cli.path().join("claims.yaml");
+    std::fs::copy(&cases, &copy).unwrap();
+    let t = veredicto_app::audit::open_file(&copy, veredicto_app::Events::silent()).unwrap();
+    veredicto_app::audit::record::review(
+        &t,
+        &veredicto_app::audit::record::Review {
+            claim: "C-017-3",
+            support: veredicto_grounding::Support::Unsupported,
+            reason: "D-02 p07: empieza al llegar al almacén",
+            reviewer: "Ana",
+            diagnosis: None,
+            time: "2026-01-01T00:00:00Z",
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read(veredicto_grounding::review_log_path(&cases)).unwrap(),
+        std::fs::read(veredicto_grounding::review_log_path(&copy)).unwrap()
+    );
+    // A second reviewer disagrees: an annex, the verdict in force stays.
+    let (st, _) = post(
+        "Luis",
+        &format!("csrf={csrf}&support=partially_supported&reason=matiz"),
+    );
+    assert_eq!(st, 303);
+    let (_, card) = request(
+        &addr,
+        "GET",
+        "/claims/C-017-3?appended=C-017-3",
+        &[("x-reviewer", "Luis")],
+        "",
+    );
+    assert!(
+        card.contains("an annex that disagrees (unsupported)"),
+        "{card}"
+    );
+    let (_, queue) = request(
+        &addr,
+        "GET",
+        "/claims?show=disagreements",
+        &[("x-reviewer", "Luis")],
+        "",
+    );
+    assert!(queue.contains("/claims/C-017-3"), "{queue}");
+    assert!(queue.contains("pairs: 1"), "{queue}");
+    assert_eq!(reviews(&cases).len(), 2);
+    // Cross-origin, and without the CSRF token: 403, nothing appended.
+    let (st, _) = request(
+        &addr,
+        "POST",
+        "/claims/C-017-3/review",
+        &[("Origin", "http://evil.example"), ("x-reviewer", "Eve")],
+        &format!("csrf={csrf}&support=supported&reason=x"),
+    );
+    assert_eq!(st, 403);
+    let (st, _) = post("Eve", "support=supported&reason=x");
+    assert_eq!(st, 403);
+    assert_eq!(reviews(&cases).len(), 2);
+}
+
+#[test]
+fn two_browsers_submitting_at_once_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, cases) = start(dir.path());
+    let origin = format!("http://{addr}");
+    let (_, card) = request(&addr, "GET", "/claims/C-017-2", &[], "");
+    let csrf = attr(&card, "csrf").to_owned();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let threads: Vec<_> = ["Ana", "Luis"]
+        .into_iter()
+        .map(|who| {
+            let (addr, origin, csrf, barrier) =
+                (addr.clone(), origin.clone(), csrf.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut statuses = Vec::new();
+                barrier.wait();
+                for claim in ["C-017-2", "C-017-3", "C-017-2", "C-017-3"] {
+                    let (st, _) = request(
+                        &addr,
+                        "POST",
+                        &format!("/claims/{claim}/review"),
+                        &[("Origin", origin.as_str()), ("x-reviewer", who)],
+                        &format!("csrf={csrf}&support=supported&reason={who}+{claim}"),
+                    );
+                    statuses.push(st);
+                }
+                statuses
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), vec![303; 4]);
+    }
+    let log = reviews(&cases);
+    assert_eq!(log.len(), 8, "{log:?}");
+    for who in ["Ana", "Luis"] {
+        assert_eq!(log.iter().filter(|r| r["reviewer"] == who).count(), 4);
+    }
+}
