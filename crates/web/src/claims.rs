@@ -15,8 +15,8 @@ use veredicto_grounding::{self as g, Support};
 use veredicto_report::html::escape;
 
 use crate::{
-    cookie, field, forbidden, form, html_error, page, page_with, redirect, reviewer, reviewer_form,
-    spanish, t, AppState,
+    cookie, field, form, html_error, page, page_with, posted_form, redirect, reviewer,
+    reviewer_form, spanish, t, AppState,
 };
 
 /// The keyboard script of the claim card (served from the server itself: the pages'
@@ -524,10 +524,10 @@ pub(crate) async fn submit(
     body: Bytes,
 ) -> Response {
     let es = spanish(&headers);
-    let f = form(&body);
-    if field(&f, "csrf") != st.csrf {
-        return forbidden("missing or wrong CSRF token");
-    }
+    let f = match posted_form(&st, &body) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
     let Some(who) = reviewer(&st, &headers) else {
         return html_error(
             es,

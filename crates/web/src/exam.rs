@@ -11,7 +11,7 @@ use axum::response::Response;
 use veredicto_app::{Events, Message};
 use veredicto_report::html::escape;
 
-use crate::{field, forbidden, form, html_error, page, page_with, redirect, spanish, t, AppState};
+use crate::{html_error, page, page_with, posted_form, redirect, spanish, t, AppState};
 
 /// One exam started from the page.
 #[derive(Default)]
@@ -66,8 +66,8 @@ pub(crate) async fn start(
     body: Bytes,
 ) -> Response {
     let es = spanish(&headers);
-    if field(&form(&body), "csrf") != st.csrf {
-        return forbidden("missing or wrong CSRF token");
+    if let Err(refused) = posted_form(&st, &body) {
+        return refused;
     }
     let Some(runner) = st.config.exam.clone() else {
         return html_error(

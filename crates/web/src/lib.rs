@@ -294,6 +294,19 @@ pub(crate) fn form(bytes: &[u8]) -> Vec<(String, String)> {
     form_urlencoded::parse(bytes).into_owned().collect()
 }
 
+/// A POST's form, once its `csrf` field is the server's token (else the 403 to answer):
+/// the one CSRF check of every handler that changes state.
+// The refusal is the response the handler returns as it is, once per request.
+#[allow(clippy::result_large_err)]
+pub(crate) fn posted_form(st: &AppState, bytes: &[u8]) -> Result<Vec<(String, String)>, Response> {
+    let f = form(bytes);
+    if field(&f, "csrf") == st.csrf {
+        Ok(f)
+    } else {
+        Err(forbidden("missing or wrong CSRF token"))
+    }
+}
+
 pub(crate) fn field<'a>(f: &'a [(String, String)], name: &str) -> &'a str {
     f.iter()
         .find(|(k, _)| k == name)
@@ -565,10 +578,10 @@ async fn new_question(
 
 async fn add_case(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
     let es = spanish(&headers);
-    let f = form(&body);
-    if field(&f, "csrf") != st.csrf {
-        return forbidden("missing or wrong CSRF token");
-    }
+    let f = match posted_form(&st, &body) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
     let Some(who) = reviewer(&st, &headers) else {
         return html_error(
             es,
@@ -609,10 +622,10 @@ async fn add_case(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Byt
 }
 
 async fn set_reviewer(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
-    let f = form(&body);
-    if field(&f, "csrf") != st.csrf {
-        return forbidden("missing or wrong CSRF token");
-    }
+    let f = match posted_form(&st, &body) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
     let name: String =
         form_urlencoded::byte_serialize(field(&f, "reviewer").trim().as_bytes()).collect();
     // Back to the page that asked, never to another site.
@@ -924,10 +937,10 @@ async fn case_page(
 /// Rates a chunk that outranks a case's expected ones (appended beside the golden set).
 async fn judge(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
     let es = spanish(&headers);
-    let f = form(&body);
-    if field(&f, "csrf") != st.csrf {
-        return forbidden("missing or wrong CSRF token");
-    }
+    let f = match posted_form(&st, &body) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
     let Some(who) = reviewer(&st, &headers) else {
         return html_error(
             es,
