@@ -146,12 +146,7 @@ pub fn run(args: CalibrateArgs, project: &veredicto_app::Settings) -> anyhow::Re
         );
     };
     let deadline = args.net.total_deadline();
-    let opened = crate::retriever_args::open_retriever(
-        &uri,
-        &args.arm,
-        project,
-        &args.net.options(&project.env)?,
-    )?;
+    let opened = crate::retriever_args::open_retriever(&uri, &args.arm, project, &args.net)?;
     let retriever = opened.retriever;
     let embedder = crate::retriever_args::load_embedder(
         retriever.as_ref(),

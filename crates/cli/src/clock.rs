@@ -2,6 +2,19 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The system clock, for the application layer.
+pub struct SystemClock;
+
+impl veredicto_app::Clock for SystemClock {
+    fn now(&self) -> String {
+        now_rfc3339()
+    }
+
+    fn today(&self) -> String {
+        today_utc()
+    }
+}
+
 /// Today's date in UTC as `YYYY-MM-DD`.
 pub fn today_utc() -> String {
     let secs = SystemTime::now()

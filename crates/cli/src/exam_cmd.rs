@@ -2,11 +2,10 @@
 
 use crate::history_args::HistoryArgs;
 use anyhow::Context;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use veredicto_app::{ExamRequest, Overrides, Recording, Settings};
+use veredicto_app::exam_job::{ExamJob, RecordJob};
+use veredicto_app::{Overrides, Settings};
 use veredicto_core::policy::Policy;
-use veredicto_formats as formats;
 use veredicto_formats::config::Source;
 use veredicto_formats::config::Source as FlagSource;
 use veredicto_formats::policy::{PolicyFile, Section};
@@ -207,22 +206,6 @@ pub fn outcome(
     )
 }
 
-/// The exam the project's settings describe, with no flag given (the workbench's "Run the
-/// exam": what `veredicto exam` runs in the project), its messages handed to `events`.
-pub fn project_outcome(
-    settings: &Settings,
-    events: veredicto_app::Events<'_>,
-) -> anyhow::Result<veredicto_app::ExamOutcome> {
-    #[derive(clap::Parser)]
-    struct NoFlags {
-        #[command(flatten)]
-        exam: ExamArgs,
-    }
-    let args = <NoFlags as clap::Parser>::try_parse_from(["exam"])?.exam;
-    let (args, golden, policy) = resolve(args, settings)?;
-    outcome_of(&args, settings, &golden, policy.exam, None, events)
-}
-
 /// The arguments with the resolved source and corpus filled in, the golden set's path and
 /// the policy (flags, else the environment and veredicto.toml: see docs/config.md). Every
 /// check that can fail before the run is recorded happens here.
@@ -285,13 +268,7 @@ fn outcome_of(
     if let Some(k) = top_k {
         policy.top_k = k;
     }
-    let veredicto_app::golden::Loaded { cases, corpus, .. } = veredicto_app::golden::load(
-        golden,
-        args.corpus.as_deref(),
-        args.documents.as_deref(),
-        events,
-    )?;
-    let Some(uri) = crate::retriever_args::source_uri(
+    let Some(retriever) = crate::retriever_args::source_uri(
         args.run.as_deref(),
         args.index.as_deref(),
         args.retriever.as_deref(),
@@ -300,64 +277,17 @@ fn outcome_of(
             "exam needs something to examine: give --run FILE, --index DIR or --retriever URI (or a [source] in veredicto.toml)"
         );
     };
-    // One total deadline for every request of the run: retriever, embedder, reranker.
-    let deadline = args.net.total_deadline();
-    let opened = crate::retriever_args::open_retriever(
-        &uri,
-        &args.arm,
-        settings,
-        &args.net.options(&settings.env)?,
-    )?;
-    let retriever = opened.retriever;
-    let embedder = crate::retriever_args::load_embedder(
-        retriever.as_ref(),
-        opened.index_dir.as_deref(),
-        &args.embedder,
-        settings,
-        &args.net,
-        deadline,
-        &cases,
-        args.check_vectors.is_some(),
-    )?;
-    let reranker = match &args.rerank {
-        Some(spec) => Some(crate::models::load_reranker(
-            spec,
-            settings,
-            &args.embedder.api_key_env,
-            Some(args.net.embedder_net()),
-            Some(deadline),
-        )?),
-        None => None,
-    };
-    let notes = match &args.notes {
-        Some(p) => formats::notes::read_notes(p)?,
-        None => BTreeMap::new(),
-    };
-    let as_of = args.as_of.clone().unwrap_or_else(crate::clock::today_utc);
-    let corpus_fingerprint = match &args.corpus {
-        Some(p) => Some(file_fingerprint(p)?),
-        None => None,
-    };
     let rec = &args.record;
-    let record = (!rec.no_record).then(|| {
-        let cwd = &settings.cwd;
-        Recording {
-            history: settings.history.as_str(),
-            label: rec.label.clone(),
-            created_at: crate::clock::now_rfc3339(),
-            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            git_revision: crate::history_args::git_revision(cwd),
-            chunk_size: rec.chunk_size,
-            chunk_overlap: rec.chunk_overlap,
-            compare: ((rec.compare || rec.fail_on_regression)
-                && rec.baseline != crate::history_args::Baseline::None)
-                .then(|| rec.baseline.clone()),
-            fail_on_regression: rec.fail_on_regression,
-            seed: rec.seed,
-        }
+    let record = (!rec.no_record).then(|| RecordJob {
+        label: rec.label.clone(),
+        chunk_size: rec.chunk_size,
+        chunk_overlap: rec.chunk_overlap,
+        compare: ((rec.compare || rec.fail_on_regression)
+            && rec.baseline != crate::history_args::Baseline::None)
+            .then(|| rec.baseline.clone()),
+        fail_on_regression: rec.fail_on_regression,
+        git_revision: crate::history_args::git_revision(&settings.cwd),
     });
-    let (duplicates, max_retriever_failures) =
-        (settings.duplicates, settings.max_retriever_failures);
     // Latency is shown by the human report, put in the JSON by --timings, and recorded.
     let latency_shown = args.timings
         || record.is_some()
@@ -365,46 +295,40 @@ fn outcome_of(
             args.format.or_json(args.json),
             crate::printer::Format::Human
         );
-    let outcome = veredicto_app::run_exam(ExamRequest {
-        retriever: retriever.as_ref(),
-        embedder: embedder.as_deref(),
-        cases: &cases,
-        policy: &policy,
-        corpus,
-        corpus_fingerprint,
-        notes: &notes,
-        as_of: &as_of,
-        settings: veredicto_retrieve::pass::Settings {
-            depth: args.depth,
-            concurrency: args.concurrency,
-            reranker: reranker.as_deref(),
-            candidates: args.candidates,
-            keep: args.keep,
-            exactness_check: args.exactness_check,
-            progress: None,
-            latency_sample: if latency_shown {
-                args.latency_sample
-            } else {
-                0
-            },
-            duplicates,
-            max_retriever_failures,
-            cancel: None,
+    let job = ExamJob {
+        golden: golden.to_owned(),
+        corpus: args.corpus.clone(),
+        documents: args.documents.clone(),
+        retriever,
+        arms: args.arm.clone(),
+        embedder: args.embedder.spec(),
+        net: args.net.net()?,
+        depth: args.depth,
+        concurrency: args.concurrency,
+        exactness_check: args.exactness_check,
+        check_vectors: args.check_vectors.map(|n| n as usize),
+        rerank: args.rerank.clone(),
+        candidates: args.candidates,
+        keep: args.keep,
+        latency_sample: if latency_shown {
+            args.latency_sample
+        } else {
+            0
         },
-        rerank_spec: args.rerank.as_deref(),
-        fusion: opened.fusion.as_ref(),
-        check_vectors: args
-            .check_vectors
-            .map(|n| veredicto_app::stored_vectors::CheckVectors {
-                chunks: n as usize,
-                seed: args.record.seed,
-            }),
         timings: args.timings,
+        notes: args.notes.clone(),
+        as_of: args.as_of.clone(),
+        policy,
+        seed: rec.seed,
         record,
-        // A bar on a terminal, a line every few seconds in CI logs (stderr only).
+    };
+    // A bar on a terminal, a line every few seconds in CI logs (stderr only).
+    Ok(veredicto_app::exam_job::run(
+        &job,
+        settings,
+        &crate::clock::SystemClock,
         events,
-    })?;
-    Ok(outcome)
+    )?)
 }
 
 fn render(
@@ -435,10 +359,4 @@ fn render(
         1 => crate::printer::ExitStatus::Stop,
         _ => crate::printer::ExitStatus::Error,
     })
-}
-
-/// `sha256:` of a file's bytes.
-pub fn file_fingerprint(path: &std::path::Path) -> anyhow::Result<String> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(veredicto_core::fingerprint::sha256_bytes(&bytes))
 }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use std::path::PathBuf;
-use veredicto_embed::{Embedder, Reranker};
+use veredicto_embed::Embedder;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct EmbedderArgs {
@@ -57,24 +57,6 @@ impl EmbedderArgs {
             None,
         )?)
     }
-}
-
-/// `--rerank MODEL_DIR|URL`: a local cross-encoder folder, or an HTTP `/rerank` endpoint;
-/// `net` = (per-request timeout, retries) and the run's total deadline for the latter.
-pub fn load_reranker(
-    spec: &str,
-    settings: &veredicto_app::Settings,
-    api_key_env: &str,
-    net: Option<HttpNet>,
-    deadline: Option<veredicto_embed::Deadline>,
-) -> anyhow::Result<Box<dyn Reranker>> {
-    Ok(veredicto_app::models::load_reranker(
-        spec,
-        &settings.env,
-        api_key_env,
-        net,
-        deadline,
-    )?)
 }
 
 /// The models folder of these settings (`VEREDICTO_MODELS`, else

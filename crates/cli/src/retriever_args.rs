@@ -1,7 +1,6 @@
 //! Choosing the retriever from the command line: `--retriever URI` (or its short forms
 //! `--index DIR` and `--run FILE`) and the network options of live retrievers.
 
-use anyhow::Context;
 use std::time::Duration;
 use veredicto_core::retrieval::{DuplicateRule, FailureLimit};
 use veredicto_retrieve::Options;
@@ -104,9 +103,6 @@ pub fn byte_size(s: &str) -> Result<u64, String> {
     }
 }
 
-/// Largest `--body-template` file read.
-const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
-
 /// The retriever URI that `--run FILE`, `--index DIR` or `--retriever URI` name (the first
 /// given), or `None` when none is.
 pub fn source_uri(
@@ -114,12 +110,7 @@ pub fn source_uri(
     index: Option<&std::path::Path>,
     retriever: Option<&str>,
 ) -> Option<String> {
-    match (run, index, retriever) {
-        (Some(run), _, _) => Some(format!("run:{run}")),
-        (_, Some(dir), _) => Some(format!("index:{}", dir.display())),
-        (_, _, Some(uri)) => Some(uri.to_owned()),
-        _ => None,
-    }
+    veredicto_app::source::uri_of(run, index, retriever)
 }
 
 /// `--concurrency`: 1 to 256.
@@ -144,6 +135,28 @@ pub fn positive_secs(s: &str) -> Result<f64, String> {
 }
 
 impl NetArgs {
+    /// The flags as the application's network settings.
+    pub fn net(&self) -> anyhow::Result<veredicto_app::source::Net> {
+        Ok(veredicto_app::source::Net {
+            timeout: Duration::from_secs_f64(self.timeout),
+            deadline: Duration::from_secs_f64(self.deadline),
+            retries: self.retries,
+            header_env: self
+                .header_env
+                .iter()
+                .map(|h| veredicto_app::source::header_env(h))
+                .collect::<Result<_, _>>()?,
+            results_pointer: self.results_pointer.clone(),
+            id_pointer: self.id_pointer.clone(),
+            score_pointer: self.score_pointer.clone(),
+            id_as_text: self.id_as_text,
+            max_answer_bytes: self.max_answer_bytes,
+            body_template: self.body_template.clone(),
+            ca_file: self.ca_file.clone(),
+            cmd_env: self.cmd_env.clone(),
+        })
+    }
+
     /// (per-request timeout, retries, `--ca-file`) for an embeddings or rerank server.
     pub fn embedder_net(&self) -> crate::models::HttpNet {
         crate::models::HttpNet {
@@ -161,92 +174,8 @@ impl NetArgs {
 
     /// The library's options, with header values read from the environment `env`.
     pub fn options(&self, env: &veredicto_app::Env) -> anyhow::Result<Options> {
-        let mut headers = Vec::new();
-        for spec in &self.header_env {
-            let (name, var) = spec
-                .split_once('=')
-                .filter(|(n, v)| !n.trim().is_empty() && !v.trim().is_empty())
-                .with_context(|| {
-                    format!(
-                        "--header-env expects NAME=ENVVAR, got `{}`",
-                        veredicto_core::redact::short(spec)
-                    )
-                })?;
-            let value = env.get(var.trim()).with_context(|| {
-                format!("--header-env {name}: environment variable `{var}` is not set")
-            })?;
-            headers.push((name.trim().to_owned(), value));
-        }
-        let body_template = match &self.body_template {
-            Some(path) => Some(read_template(path)?),
-            None => None,
-        };
-        Ok(Options {
-            timeout: Duration::from_secs_f64(self.timeout),
-            deadline: Duration::from_secs_f64(self.deadline),
-            retries: self.retries,
-            headers,
-            results_pointer: self.results_pointer.clone(),
-            id_pointer: self.id_pointer.clone(),
-            score_pointer: self.score_pointer.clone(),
-            id_as_text: self.id_as_text,
-            max_answer_bytes: self.max_answer_bytes,
-            command_env: self.command_env(env)?,
-            body_template,
-            ca_file: self.ca_file.clone(),
-            ..Options::default()
-        })
+        Ok(self.net()?.options(env)?)
     }
-
-    /// The environment of a `cmd:` retriever: the variables passed by default that are
-    /// set, and each `--cmd-env NAME` (an error when it is not set). Values are never
-    /// printed.
-    fn command_env(
-        &self,
-        vars: &veredicto_app::Env,
-    ) -> anyhow::Result<Vec<(std::ffi::OsString, std::ffi::OsString)>> {
-        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vars
-            .vars_os()
-            .filter(|(name, _)| {
-                name.to_str()
-                    .is_some_and(veredicto_retrieve::cmd::passed_by_default)
-            })
-            .map(|(n, v)| (n.to_owned(), v.to_owned()))
-            .collect();
-        for name in &self.cmd_env {
-            let valid =
-                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            anyhow::ensure!(
-                valid,
-                "--cmd-env expects the name of an environment variable (letters, digits, `_`), got `{}`",
-                veredicto_core::redact::short(name)
-            );
-            let value = vars.get_os(name).map(ToOwned::to_owned).with_context(|| {
-                format!("--cmd-env {name}: environment variable `{name}` is not set")
-            })?;
-            env.retain(|(n, _)| n.to_str() != Some(name.as_str()));
-            env.push((name.into(), value));
-        }
-        Ok(env)
-    }
-}
-
-/// Reads and checks `--body-template FILE`.
-fn read_template(
-    path: &std::path::Path,
-) -> anyhow::Result<veredicto_retrieve::template::BodyTemplate> {
-    use std::io::Read;
-    let shown = path.display().to_string();
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_TEMPLATE_BYTES + 1).read_to_string(&mut text))
-        .with_context(|| format!("--body-template {shown}: cannot read the file"))?;
-    anyhow::ensure!(
-        text.len() as u64 <= MAX_TEMPLATE_BYTES,
-        "--body-template {shown}: larger than 1 MiB"
-    );
-    veredicto_retrieve::template::BodyTemplate::parse(&text, &shown)
-        .map_err(|e| anyhow::anyhow!("--body-template {e}"))
 }
 
 /// Opens the retriever `uri` names; a `fusion:` retriever over the resolved arms (`--arm`,
@@ -256,24 +185,18 @@ pub fn open_retriever(
     uri: &str,
     given: &[String],
     settings: &veredicto_app::Settings,
-    options: &Options,
+    net: &NetArgs,
 ) -> anyhow::Result<veredicto_app::retriever::Opened> {
-    anyhow::ensure!(
-        given.is_empty() || veredicto_app::retriever::is_fusion(uri),
-        "--arm gives the arms of a fusion: use it with --retriever 'fusion:rrf' (or combsum, combmnz, combmax, wsum), not with `{}`",
-        veredicto_core::redact::url(uri)
-    );
-    Ok(veredicto_app::retriever::open(
+    Ok(veredicto_app::source::open(
         uri,
-        &settings.arms,
-        options,
+        given,
+        settings,
+        &net.net()?,
     )?)
 }
 
-/// The embedder the retriever needs ([`veredicto_app::models::embedder_for`]): for one that
-/// requires vectors, the model when a case has no `query_vector`; for one that accepts
-/// vectors, only when `--embedder` or `--model` is given explicitly. `index_dir`: the own
-/// index the retriever reads (alone or as an arm), whose recorded model is the default.
+/// The embedder the retriever needs ([`veredicto_app::source::embedder`]). `index_dir`: the
+/// own index the retriever reads (alone or as an arm), whose recorded model is the default.
 #[allow(clippy::too_many_arguments)] // the flags of one command, each needed once
 pub fn load_embedder(
     retriever: &dyn veredicto_retrieve::Retriever,
@@ -285,25 +208,14 @@ pub fn load_embedder(
     cases: &[veredicto_core::case::Case],
     always: bool,
 ) -> anyhow::Result<Option<Box<dyn veredicto_embed::Embedder>>> {
-    if always {
-        // Loaded even when the queries need no vectors (the stored-vector check embeds).
-        let e = veredicto_app::models::load_embedder(
-            &args.spec(),
-            veredicto_app::models::ModelPlaces::of(settings),
-            index_dir,
-            Some(net.embedder_net()),
-            Some(deadline),
-        )?;
-        retriever.check_model(&veredicto_app::ingest::index_fingerprint(e.as_ref()).hash)?;
-        return Ok(Some(e));
-    }
-    Ok(veredicto_app::models::embedder_for(
+    Ok(veredicto_app::source::embedder(
         retriever,
         index_dir,
         &args.spec(),
-        veredicto_app::models::ModelPlaces::of(settings),
-        net.embedder_net(),
+        settings,
+        &net.net()?,
         deadline,
         cases,
+        always,
     )?)
 }

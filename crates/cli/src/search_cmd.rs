@@ -261,12 +261,7 @@ fn run_live(
     } else {
         Some(Filter::parse_all(args.filter.iter().map(String::as_str))?.to_json()?)
     };
-    let opened = crate::retriever_args::open_retriever(
-        uri,
-        &args.arm,
-        settings,
-        &args.net.options(&settings.env)?,
-    )?;
+    let opened = crate::retriever_args::open_retriever(uri, &args.arm, settings, &args.net)?;
     let retriever = opened.retriever;
     let case = veredicto_core::case::Case {
         id: "search".into(),

@@ -45,8 +45,17 @@ pub fn run(args: ServeArgs, settings: &veredicto_app::Settings) -> anyhow::Resul
                 let settings = settings.clone();
                 veredicto_web::ExamRunner(std::sync::Arc::new(
                     move |events: veredicto_app::Events<'_>| {
-                        crate::exam_cmd::project_outcome(&settings, events)
-                            .map_err(|e| format!("{e:#}"))
+                        // What `veredicto exam` runs in the project with no flag given.
+                        veredicto_app::exam_job::ExamJob::from_settings(&settings)
+                            .and_then(|job| {
+                                veredicto_app::exam_job::run(
+                                    &job,
+                                    &settings,
+                                    &crate::clock::SystemClock,
+                                    events,
+                                )
+                            })
+                            .map_err(|e| format!("{:#}", anyhow::Error::from(e)))
                     },
                 ))
             }),

@@ -128,7 +128,7 @@ pub fn run(args: TuneArgs, settings: &veredicto_app::Settings) -> anyhow::Result
     let options = args.net.options(&settings.env)?;
     // The fusion opened whole first: its arms' URIs, the vectors it needs and the model
     // of its index are checked as the exam checks them.
-    let opened = crate::retriever_args::open_retriever(&uri, &args.arm, settings, &options)?;
+    let opened = crate::retriever_args::open_retriever(&uri, &args.arm, settings, &args.net)?;
     let deadline = args.net.total_deadline();
     let embedder = crate::retriever_args::load_embedder(
         opened.retriever.as_ref(),

@@ -7,9 +7,15 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use veredicto_app::{Baseline, Events, ExamOutcome, ExamRequest, Recording};
+use veredicto_app::exam_job::{ExamJob, RecordJob};
+use veredicto_app::models::EmbedderSpec;
+use veredicto_app::source::Net;
+use veredicto_app::{
+    Baseline, Env, Events, ExamOutcome, ExamRequest, FixedClock, Overrides, Recording, Settings,
+};
 use veredicto_core::exam::Verdict;
 use veredicto_core::history::{RecordedRun, RunMeta};
+use veredicto_core::retrieval::DuplicateRule;
 use veredicto_formats::policy::{PolicyFile, Section};
 use veredicto_report::Format;
 use veredicto_retrieve::Retriever;
@@ -117,41 +123,33 @@ impl NativeExam {
     }
 }
 
-/// The retriever under examination: a URI (`postgres://…`, `http://…`, `index:DIR`,
-/// `run:FILE`) or a run file path, opened by `veredicto-retrieve`; else a callable.
-fn open_retriever(py: Python<'_>, retriever: &Bound<'_, PyAny>) -> PyResult<Box<dyn Retriever>> {
-    let text: Option<String> = if let Ok(s) = retriever.extract::<String>() {
-        Some(s)
-    } else if let Ok(p) = retriever.extract::<PathBuf>() {
-        Some(format!("run:{}", p.display()))
-    } else {
-        None
-    };
-    match text {
-        Some(t) => {
-            let uri = if veredicto_retrieve::scheme_of(&t).is_some() {
-                t
-            } else {
-                format!("run:{t}")
-            };
-            veredicto_retrieve::open(&uri, &veredicto_retrieve::Options::default())
-                .map_err(|e| errors::to_py(py, &e))
-        }
-        None if retriever.is_callable() => {
-            Ok(Box::new(PyRetriever::new(py, retriever.clone().unbind())))
-        }
-        None => Err(pyo3::exceptions::PyTypeError::new_err(
-            "retriever must be a callable (query, k) -> results, a retriever URI or a run file path",
-        )),
+/// The retriever under examination as a URI (`postgres://…`, `http://…`, `index:DIR`,
+/// `fusion:…`, `run:FILE`; a path without a scheme is a run file), or `None` for a
+/// callable.
+fn retriever_uri(retriever: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    if let Ok(s) = retriever.extract::<String>() {
+        return Ok(Some(veredicto_app::source::uri_or_run_file(&s)));
     }
+    if let Ok(p) = retriever.extract::<PathBuf>() {
+        return Ok(Some(format!("run:{}", p.display())));
+    }
+    if retriever.is_callable() {
+        return Ok(None);
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(
+        "retriever must be a callable (query, k) -> results, a retriever URI or a run file path",
+    ))
 }
 
 /// Runs the exam. `golden` is a path (the Python wrapper writes a list of dicts to a file);
-/// `created_at` and `as_of` come from the caller's clock.
+/// `created_at` and `as_of` come from the caller's clock. A retriever URI is opened by the
+/// application layer as `veredicto exam --retriever URI` opens it (its query model loaded
+/// when it searches with vectors: `model`, else `VEREDICTO_MODEL`, else the index's);
+/// a callable is called from `concurrency` threads.
 #[pyfunction]
 #[pyo3(signature = (golden, retriever, *, corpus=None, documents=None, policy=None, notes=None,
     history=None, label=None, depth=100, concurrency=4, as_of, created_at, baseline=None,
-    fail_on_regression=false, seed=None, duplicates=None))]
+    fail_on_regression=false, seed=None, duplicates=None, model=None))]
 #[allow(clippy::too_many_arguments)]
 fn exam(
     py: Python<'_>,
@@ -171,22 +169,11 @@ fn exam(
     fail_on_regression: bool,
     seed: Option<u64>,
     duplicates: Option<String>,
+    model: Option<String>,
 ) -> PyResult<NativeExam> {
     if concurrency == 0 {
         return Err(VeredictoError::new_err("concurrency must be at least 1"));
     }
-    let retriever = open_retriever(py, retriever)?;
-    let loaded = errors::app(
-        py,
-        py.detach(|| {
-            veredicto_app::golden::load(
-                &golden,
-                corpus.as_deref(),
-                documents.as_deref(),
-                Events::silent(),
-            )
-        }),
-    )?;
     let policy = match &policy {
         Some(p) => {
             PolicyFile::read_sections(p, &[Section::Exam])
@@ -195,31 +182,6 @@ fn exam(
         }
         None => PolicyFile::default().exam,
     };
-    let notes = match &notes {
-        Some(p) => veredicto_formats::notes::read_notes(p).map_err(|e| errors::to_py(py, &e))?,
-        None => BTreeMap::new(),
-    };
-    if veredicto_app::exam::needs_embedder(retriever.as_ref(), &loaded.cases, false) {
-        return Err(VeredictoError::new_err(format!(
-            "{}: this retriever searches with query vectors and the golden set has none; run it with the `veredicto exam` command (which loads the model), or pass a Python callable",
-            retriever.describe()
-        )));
-    }
-    let corpus_fingerprint = match &corpus {
-        Some(p) => {
-            let bytes = std::fs::read(p).map_err(|e| {
-                errors::input_error(
-                    py,
-                    format!("{}: {e}", p.display()),
-                    &p.display().to_string(),
-                    0,
-                    None,
-                )
-            })?;
-            Some(veredicto_core::fingerprint::sha256_bytes(&bytes))
-        }
-        None => None,
-    };
     let compare = match &baseline {
         None => None,
         Some(b) => Some(
@@ -227,48 +189,144 @@ fn exam(
                 .map_err(|e| VeredictoError::new_err(e.to_string()))?,
         ),
     };
-    let duplicates = match duplicates.as_deref() {
+    let duplicates: DuplicateRule = match duplicates.as_deref() {
         None => Default::default(),
         Some(d) => d.parse().map_err(|e: String| VeredictoError::new_err(e))?,
     };
-    let record = history.as_deref().map(|h| Recording {
-        history: h,
-        label: label.clone(),
-        created_at: created_at.clone(),
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-        git_revision: None,
-        chunk_size: None,
-        chunk_overlap: None,
-        compare: compare.clone(),
-        fail_on_regression,
-        seed: seed.unwrap_or(veredicto_core::compare::DEFAULT_SEED),
-    });
-    let cases = loaded.cases;
-    let outcome = py.detach(|| {
-        veredicto_app::run_exam(ExamRequest {
-            retriever: retriever.as_ref(),
+    let seed = seed.unwrap_or(veredicto_core::compare::DEFAULT_SEED);
+    let Some(uri) = retriever_uri(retriever)? else {
+        let retriever: Box<dyn Retriever> =
+            Box::new(PyRetriever::new(py, retriever.clone().unbind()));
+        let loaded = errors::app(
+            py,
+            py.detach(|| {
+                veredicto_app::golden::load(
+                    &golden,
+                    corpus.as_deref(),
+                    documents.as_deref(),
+                    Events::silent(),
+                )
+            }),
+        )?;
+        let notes = match &notes {
+            Some(p) => {
+                veredicto_formats::notes::read_notes(p).map_err(|e| errors::to_py(py, &e))?
+            }
+            None => BTreeMap::new(),
+        };
+        let corpus_fingerprint = match &corpus {
+            Some(p) => {
+                let bytes = std::fs::read(p).map_err(|e| {
+                    errors::input_error(
+                        py,
+                        format!("{}: {e}", p.display()),
+                        &p.display().to_string(),
+                        0,
+                        None,
+                    )
+                })?;
+                Some(veredicto_core::fingerprint::sha256_bytes(&bytes))
+            }
+            None => None,
+        };
+        let record = history.as_deref().map(|h| Recording {
+            history: h,
+            label: label.clone(),
+            created_at: created_at.clone(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            git_revision: None,
+            chunk_size: None,
+            chunk_overlap: None,
+            compare: compare.clone(),
+            fail_on_regression,
+            seed,
+        });
+        let cases = loaded.cases;
+        let outcome = py.detach(|| {
+            veredicto_app::run_exam(ExamRequest {
+                retriever: retriever.as_ref(),
+                embedder: None,
+                cases: &cases,
+                policy: &policy,
+                corpus: loaded.corpus,
+                corpus_fingerprint,
+                notes: &notes,
+                as_of: &as_of,
+                settings: veredicto_retrieve::pass::Settings {
+                    depth,
+                    concurrency,
+                    latency_sample: 0,
+                    duplicates,
+                    ..veredicto_retrieve::pass::Settings::default()
+                },
+                rerank_spec: None,
+                fusion: None,
+                check_vectors: None,
+                timings: false,
+                record,
+                events: Events::silent(),
+            })
+        });
+        let outcome = errors::app(py, outcome)?;
+        return Ok(NativeExam {
+            outcome,
+            created_at,
+            label,
+        });
+    };
+    // A URI: the exam `veredicto exam --retriever URI` runs, through the application layer.
+    let cwd = std::env::current_dir()
+        .map_err(|e| VeredictoError::new_err(format!("the working folder: {e}")))?;
+    let settings = Settings::resolve(
+        &Overrides {
+            history: history.clone(),
+            model: model.clone(),
+            duplicates: Some(duplicates),
+            ..Overrides::default()
+        },
+        None,
+        Env::from_vars(std::env::vars_os()),
+        &cwd,
+    );
+    let mut job = ExamJob {
+        golden,
+        corpus,
+        documents,
+        retriever: uri,
+        arms: Vec::new(),
+        embedder: EmbedderSpec {
+            model,
             embedder: None,
-            cases: &cases,
-            policy: &policy,
-            corpus: loaded.corpus,
-            corpus_fingerprint,
-            notes: &notes,
-            as_of: &as_of,
-            settings: veredicto_retrieve::pass::Settings {
-                depth,
-                concurrency,
-                latency_sample: 0,
-                duplicates,
-                ..veredicto_retrieve::pass::Settings::default()
-            },
-            rerank_spec: None,
-            fusion: None,
-            check_vectors: None,
-            timings: false,
-            record,
-            events: Events::silent(),
-        })
-    });
+            embedder_model: "text-embedding-3-small".into(),
+            api_key_env: "OPENAI_API_KEY".into(),
+        },
+        net: Net::default(),
+        depth,
+        concurrency,
+        exactness_check: false,
+        check_vectors: None,
+        rerank: None,
+        candidates: 30,
+        keep: 10,
+        latency_sample: 0,
+        timings: false,
+        notes,
+        as_of: Some(as_of),
+        policy,
+        seed,
+        record: None,
+    };
+    if history.is_some() {
+        job.record = Some(RecordJob {
+            label: label.clone(),
+            compare,
+            fail_on_regression,
+            ..RecordJob::default()
+        });
+    }
+    let clock = FixedClock(created_at.clone());
+    let outcome =
+        py.detach(|| veredicto_app::exam_job::run(&job, &settings, &clock, Events::silent()));
     let outcome = errors::app(py, outcome)?;
     Ok(NativeExam {
         outcome,

@@ -128,8 +128,7 @@ impl RelevanceEvaluator {
                 scores: Vec::with_capacity(docs.len()),
             };
             for (doc, score) in docs.iter() {
-                let doc = doc.cast::<PyString>()?;
-                r.ids.extend_from_slice(doc.to_cow()?.as_bytes());
+                r.ids.extend_from_slice(utf8(doc.cast::<PyString>()?)?);
                 r.ends.push(r.ids.len());
                 r.scores.push(score.extract::<f64>()?);
             }
@@ -145,6 +144,29 @@ impl RelevanceEvaluator {
             .map_err(|e| errors::to_py(py, &e))?;
         Ok((qids, evals))
     }
+}
+
+/// The UTF-8 bytes of a Python `str`, borrowed from the string: CPython keeps a string's
+/// UTF-8 form (for an ASCII string, its own buffer), so no bytes object is made and freed
+/// per document, as `to_cow` does under the 3.9 limited API. `PyUnicode_AsUTF8AndSize` is
+/// in every CPython 3 (declared in the limited API from 3.10, with the same signature).
+fn utf8<'a>(s: &'a Bound<'_, PyString>) -> PyResult<&'a [u8]> {
+    extern "C" {
+        fn PyUnicode_AsUTF8AndSize(
+            unicode: *mut pyo3::ffi::PyObject,
+            size: *mut pyo3::ffi::Py_ssize_t,
+        ) -> *const std::ffi::c_char;
+    }
+    let mut len: pyo3::ffi::Py_ssize_t = 0;
+    // SAFETY: `s` is a live `str` held with the GIL; the returned buffer belongs to the
+    // string and lives as long as it, which outlives the borrow returned.
+    let data = unsafe { PyUnicode_AsUTF8AndSize(s.as_ptr(), &mut len) };
+    if data.is_null() {
+        return Err(PyErr::fetch(s.py()));
+    }
+    // SAFETY: CPython returns `len` bytes of UTF-8 at `data` (a string that cannot be
+    // encoded, e.g. with lone surrogates, returned null above).
+    Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len as usize) })
 }
 
 /// The output names one measure argument gives (`nDCG@10` -> `ndcg_cut_10`, `P.5,10` ->

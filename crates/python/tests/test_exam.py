@@ -201,3 +201,37 @@ def test_history_runs_show_trends_compare(rack, tmp_path):
     assert [t["verdict"] for t in h.trends()] == ["accept", "stop"]
     c = veredicto.compare(history, "latest", "previous")
     assert c["comparison"]["regression"] is True
+
+
+def test_own_index_uri_loads_the_query_model_as_the_command_does(rack, tmp_path):
+    """`index:DIR` needs query vectors: the exam loads the model as `veredicto exam` does,
+    and the JSON is the command's bytes."""
+    import pathlib
+
+    model = pathlib.Path(__file__).resolve().parents[3] / "models" / "all-MiniLM-L6-v2"
+    assert model.is_dir(), "run scripts/fetch-model.sh first"
+    index = tmp_path / "kb"
+    out = subprocess.run(
+        [sys.executable, "-m", "veredicto", "ingest", "--corpus", str(rack / "corpus.jsonl"),
+         "--index", str(index), "--model", str(model), "--time", "2026-01-01T00:00:00Z"],
+        capture_output=True, text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    result = veredicto.exam(rack / "golden.jsonl", f"index:{index}",
+                            corpus=rack / "corpus.jsonl", policy=rack / "policy.toml",
+                            as_of=AS_OF)
+    text, code = cli_json("--golden", str(rack / "golden.jsonl"), "--index", str(index),
+                          "--corpus", str(rack / "corpus.jsonl"),
+                          "--policy", str(rack / "policy.toml"))
+    assert result.to_json() == text
+    assert result.accepted == (code == 0)
+    # A model named explicitly is the one used: the same as the index's here.
+    again = veredicto.exam(rack / "golden.jsonl", f"index:{index}", model=str(model),
+                           corpus=rack / "corpus.jsonl", policy=rack / "policy.toml",
+                           as_of=AS_OF)
+    assert again.to_json() == text
+
+
+def test_arms_given_without_a_fusion_are_refused_as_on_the_command_line(rack):
+    with pytest.raises(veredicto.VeredictoError, match="fusion"):
+        veredicto.exam(rack / "golden.jsonl", "fusion:rrf?k=60", as_of=AS_OF)

@@ -674,10 +674,21 @@ pub fn compat_differences(c: &Compatibility) -> Vec<String> {
         .iter()
         .cloned()
         .partition(|s| s.key == "embedding_model" || s.key == "model_hash");
-    if !model.is_empty() {
+    // A run that embeds no query (a run file, a lexical retriever, a fusion of run files)
+    // has no model: that is not a change of model, and its ranks compare case by case.
+    let (changed, one_sided): (Vec<SettingChange>, Vec<SettingChange>) = model
+        .into_iter()
+        .partition(|s| !s.base.is_null() && !s.new.is_null());
+    if !changed.is_empty() {
         differences.push(format!(
             "query embedder changed: {}: the runs embed their queries with different models, so their scores and ranks are not comparable case by case",
-            setting_changes(&model)
+            setting_changes(&changed)
+        ));
+    }
+    if !one_sided.is_empty() {
+        differences.push(format!(
+            "query embedding differs: {}: only one of the runs embeds its queries (the other reads a run file or ranks without query vectors)",
+            setting_changes(&one_sided)
         ));
     }
     if !config.is_empty() {
@@ -1210,6 +1221,44 @@ mod tests {
                 "policy changed: noise_ceiling 0.3 → 0.4",
                 "K changed: default 10 → 5; 1 shared case(s) compared at the smaller K, recomputed from the expected chunks' ranks, noise not compared (q1)",
                 "config changed: depth 0.3 → 0.4",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_run_without_a_query_model_is_not_a_change_of_model() {
+        let c = Compatibility {
+            comparable: true,
+            golden: veredicto_core::compare::GoldenDiff {
+                changed: false,
+                base_fingerprint: "a".into(),
+                new_fingerprint: "a".into(),
+                base_cases: 3,
+                new_cases: 3,
+                shared: 3,
+                added: Vec::new(),
+                removed: Vec::new(),
+                changed_cases: Vec::new(),
+            },
+            policy: veredicto_core::compare::PolicyDiff {
+                changed: false,
+                base_fingerprint: "p".into(),
+                new_fingerprint: "p".into(),
+                changes: Vec::new(),
+            },
+            k: None,
+            config: vec![SettingChange {
+                key: "embedding_model".into(),
+                base: serde_json::json!("multilingual-e5-small"),
+                new: serde_json::Value::Null,
+            }],
+            corpus_changed: false,
+            differences: Vec::new(),
+        };
+        assert_eq!(
+            compat_differences(&c),
+            [
+                r#"query embedding differs: embedding_model "multilingual-e5-small" → null: only one of the runs embeds its queries (the other reads a run file or ranks without query vectors)"#
             ]
         );
     }

@@ -320,6 +320,7 @@ def exam(
     fail_on_regression: bool = False,
     seed: Optional[int] = None,
     duplicates: Optional[str] = None,
+    model: Optional[str] = None,
 ) -> Exam:
     """Run the golden-set acceptance exam and return its :class:`Exam`.
 
@@ -333,7 +334,11 @@ def exam(
     documented default policy. ``history`` (a file or ``postgres://`` URL) records the run;
     with ``baseline`` (``previous``, ``last-accepted`` or a run ID) it is compared, and
     ``fail_on_regression`` fails the exam on a significant drop. The callable is called from
-    ``concurrency`` threads at once (each takes the GIL for the call).
+    ``concurrency`` threads at once (each takes the GIL for the call). A URI is opened as
+    ``veredicto exam --retriever URI`` opens it: a retriever that searches with query
+    vectors (``index:DIR``, pgvector, Qdrant, …) gets its queries embedded by ``model`` (a
+    known model's name or a model folder), else ``VEREDICTO_MODEL``, else the model the
+    index was built with.
     """
     today = _dt.datetime.now(_dt.timezone.utc)
     created_at = today.strftime("%Y-%m-%dT%H:%M:%S.") + f"{today.microsecond // 1000:03d}Z"
@@ -371,6 +376,7 @@ def exam(
             fail_on_regression=fail_on_regression,
             seed=seed,
             duplicates=duplicates,
+            model=model,
         )
     finally:
         if tmp is not None:

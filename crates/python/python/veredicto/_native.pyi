@@ -66,6 +66,7 @@ def exam(
     fail_on_regression: bool = False,
     seed: Optional[int] = None,
     duplicates: Optional[str] = None,
+    model: Optional[str] = None,
 ) -> NativeExam: ...
 
 class NativeHistory:
