@@ -367,9 +367,11 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
         report.fusion = Some(crate::retriever::fusion_report(handle, &report, timings));
     }
     // The query embedder when one was loaded (for the own index it is the index's model,
-    // checked), else the model the collection records.
+    // checked), else the model the collection records; none for a retriever that never
+    // takes query vectors (the own index's BM25 arm ranks without the index's model).
     let (embedding_model, model_hash) = match &report.query_embedder {
         Some(q) => (Some(q.name.clone()), Some(q.fingerprint.clone())),
+        None if retriever.vectors() == veredicto_retrieve::Vectors::Never => (None, None),
         None => retriever.model(),
     };
     // The embedded field is veredicto's to state only where veredicto embedded (its own
