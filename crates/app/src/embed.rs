@@ -1,6 +1,6 @@
 //! `veredicto embed`: a corpus' chunks (or a golden set's queries) embedded with veredicto's
 //! model and written where a vector store can load them: a JSONL file, a NumPy `.npy` file
-//! (with the IDs beside it), or straight into a pgvector table with `COPY`.
+//! (with the IDs beside it), a Parquet file, or straight into a pgvector table with `COPY`.
 //!
 //! Chunks are embedded as passages (their `representation`, else their `text`: the text the
 //! own index embeds), golden queries as queries, in the file's order. The same input and
@@ -29,6 +29,20 @@ pub enum FileFormat {
     Jsonl,
     /// A `.npy` array `(rows, dim)` of `<f4`, and `FILE.ids.txt` with the IDs a line.
     Npy,
+    /// A Parquet file with the JSONL's fields as columns: `id` (string), `vector` (a list of
+    /// float32) and `model` (string).
+    Parquet,
+}
+
+impl FileFormat {
+    /// The format a file name asks for: `.npy`, `.parquet`, else JSONL.
+    pub fn from_extension(path: &Path) -> FileFormat {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("npy") => FileFormat::Npy,
+            Some(e) if e.eq_ignore_ascii_case("parquet") => FileFormat::Parquet,
+            _ => FileFormat::Jsonl,
+        }
+    }
 }
 
 /// Where the vectors go.
@@ -176,6 +190,7 @@ fn write_file(
     let written = match format {
         FileFormat::Jsonl => veredicto_vectors::write_jsonl(path, rows, model),
         FileFormat::Npy => veredicto_vectors::write_npy(path, &ids_path(path), rows),
+        FileFormat::Parquet => veredicto_vectors::write_parquet(path, rows, model),
     };
     written.map_err(|e| crate::Error::msg(e.to_string()))
 }

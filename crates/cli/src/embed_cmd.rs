@@ -1,5 +1,5 @@
 //! `veredicto embed`: a corpus (or a golden set's queries) embedded with veredicto's model
-//! and written as JSONL, `.npy` or into a pgvector table.
+//! and written as JSONL, `.npy`, Parquet or into a pgvector table.
 
 use crate::models::EmbedderArgs;
 use crate::printer::ExitStatus;
@@ -12,6 +12,8 @@ pub enum VectorFormat {
     Jsonl,
     /// A NumPy `.npy` array (rows × dimension, float32) and `FILE.ids.txt` with the IDs.
     Npy,
+    /// A Parquet file: columns `id` (string), `vector` (list of float32), `model` (string).
+    Parquet,
 }
 
 #[derive(Debug, clap::Args)]
@@ -27,8 +29,8 @@ pub struct EmbedArgs {
     /// The file to write (atomically).
     #[arg(long, value_name = "FILE", group = "output")]
     pub out: Option<PathBuf>,
-    /// The file's format (default: from its extension, `.npy`, else JSONL).
-    #[arg(long, value_enum, value_name = "jsonl|npy", requires = "out")]
+    /// The file's format (default: from its extension, `.npy`, `.parquet`, else JSONL).
+    #[arg(long, value_enum, value_name = "jsonl|npy|parquet", requires = "out")]
     pub format: Option<VectorFormat>,
     /// A pgvector table instead: `postgres://USER@HOST:PORT/DB?table=T[&id=COL&vector=COL]`,
     /// created when missing (columns `id` and `embedding` by default); rows with the same
@@ -66,22 +68,15 @@ pub fn run(args: EmbedArgs, settings: &veredicto_app::Settings) -> anyhow::Resul
     };
     let target = match (&args.out, &args.to) {
         (Some(path), _) => {
-            let format = args.format.unwrap_or_else(|| {
-                if path
-                    .extension()
-                    .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
-                {
-                    VectorFormat::Npy
-                } else {
-                    VectorFormat::Jsonl
-                }
-            });
+            let format = match args.format {
+                Some(VectorFormat::Jsonl) => app::FileFormat::Jsonl,
+                Some(VectorFormat::Npy) => app::FileFormat::Npy,
+                Some(VectorFormat::Parquet) => app::FileFormat::Parquet,
+                None => app::FileFormat::from_extension(path),
+            };
             app::EmbedTarget::File {
                 path: path.clone(),
-                format: match format {
-                    VectorFormat::Jsonl => app::FileFormat::Jsonl,
-                    VectorFormat::Npy => app::FileFormat::Npy,
-                },
+                format,
             }
         }
         (None, Some(uri)) => app::EmbedTarget::Postgres(uri.clone()),

@@ -91,7 +91,7 @@ enum Command {
     #[command(after_help = help::ingest())]
     Ingest(ingest_cmd::IngestArgs),
     /// Embed a corpus (or a golden set's queries) with veredicto's model and write the
-    /// vectors where a store loads them: JSONL, `.npy`, or a pgvector table.
+    /// vectors where a store loads them: JSONL, `.npy`, Parquet, or a pgvector table.
     #[command(after_help = help::embed())]
     Embed(embed_cmd::EmbedArgs),
     /// Index maintenance: `index verify DIR` checks every file against the manifest.

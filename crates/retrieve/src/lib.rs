@@ -20,7 +20,7 @@
 //! | `qdrant+http(s)://…/COLLECTION` | Qdrant points search ([`engines`]) |
 //! | `chroma+http(s)://…/COLLECTION` | a Chroma collection's query API ([`chroma`]) |
 //! | `vectorize://ACCOUNT_ID/INDEX` | a Cloudflare Vectorize index's REST query API ([`vectorize`]) |
-//! | `milvus+http://HOST:19530/COLLECTION` | a Milvus (or Milvus Lite) collection through Milvus' gRPC API ([`milvus`]) |
+//! | `milvus+http(s)://HOST:19530/COLLECTION` | a Milvus (or Milvus Lite) collection through Milvus' gRPC API ([`milvus`]) |
 //!
 //! Nothing here stores or prints a credential: [`Retriever::describe`] is the URI with its
 //! userinfo and secret query parameters removed ([`veredicto_core::redact::url`]).

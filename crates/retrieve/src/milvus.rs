@@ -2,7 +2,8 @@
 //! protocol of every Milvus server and of the `milvus-lite` server; Milvus Lite has no REST
 //! API):
 //!
-//! `milvus+http://HOST:19530/COLLECTION[?db=D][&vector=FIELD]`
+//! `milvus+http://HOST:19530/COLLECTION[?db=D][&vector=FIELD]`, or `milvus+https://…` for
+//! TLS (the system's roots plus `--ca-file`, the host name checked).
 //!
 //! - The collection is described once (`DescribeCollection`): its primary key (`VarChar` or
 //!   `Int64`) and its float-vector field (`vector=FIELD` when it has several) with its
@@ -33,16 +34,16 @@ use serde_json::Value as Json;
 use veredicto_core::redact;
 
 use crate::{Hit, Options, Ranking, Request, RetrieveError, Retriever, Vectors};
-use proto::{field, fields, nested, repeated, Value, Writer};
+use proto::{Answer, KeyValuePair};
 
 const SERVICE: &str = "/milvus.proto.milvus.MilvusService/";
 /// Milvus' largest `topk`.
 pub const MAX_TOP_K: usize = 16_384;
 
 /// Milvus' `DataType` values this adapter reads.
-const INT64: u64 = 5;
-const VARCHAR: u64 = 21;
-const FLOAT_VECTOR: u64 = 101;
+const INT64: i32 = 5;
+const VARCHAR: i32 = 21;
+const FLOAT_VECTOR: i32 = 101;
 
 /// The metrics a float vector's index can have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,60 +148,37 @@ fn expression(filters: &[(String, Json)]) -> Result<String, String> {
     Ok(terms.join(" and "))
 }
 
-/// A `Status` message's failure, when it is one: (code, reason).
-fn failure(status: &[(u32, Value<'_>)]) -> Option<(u64, String)> {
-    // common.proto Status: error_code = 1 (the legacy enum), reason = 2, code = 3
-    let legacy = field(status, 1).and_then(Value::as_u64).unwrap_or(0);
-    let code = field(status, 3).and_then(Value::as_u64).unwrap_or(0);
-    let reason = field(status, 2).and_then(Value::as_str).unwrap_or("");
-    (legacy != 0 || code != 0).then(|| (if code != 0 { code } else { legacy }, reason.to_owned()))
+/// A `Status` message's failure, when it is one: (code, reason). The newer `code` wins over
+/// the legacy `error_code` when both are set.
+fn failure(status: Option<&proto::Status>) -> Option<(i64, String)> {
+    let status = status?;
+    let (legacy, code) = (i64::from(status.error_code), i64::from(status.code));
+    (legacy != 0 || code != 0)
+        .then(|| (if code != 0 { code } else { legacy }, status.reason.clone()))
 }
 
-/// A key-value list (`repeated common.KeyValuePair`, key = 1, value = 2) as a map.
-fn pairs(list: &[(u32, Value<'_>)], number: u32) -> Result<BTreeMap<String, String>, String> {
-    let mut out = BTreeMap::new();
-    for v in repeated(list, number) {
-        let kv = fields(v.as_bytes().unwrap_or_default())?;
-        if let Some(k) = field(&kv, 1).and_then(Value::as_str) {
-            out.insert(
-                k.to_owned(),
-                field(&kv, 2)
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-            );
-        }
+/// A key-value list as a map.
+fn pairs(list: &[KeyValuePair]) -> BTreeMap<&str, &str> {
+    list.iter()
+        .map(|kv| (kv.key.as_str(), kv.value.as_str()))
+        .collect()
+}
+
+/// The primary keys of an `IDs` message, as text.
+fn ids(message: Option<proto::Ids>) -> Vec<String> {
+    match message {
+        Some(proto::Ids {
+            str_id: Some(s), ..
+        }) => s.data,
+        Some(proto::Ids {
+            int_id: Some(i), ..
+        }) => i.data.into_iter().map(|i| i.to_string()).collect(),
+        _ => Vec::new(),
     }
-    Ok(out)
-}
-
-fn kv(key: &str, value: &str) -> Writer {
-    let mut w = Writer::new();
-    w.string(1, key).string(2, value);
-    w
-}
-
-/// The primary keys of an `IDs` message (`int_id` = 1, `str_id` = 2, each a list under 1).
-fn ids(message: &[(u32, Value<'_>)]) -> Result<Vec<String>, String> {
-    if field(message, 2).is_some() {
-        let list = nested(message, 2)?;
-        return repeated(&list, 1)
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| "a string ID is not UTF-8".to_owned())
-            })
-            .collect();
-    }
-    let list = nested(message, 1)?;
-    Ok(proto::int64s(&list, 1)?
-        .into_iter()
-        .map(|i| i.to_string())
-        .collect())
 }
 
 impl MilvusRetriever {
-    /// Parses `milvus+http://HOST:PORT/COLLECTION[?db=D][&vector=FIELD]`.
+    /// Parses `milvus+http(s)://HOST:PORT/COLLECTION[?db=D][&vector=FIELD]`.
     pub fn new(uri: &str, options: &Options) -> Result<MilvusRetriever, RetrieveError> {
         let shown = redact::url(uri);
         let bad = |reason: String| RetrieveError::Uri {
@@ -208,16 +186,16 @@ impl MilvusRetriever {
             reason,
         };
         let lower = uri.to_ascii_lowercase();
-        if lower.starts_with("milvus+https://") {
+        let (tls, rest) = if lower.starts_with("milvus+https://") {
+            (true, &uri["milvus+https://".len()..])
+        } else if lower.starts_with("milvus+http://") {
+            (false, &uri["milvus+http://".len()..])
+        } else {
             return Err(bad(
-                "milvus+https is not supported: veredicto's Milvus client speaks gRPC without TLS (reach a TLS server through a local proxy, or ask for TLS)"
+                "expected milvus+http://HOST:PORT/COLLECTION or milvus+https://HOST:PORT/COLLECTION"
                     .into(),
             ));
-        }
-        let rest = lower
-            .starts_with("milvus+http://")
-            .then(|| &uri["milvus+http://".len()..])
-            .ok_or_else(|| bad("expected milvus+http://HOST:PORT/COLLECTION".into()))?;
+        };
         let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
         let (authority, path) = before_query
             .split_once('/')
@@ -254,7 +232,7 @@ impl MilvusRetriever {
             }
         }
         Ok(MilvusRetriever {
-            channel: grpc::Channel::new(&authority, options).map_err(|reason| {
+            channel: grpc::Channel::new(&authority, tls, options).map_err(|reason| {
                 RetrieveError::Setup {
                     uri: shown.clone(),
                     reason,
@@ -275,41 +253,33 @@ impl MilvusRetriever {
         }
     }
 
-    /// A request message starting with `db_name` = 2 and `collection_name` = 3 (the same
-    /// numbers in every request this adapter sends).
-    fn request(&self) -> Writer {
-        let mut w = Writer::new();
-        if !self.db.is_empty() {
-            w.string(2, &self.db);
-        }
-        w.string(3, &self.name);
-        w
-    }
-
-    /// Calls `method` and checks the answer's `status` (field 1 in every answer): the
-    /// answer, or Milvus' refusal as (code, reason).
-    fn call_status(
+    /// Calls `method` and checks the answer's `status`: the answer, or Milvus' refusal as
+    /// (code, reason).
+    fn call_status<Q, A>(
         &self,
         method: &str,
-        request: Writer,
-        doing: &str,
-    ) -> Result<Result<Vec<u8>, (u64, String)>, RetrieveError> {
-        let answer = self.channel.call(
-            &format!("{SERVICE}{method}"),
-            &request.into_bytes(),
-            &self.shown,
-        )?;
-        let top = fields(&answer)
-            .map_err(|e| self.setup(format!("{doing}: the answer does not parse: {e}")))?;
-        let status = nested(&top, 1).map_err(|e| self.setup(format!("{doing}: {e}")))?;
-        Ok(match failure(&status) {
+        request: &Q,
+        _doing: &str,
+    ) -> Result<Result<A, (i64, String)>, RetrieveError>
+    where
+        Q: prost::Message + Clone + Send + Sync + 'static,
+        A: prost::Message + Default + Send + Sync + Answer + 'static,
+    {
+        let answer: A = self
+            .channel
+            .call(&format!("{SERVICE}{method}"), request, &self.shown)?;
+        Ok(match failure(answer.status()) {
             Some((code, reason)) => Err((code, redact::short(&redact::secrets_in_text(&reason)))),
             None => Ok(answer),
         })
     }
 
     /// [`MilvusRetriever::call_status`], Milvus' refusal being an error of the setup.
-    fn call(&self, method: &str, request: Writer, doing: &str) -> Result<Vec<u8>, RetrieveError> {
+    fn call<Q, A>(&self, method: &str, request: &Q, doing: &str) -> Result<A, RetrieveError>
+    where
+        Q: prost::Message + Clone + Send + Sync + 'static,
+        A: prost::Message + Default + Send + Sync + Answer + 'static,
+    {
         self.call_status(method, request, doing)?
             .map_err(|(code, reason)| self.setup(format!("{doing}: Milvus error {code}: {reason}")))
     }
@@ -327,35 +297,25 @@ impl MilvusRetriever {
     /// The schema's primary key and vector field, and the vector field's metric. Transport
     /// errors are returned as they are; what the answers say is the inner result.
     fn describe_collection(&self) -> Result<Result<Collection, String>, RetrieveError> {
-        let answer = self.call("DescribeCollection", self.request(), "describing it")?;
-        let schema = (|| {
-            let top = fields(&answer)?;
-            // DescribeCollectionResponse.schema = 2; CollectionSchema.fields = 4
-            let schema = nested(&top, 2)?;
-            let mut pk = None;
-            let mut vectors = Vec::new();
-            for f in repeated(&schema, 4) {
-                let f = fields(f.as_bytes().unwrap_or_default())?;
-                // FieldSchema: name = 2, is_primary_key = 3, data_type = 5, type_params = 6
-                let name = field(&f, 2)
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                let ty = field(&f, 5).and_then(Value::as_u64).unwrap_or(0);
-                if field(&f, 3).and_then(Value::as_u64) == Some(1) {
-                    pk = Some((name.clone(), ty));
-                }
-                if ty == FLOAT_VECTOR {
-                    let dim = pairs(&f, 6)?.get("dim").and_then(|d| d.parse().ok());
-                    vectors.push((name, dim));
-                }
-            }
-            Ok::<_, String>((pk, vectors))
-        })();
-        let (pk, vectors) = match schema {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(format!("its description does not parse: {e}"))),
+        let request = proto::DescribeCollectionRequest {
+            db_name: self.db.clone(),
+            collection_name: self.name.clone(),
         };
+        let answer: proto::DescribeCollectionResponse =
+            self.call("DescribeCollection", &request, "describing it")?;
+        let mut pk = None;
+        let mut vectors = Vec::new();
+        for f in answer.schema.map(|s| s.fields).unwrap_or_default() {
+            if f.is_primary_key {
+                pk = Some((f.name.clone(), f.data_type));
+            }
+            if f.data_type == FLOAT_VECTOR {
+                let dim = pairs(&f.type_params)
+                    .get("dim")
+                    .and_then(|d| d.parse().ok());
+                vectors.push((f.name, dim));
+            }
+        }
         let (pk, pk_int) = match pk {
             Some((name, VARCHAR)) => (name, false),
             Some((name, INT64)) => (name, true),
@@ -397,30 +357,27 @@ impl MilvusRetriever {
                     }
                 },
             };
-        // DescribeIndexRequest.field_name = 4; the answer's index_descriptions = 2, each
-        // with params = 3 (`metric_type`, `index_type`) and field_name = 4.
-        let mut request = self.request();
-        request.string(4, &vector);
-        let answer = match self.call_status("DescribeIndex", request, "describing its index")? {
-            Ok(a) => a,
-            Err((code, reason)) => {
-                return Ok(Err(format!(
+        let request = proto::DescribeIndexRequest {
+            db_name: self.db.clone(),
+            collection_name: self.name.clone(),
+            field_name: vector.clone(),
+        };
+        let answer: proto::DescribeIndexResponse =
+            match self.call_status("DescribeIndex", &request, "describing its index")? {
+                Ok(a) => a,
+                Err((code, reason)) => {
+                    return Ok(Err(format!(
                     "the vector field `{vector}` has no index to search (Milvus error {code}: {reason})"
                 )))
-            }
-        };
-        let metric = (|| {
-            let top = fields(&answer)?;
-            for d in repeated(&top, 2) {
-                let d = fields(d.as_bytes().unwrap_or_default())?;
-                if field(&d, 4).and_then(Value::as_str) == Some(vector.as_str()) {
-                    return Ok(pairs(&d, 3)?.get("metric_type").cloned());
                 }
-            }
-            Ok::<_, String>(None)
-        })();
+            };
+        let metric = answer
+            .index_descriptions
+            .iter()
+            .find(|d| d.field_name == vector)
+            .and_then(|d| pairs(&d.params).get("metric_type").map(|m| m.to_string()));
         let metric = match metric {
-            Ok(Some(m)) => match m.to_ascii_uppercase().as_str() {
+            Some(m) => match m.to_ascii_uppercase().as_str() {
                 "COSINE" => Metric::Cosine,
                 "IP" => Metric::Ip,
                 "L2" => Metric::L2,
@@ -431,12 +388,11 @@ impl MilvusRetriever {
                     )))
                 }
             },
-            Ok(None) => {
+            None => {
                 return Ok(Err(format!(
                     "the vector field `{vector}` has no index to search"
                 )))
             }
-            Err(e) => return Ok(Err(format!("its index description does not parse: {e}"))),
         };
         Ok(Ok(Collection {
             pk,
@@ -476,48 +432,48 @@ impl MilvusRetriever {
             if expr.ends_with("[]") {
                 continue;
             }
-            // QueryRequest: expr = 4, output_fields = 5, use_default_consistency = 12
-            let mut request = self.request();
-            request.string(4, &expr).string(5, &collection.pk);
+            let mut output_fields = vec![collection.pk.clone()];
             if with_vector {
-                request.string(5, &collection.vector);
+                output_fields.push(collection.vector.clone());
             }
-            request.uint(12, 1);
-            let answer = self.call("Query", request, doing)?;
+            let request = proto::QueryRequest {
+                db_name: self.db.clone(),
+                collection_name: self.name.clone(),
+                expr,
+                output_fields,
+                use_default_consistency: true,
+            };
+            let answer: proto::QueryResults = self.call("Query", &request, doing)?;
             let rows =
-                read_query(&answer, collection).map_err(|e| self.setup(format!("{doing}: {e}")))?;
+                read_query(answer, collection).map_err(|e| self.setup(format!("{doing}: {e}")))?;
             out.extend(rows);
         }
         Ok(out)
     }
 }
 
-/// A `QueryResults` answer's rows: fields_data = 2, each FieldData with field_name = 2,
-/// scalars = 3 (long_data = 3, string_data = 6) or vectors = 4 (dim = 1, float_vector = 2).
-fn read_query(answer: &[u8], collection: &Collection) -> Result<Vec<Row>, String> {
-    let top = fields(answer)?;
+/// A `QueryResults` answer's rows: the key column and, when asked, the vector column.
+fn read_query(answer: proto::QueryResults, collection: &Collection) -> Result<Vec<Row>, String> {
     let mut keys = None;
     let mut vectors = None;
-    for fd in repeated(&top, 2) {
-        let fd = fields(fd.as_bytes().unwrap_or_default())?;
-        let name = field(&fd, 2).and_then(Value::as_str).unwrap_or("");
-        if name == collection.pk {
-            let scalars = nested(&fd, 3)?;
+    for fd in answer.fields_data {
+        if fd.field_name == collection.pk {
+            let scalars = fd.scalars.unwrap_or_default();
             keys = Some(if collection.pk_int {
-                proto::int64s(&nested(&scalars, 3)?, 1)?
+                scalars
+                    .long_data
+                    .unwrap_or_default()
+                    .data
                     .into_iter()
                     .map(|i| i.to_string())
                     .collect()
             } else {
-                repeated(&nested(&scalars, 6)?, 1)
-                    .map(|v| v.as_str().unwrap_or("").to_owned())
-                    .collect::<Vec<_>>()
+                scalars.string_data.unwrap_or_default().data
             });
-        } else if name == collection.vector {
-            let v = nested(&fd, 4)?;
-            let dim = field(&v, 1).and_then(Value::as_u64).unwrap_or(0) as usize;
-            let data = proto::floats(&nested(&v, 2)?, 1)?;
-            vectors = Some((dim, data));
+        } else if fd.field_name == collection.vector {
+            let v = fd.vectors.unwrap_or_default();
+            let dim = usize::try_from(v.dim).unwrap_or(0);
+            vectors = Some((dim, v.float_vector.unwrap_or_default().data));
         }
     }
     let keys: Vec<String> = keys.unwrap_or_default();
@@ -538,17 +494,18 @@ fn read_query(answer: &[u8], collection: &Collection) -> Result<Vec<Row>, String
     })
 }
 
-/// A `SearchResults` answer's hits for its one query: results = 2, SearchResultData with
-/// scores = 4 and ids = 5.
-fn read_search(answer: &[u8]) -> Result<Vec<(String, f32)>, String> {
-    let top = fields(answer)?;
-    let data = nested(&top, 2)?;
-    let ids = ids(&nested(&data, 5)?)?;
-    let scores = proto::floats(&data, 4)?;
-    if scores.len() != ids.len() {
-        return Err(format!("{} IDs and {} scores", ids.len(), scores.len()));
+/// A `SearchResults` answer's hits for its one query.
+fn read_search(answer: proto::SearchResults) -> Result<Vec<(String, f32)>, String> {
+    let data = answer.results.unwrap_or_default();
+    let ids = ids(data.ids);
+    if data.scores.len() != ids.len() {
+        return Err(format!(
+            "{} IDs and {} scores",
+            ids.len(),
+            data.scores.len()
+        ));
     }
-    Ok(ids.into_iter().zip(scores).collect())
+    Ok(ids.into_iter().zip(data.scores).collect())
 }
 
 impl Retriever for MilvusRetriever {
@@ -620,40 +577,42 @@ impl Retriever for MilvusRetriever {
             None => String::new(),
         };
         let collection = self.collection()?;
-        // PlaceholderGroup.placeholders = 1: PlaceholderValue tag = 1, type = 2
-        // (FloatVector = 101), values = 3 (one query's floats, little-endian)
         let floats: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let mut value = Writer::new();
-        value
-            .string(1, "$0")
-            .uint(2, FLOAT_VECTOR)
-            .bytes(3, &floats);
-        let mut group = Writer::new();
-        group.message(1, &value);
-        // SearchRequest: dsl = 5, placeholder_group = 6, dsl_type = 7 (BoolExprV1 = 1),
-        // search_params = 9, nq = 12, use_default_consistency = 15
+        let group = proto::PlaceholderGroup {
+            placeholders: vec![proto::PlaceholderValue {
+                tag: "$0".to_owned(),
+                r#type: FLOAT_VECTOR,
+                values: vec![floats],
+            }],
+        };
         let metric = match collection.metric {
             Metric::Cosine => "COSINE",
             Metric::Ip => "IP",
             Metric::L2 => "L2",
         };
-        let mut search = self.request();
-        search
-            .string(5, &expr)
-            .bytes(6, &group.into_bytes())
-            .uint(7, 1);
-        for (k, v) in [
-            ("anns_field", collection.vector.as_str()),
-            ("topk", &request.depth.to_string()),
-            ("metric_type", metric),
-            ("params", "{}"),
-            ("round_decimal", "-1"),
-        ] {
-            search.message(9, &kv(k, v));
-        }
-        search.uint(12, 1).uint(15, 1);
-        let answer = self.call("Search", search, &format!("case `{}`", request.case_id))?;
-        let hits = read_search(&answer).map_err(|e| case(format!("the search answer: {e}")))?;
+        let search = proto::SearchRequest {
+            db_name: self.db.clone(),
+            collection_name: self.name.clone(),
+            dsl: expr,
+            placeholder_group: prost::Message::encode_to_vec(&group),
+            // BoolExprV1
+            dsl_type: 1,
+            search_params: [
+                ("anns_field", collection.vector.as_str()),
+                ("topk", &request.depth.to_string()),
+                ("metric_type", metric),
+                ("params", "{}"),
+                ("round_decimal", "-1"),
+            ]
+            .iter()
+            .map(|(k, v)| KeyValuePair::new(k, v))
+            .collect(),
+            nq: 1,
+            use_default_consistency: true,
+        };
+        let answer: proto::SearchResults =
+            self.call("Search", &search, &format!("case `{}`", request.case_id))?;
+        let hits = read_search(answer).map_err(|e| case(format!("the search answer: {e}")))?;
         let mut hits: Vec<Hit> = hits
             .into_iter()
             .map(|(id, score)| Hit {
@@ -709,7 +668,9 @@ mod tests {
         .unwrap();
         assert_eq!((r.db.as_str(), r.name.as_str()), ("prod", "kb_chunks"));
         assert_eq!(r.vector.as_deref(), Some("emb"));
-        assert!(MilvusRetriever::new("milvus+https://h:19530/kb", &o).is_err());
+        let tls = MilvusRetriever::new("milvus+https://h:19530/kb", &o).unwrap();
+        assert_eq!(tls.name, "kb");
+        assert!(MilvusRetriever::new("milvus+grpc://h:19530/kb", &o).is_err());
         assert!(MilvusRetriever::new("milvus+http://h:19530/kb-1", &o).is_err());
         assert!(MilvusRetriever::new("milvus+http://h:19530/kb?colour=red", &o).is_err());
         assert!(MilvusRetriever::new("milvus+http://u:p@h:19530/kb", &o).is_err());

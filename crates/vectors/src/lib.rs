@@ -1,5 +1,5 @@
 //! veredicto's embedded vectors written where a vector store can load them (JSONL, NumPy
-//! `.npy`), and the check that a store's vectors were made by the model the exam embeds
+//! `.npy`, Parquet), and the check that a store's vectors were made by the model the exam embeds
 //! queries with ([`check_vectors`]: a table embedded with another model, or left behind by a
 //! model upgrade, has stored vectors far from the recomputed ones).
 //!
@@ -8,8 +8,10 @@
 
 #![warn(missing_docs)]
 
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why writing or checking vectors failed.
 #[derive(Debug, thiserror::Error)]
@@ -62,7 +64,7 @@ fn same_dimension<'a>(
 /// Writes `path` atomically with what `fill` writes.
 fn atomic(
     path: &Path,
-    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    fill: impl FnOnce(&mut BufWriter<&File>) -> std::io::Result<()>,
 ) -> Result<(), VectorsError> {
     let err = |source| VectorsError::Write {
         path: path.to_owned(),
@@ -135,6 +137,100 @@ pub fn write_npy(
         for (id, _) in rows {
             writeln!(w, "{}", id.replace('\n', " "))?;
         }
+        Ok(())
+    })
+}
+
+/// The Parquet schema: the JSONL output's fields, the vector as Parquet's standard
+/// three-level list of float32 (Arrow reads it as `list<element: float not null>`).
+const PARQUET_SCHEMA: &str = "
+message veredicto_vectors {
+  required binary id (UTF8);
+  required group vector (LIST) {
+    repeated group list {
+      required float element;
+    }
+  }
+  required binary model (UTF8);
+}";
+
+/// The vectors as a Parquet file with the columns of the JSONL output, in the order of
+/// `rows`: `id` (string), `vector` (a list of float32, every row of the same length) and
+/// `model` (the embedder's fingerprint hash). One row group, no compression (any reader can
+/// open it), written by the `parquet` crate's column writers.
+pub fn write_parquet(
+    path: &Path,
+    rows: &[(String, Vec<f32>)],
+    model: &str,
+) -> Result<(), VectorsError> {
+    use parquet::basic::Compression;
+    use parquet::data_type::{ByteArray, ByteArrayType, FloatType};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::types::ColumnPath;
+
+    same_dimension(rows.iter().map(|(id, v)| (id.as_str(), v.as_slice())))?;
+    let schema = Arc::new(
+        parquet::schema::parser::parse_message_type(PARQUET_SCHEMA)
+            .expect("the Parquet schema is valid"),
+    );
+    let properties = Arc::new(
+        WriterProperties::builder()
+            .set_compression(Compression::UNCOMPRESSED)
+            .set_created_by("veredicto".to_owned())
+            // floats rarely repeat: plain pages, no dictionary attempt
+            .set_column_dictionary_enabled(
+                ColumnPath::from(vec![
+                    "vector".to_owned(),
+                    "list".to_owned(),
+                    "element".to_owned(),
+                ]),
+                false,
+            )
+            .build(),
+    );
+    let ids: Vec<ByteArray> = rows
+        .iter()
+        .map(|(id, _)| ByteArray::from(id.as_str()))
+        .collect();
+    let models: Vec<ByteArray> = rows.iter().map(|_| ByteArray::from(model)).collect();
+    // A row's list: its first value at repetition level 0, the others at 1; an empty list
+    // is one definition level 0 and no value.
+    let (mut values, mut def, mut rep) = (Vec::new(), Vec::new(), Vec::new());
+    for (_, v) in rows {
+        if v.is_empty() {
+            def.push(0);
+            rep.push(0);
+        }
+        for (i, x) in v.iter().enumerate() {
+            values.push(*x);
+            def.push(1);
+            rep.push(i16::from(i > 0));
+        }
+    }
+    let io = std::io::Error::other;
+    atomic(path, |w| {
+        let mut writer = SerializedFileWriter::new(w, schema, properties).map_err(io)?;
+        let mut group = writer.next_row_group().map_err(io)?;
+        let mut index = 0;
+        while let Some(mut column) = group.next_column().map_err(io)? {
+            match index {
+                0 => column
+                    .typed::<ByteArrayType>()
+                    .write_batch(&ids, None, None),
+                1 => column
+                    .typed::<FloatType>()
+                    .write_batch(&values, Some(&def), Some(&rep)),
+                _ => column
+                    .typed::<ByteArrayType>()
+                    .write_batch(&models, None, None),
+            }
+            .map_err(io)?;
+            column.close().map_err(io)?;
+            index += 1;
+        }
+        group.close().map_err(io)?;
+        writer.close().map_err(io)?;
         Ok(())
     })
 }
@@ -241,5 +337,70 @@ pub fn check_vectors(pairs: &[(String, Vec<f32>, Vec<f32>)]) -> VectorCheck {
         lowest,
         below,
         other_dimension,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::{Field, ListAccessor, RowAccessor};
+
+    fn rows() -> Vec<(String, Vec<f32>)> {
+        // values whose bits matter: a negative zero, a subnormal, the largest float
+        vec![
+            ("c1".to_owned(), vec![0.25, -0.0, 1e-40]),
+            ("c2 ñ".to_owned(), vec![f32::MAX, -1.5, 0.1]),
+            ("c3".to_owned(), vec![3.0, 2.0, 1.0]),
+        ]
+    }
+
+    #[test]
+    fn parquet_reads_back_bit_identical_to_the_npy_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pq, npy) = (dir.path().join("v.parquet"), dir.path().join("v.npy"));
+        write_parquet(&pq, &rows(), "sha256:ab").unwrap();
+        write_npy(&npy, &dir.path().join("v.npy.ids.txt"), &rows()).unwrap();
+        let reader = SerializedFileReader::new(File::open(&pq).unwrap()).unwrap();
+        let meta = reader.metadata().file_metadata();
+        assert_eq!(meta.num_rows(), 3);
+        let mut ids = Vec::new();
+        let mut bits = Vec::new();
+        for row in reader.get_row_iter(None).unwrap() {
+            let row = row.unwrap();
+            ids.push(row.get_string(0).unwrap().clone());
+            let list = row.get_list(1).unwrap();
+            for i in 0..list.len() {
+                bits.push(list.get_float(i).unwrap().to_bits());
+            }
+            assert_eq!(row.get_string(2).unwrap(), "sha256:ab");
+            assert!(
+                matches!(row.get_column_iter().nth(1), Some((name, Field::ListInternal(_))) if name == "vector")
+            );
+        }
+        assert_eq!(ids, ["c1", "c2 ñ", "c3"]);
+        // the .npy's data: after its header, the floats little-endian in row order
+        let bytes = std::fs::read(&npy).unwrap();
+        let header = 10 + u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        let npy_bits: Vec<u32> = bytes[header..]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(bits, npy_bits);
+        assert_eq!(bits[1], (-0.0f32).to_bits());
+    }
+
+    #[test]
+    fn parquet_refuses_mixed_dimensions_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let pq = dir.path().join("v.parquet");
+        let mut rows = rows();
+        rows[2].1.push(0.0);
+        let e = write_parquet(&pq, &rows, "m").unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("vector of `c3` has dimension 4, the others have 3"));
+        assert!(!pq.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

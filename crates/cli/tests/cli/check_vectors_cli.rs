@@ -325,3 +325,78 @@ fn embed_writes_jsonl_and_npy_that_read_back() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("?table=T"), "{}", stderr(&o));
 }
+
+#[test]
+fn embed_writes_parquet_whose_floats_are_the_npy_output_s() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::{ListAccessor, RowAccessor};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (pq, npy) = (dir.join("queries.parquet"), dir.join("queries.npy"));
+    // The format from the extension, for both files.
+    for out in [&pq, &npy] {
+        let o = veredicto_in(
+            dir,
+            &[
+                "embed",
+                "--golden",
+                &s(&example("golden.jsonl")),
+                "--out",
+                &s(out),
+                "--model",
+                &minilm(),
+                "--json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let reader = SerializedFileReader::new(std::fs::File::open(&pq).unwrap()).unwrap();
+    assert_eq!(reader.metadata().file_metadata().num_rows(), 12);
+    let (mut ids, mut bits, mut models) = (Vec::new(), Vec::new(), Vec::new());
+    for row in reader.get_row_iter(None).unwrap() {
+        let row = row.unwrap();
+        ids.push(row.get_string(0).unwrap().clone());
+        let list = row.get_list(1).unwrap();
+        assert_eq!(list.len(), 384);
+        for i in 0..list.len() {
+            bits.push(list.get_float(i).unwrap().to_bits());
+        }
+        models.push(row.get_string(2).unwrap().clone());
+    }
+    let npy_ids = std::fs::read_to_string(dir.join("queries.npy.ids.txt")).unwrap();
+    assert_eq!(ids, npy_ids.lines().collect::<Vec<_>>());
+    assert!(models.iter().all(|m| m.starts_with("sha256:")));
+    let bytes = std::fs::read(&npy).unwrap();
+    let header = 10 + u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let npy_bits: Vec<u32> = bytes[header..]
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(bits.len(), 12 * 384);
+    assert!(
+        bits == npy_bits,
+        "the Parquet floats differ from the .npy's"
+    );
+    println!(
+        "embed: {} floats in queries.parquet bit-identical to queries.npy",
+        bits.len()
+    );
+    // --format wins over the extension.
+    let forced = dir.join("queries.bin");
+    let o = veredicto_in(
+        dir,
+        &[
+            "embed",
+            "--golden",
+            &s(&example("golden.jsonl")),
+            "--out",
+            &s(&forced),
+            "--format",
+            "parquet",
+            "--model",
+            &minilm(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(&std::fs::read(&forced).unwrap()[..4], b"PAR1");
+}

@@ -1,24 +1,35 @@
-//! Unary gRPC calls over HTTP/2 without TLS (`h2` on a one-worker tokio runtime), under the
-//! same rule as every live retriever's HTTP (`crate::net`): a per-attempt timeout, one total
-//! deadline, retries waiting 250 ms then 500 ms (`--retries`, `--backoff` doubling), a cap on
-//! the answer's size, and the same failure classes:
+//! Unary gRPC calls with tonic's client (`tonic::client::Grpc` over a `tonic` channel, prost
+//! messages through `tonic_prost::ProstCodec`) on a one-worker tokio runtime, over TCP or
+//! TLS (rustls, with the same roots as every HTTPS connection: the system's, Mozilla's when
+//! it has none, plus `--ca-file`; the host name is checked). The rule is every live
+//! retriever's (`crate::net`): a per-attempt timeout, one total deadline, retries waiting
+//! 250 ms then 500 ms (`--retries`, `--backoff` doubling), a cap on the answer's size
+//! (tonic's largest decoded message), and the same failure classes:
 //!
-//! - a refused connection, a gRPC status other than the ones below, an answer that is not a
-//!   gRPC message: [`RetrieveError::Setup`] at once (every case would fail the same way);
+//! - a refused connection, a refused certificate, a gRPC status other than the ones below,
+//!   an answer that is not a gRPC message: [`RetrieveError::Setup`] at once (every case would
+//!   fail the same way);
 //! - a timeout, the statuses `UNAVAILABLE` (14) and `RESOURCE_EXHAUSTED` (8) — gRPC's 503 and
-//!   429 — and a connection or stream closed while the answer was being read are retried;
-//!   when they persist the error is [`RetrieveError::Setup`] if the server never answered
-//!   (an unresponsive server stops the exam), else [`RetrieveError::Case`];
+//!   429, which is also what an HTTP 5xx or 429 without a gRPC status counts as — and a
+//!   connection or stream closed while the answer was being read are retried; when they
+//!   persist the error is [`RetrieveError::Setup`] if the server never answered (an
+//!   unresponsive server stops the exam), else [`RetrieveError::Case`];
 //! - the total deadline passing is [`RetrieveError::Setup`].
 //!
 //! A connection is opened on first use and kept (HTTP/2 multiplexes the cases in flight on
 //! it); after a failure the next attempt opens a new one.
 
+use std::error::Error as StdError;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use hyper_util::rt::TokioIo;
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::ClientConfig;
+use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue};
+use tonic::transport::{Channel as Transport, Endpoint};
+use tonic::Code;
 use veredicto_core::redact;
 
 use crate::{Options, RetrieveError};
@@ -27,8 +38,10 @@ use crate::{Options, RetrieveError};
 pub(crate) struct Channel {
     /// `HOST:PORT`
     authority: String,
+    /// The host name the certificate must name, for TLS.
+    tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
     runtime: tokio::runtime::Runtime,
-    sender: Mutex<Option<h2::client::SendRequest<Bytes>>>,
+    kept: Mutex<Option<Transport>>,
     options: Options,
     /// When the total deadline passes.
     deadline: Instant,
@@ -37,17 +50,34 @@ pub(crate) struct Channel {
 
 /// How one attempt failed.
 enum Attempt {
-    /// The server cannot be reached (connection refused, DNS): not retried.
+    /// The server cannot be reached (connection refused, DNS, a refused certificate): not
+    /// retried.
     Unreachable(String),
     /// No answer within the attempt's timeout: retried.
     TimedOut,
     /// The connection or the stream broke: retried.
     Dropped(String),
     /// A gRPC status: retried when `UNAVAILABLE` or `RESOURCE_EXHAUSTED`.
-    Status(u32, String),
+    Status(i32, String),
     /// An answer that breaks the protocol or the size cap: not retried.
     Broken(String),
 }
+
+/// Why the connector failed (carried through tonic's error chain).
+#[derive(Debug)]
+enum ConnectFailure {
+    Unreachable(String),
+}
+
+impl std::fmt::Display for ConnectFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectFailure::Unreachable(s) => f.write_str(s),
+        }
+    }
+}
+
+impl StdError for ConnectFailure {}
 
 fn secs(d: Duration) -> String {
     let s = d.as_secs_f64();
@@ -59,7 +89,7 @@ fn secs(d: Duration) -> String {
 }
 
 /// gRPC's name of a status code, for messages.
-fn status_name(code: u32) -> &'static str {
+fn status_name(code: i32) -> &'static str {
     match code {
         1 => "CANCELLED",
         2 => "UNKNOWN",
@@ -81,30 +111,64 @@ fn status_name(code: u32) -> &'static str {
     }
 }
 
-/// `grpc-message` is percent-encoded.
-fn grpc_message(v: Option<&http::HeaderValue>) -> String {
-    let raw = v.map(|v| v.as_bytes()).unwrap_or_default();
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if raw[i] == b'%' && i + 2 < raw.len() {
-            if let (Some(h), Some(l)) = (hex(raw[i + 1]), hex(raw[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(raw[i]);
-        i += 1;
+/// The connector's failure, or a refused certificate, anywhere in `err`'s chain.
+fn connect_failure(err: &(dyn StdError + 'static)) -> Option<String> {
+    if let Some(problem) = veredicto_net::tls::certificate_problem(err) {
+        return Some(problem);
     }
-    String::from_utf8_lossy(&out).into_owned()
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(e) = cur {
+        if let Some(ConnectFailure::Unreachable(s)) = e.downcast_ref::<ConnectFailure>() {
+            return Some(s.clone());
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// The messages of `err`'s chain, joined.
+fn chain(err: &(dyn StdError + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut cur = err.source();
+    while let Some(e) = cur {
+        let s = e.to_string();
+        if !out.contains(&s) {
+            out.push_str(": ");
+            out.push_str(&s);
+        }
+        cur = e.source();
+    }
+    out
 }
 
 impl Channel {
-    /// A channel to `authority` (`HOST:PORT`); nothing is connected yet. The total
-    /// deadline starts now.
-    pub(crate) fn new(authority: &str, options: &Options) -> Result<Channel, String> {
+    /// A channel to `authority` (`HOST:PORT`), over TLS when `tls`; nothing is connected
+    /// yet. The total deadline starts now.
+    pub(crate) fn new(authority: &str, tls: bool, options: &Options) -> Result<Channel, String> {
+        let tls = if tls {
+            let roots = match &options.ca_file {
+                Some(path) => veredicto_net::tls::Roots::SystemAnd(path.clone()),
+                None => veredicto_net::tls::Roots::System,
+            };
+            let mut config =
+                veredicto_net::tls::client_config(veredicto_net::tls::Check::Full, Some(&roots))
+                    .map_err(|e| match e {
+                        veredicto_net::tls::TlsError::CaFile { .. } => format!("--ca-file: {e}"),
+                        other => other.to_string(),
+                    })?;
+            config.alpn_protocols = vec![b"h2".to_vec()];
+            let host = authority
+                .rsplit_once(':')
+                .map_or(authority, |(h, _)| h)
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            let name = ServerName::try_from(host.to_owned()).map_err(|_| {
+                format!("`{}` is not a host name TLS can check", redact::short(host))
+            })?;
+            Some((Arc::new(config), name))
+        } else {
+            None
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("veredicto-grpc")
@@ -114,22 +178,27 @@ impl Channel {
             .map_err(|e| format!("cannot start the gRPC client: {e}"))?;
         Ok(Channel {
             authority: authority.to_owned(),
+            tls,
             runtime,
-            sender: Mutex::new(None),
+            kept: Mutex::new(None),
             options: options.clone(),
             deadline: Instant::now() + options.deadline,
             answered: AtomicBool::new(false),
         })
     }
 
-    /// Calls `method` (`/package.Service/Method`) with the encoded request `message` and
-    /// gives the encoded answer. `shown` names the retriever in errors.
-    pub(crate) fn call(
+    /// Calls `method` (`/package.Service/Method`) with `message` and gives the decoded
+    /// answer. `shown` names the retriever in errors.
+    pub(crate) fn call<Q, A>(
         &self,
         method: &str,
-        message: &[u8],
+        message: &Q,
         shown: &str,
-    ) -> Result<Vec<u8>, RetrieveError> {
+    ) -> Result<A, RetrieveError>
+    where
+        Q: prost::Message + Clone + Send + Sync + 'static,
+        A: prost::Message + Default + Send + Sync + 'static,
+    {
         let setup = |reason: String| RetrieveError::Setup {
             uri: shown.to_owned(),
             reason,
@@ -147,7 +216,7 @@ impl Channel {
             attempts += 1;
             let limit = self.options.timeout.min(self.deadline - now);
             let outcome = self.runtime.block_on(async {
-                match tokio::time::timeout(limit, self.attempt(method, message)).await {
+                match tokio::time::timeout(limit, self.attempt::<Q, A>(method, message)).await {
                     Ok(outcome) => outcome,
                     Err(_) => Err(Attempt::TimedOut),
                 }
@@ -158,10 +227,11 @@ impl Channel {
                     return Ok(answer);
                 }
                 Err(Attempt::Unreachable(reason)) => {
+                    self.forget();
                     return Err(setup(format!(
                         "cannot reach the server: {}",
                         redact::short(&reason)
-                    )))
+                    )));
                 }
                 Err(Attempt::Broken(reason)) => return Err(setup(reason)),
                 Err(Attempt::Status(code, message)) => {
@@ -208,139 +278,170 @@ impl Channel {
 
     /// Drops the kept connection: the next attempt opens a new one.
     fn forget(&self) {
-        if let Ok(mut s) = self.sender.lock() {
+        if let Ok(mut s) = self.kept.lock() {
             *s = None;
         }
     }
 
     /// The kept connection, or a new one.
-    async fn sender(&self) -> Result<h2::client::SendRequest<Bytes>, Attempt> {
-        if let Some(s) = self.sender.lock().ok().and_then(|s| s.clone()) {
-            return Ok(s);
+    async fn transport(&self) -> Result<Transport, Attempt> {
+        if let Some(t) = self.kept.lock().ok().and_then(|s| s.clone()) {
+            return Ok(t);
         }
-        let tcp = tokio::net::TcpStream::connect(&self.authority)
-            .await
-            .map_err(|e| Attempt::Unreachable(format!("{}: {e}", self.authority)))?;
-        let _ = tcp.set_nodelay(true);
-        let (sender, connection) = h2::client::Builder::new()
-            .initial_window_size(1 << 20)
-            .initial_connection_window_size(4 << 20)
-            .handshake::<_, Bytes>(tcp)
-            .await
-            .map_err(|e| {
-                Attempt::Broken(format!(
-                    "{} does not speak gRPC (HTTP/2 without TLS): {e}",
-                    self.authority
-                ))
-            })?;
-        self.runtime.spawn(async move {
-            let _ = connection.await;
-        });
-        if let Ok(mut s) = self.sender.lock() {
-            *s = Some(sender.clone());
-        }
-        Ok(sender)
-    }
-
-    async fn attempt(&self, method: &str, message: &[u8]) -> Result<Vec<u8>, Attempt> {
-        let dropped = |e: h2::Error| {
-            if e.is_io() || e.is_go_away() || e.is_reset() || e.is_remote() {
-                Attempt::Dropped(format!(
-                    "connection closed while reading the answer ({})",
-                    redact::short(&e.to_string())
-                ))
-            } else {
-                Attempt::Broken(format!("HTTP/2: {}", redact::short(&e.to_string())))
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let endpoint = Endpoint::from_shared(format!("{scheme}://{}", self.authority))
+            .and_then(|e| e.user_agent("veredicto"))
+            .map_err(|e| Attempt::Broken(format!("not a gRPC address: {e}")))?
+            .tcp_nodelay(true)
+            .initial_stream_window_size(1 << 20)
+            .initial_connection_window_size(4 << 20);
+        let authority = self.authority.clone();
+        let tcp = move || {
+            let authority = authority.clone();
+            async move {
+                let tcp = tokio::net::TcpStream::connect(&authority)
+                    .await
+                    .map_err(|e| ConnectFailure::Unreachable(format!("{authority}: {e}")))?;
+                let _ = tcp.set_nodelay(true);
+                Ok::<_, ConnectFailure>(tcp)
             }
         };
-        let sender = self.sender().await?;
-        let mut sender = sender.ready().await.map_err(dropped)?;
-        let mut request = http::Request::builder()
-            .method("POST")
-            .uri(format!("http://{}{method}", self.authority))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .header("user-agent", "veredicto");
-        for (name, value) in &self.options.headers {
-            request = request.header(name.to_ascii_lowercase(), value.as_str());
-        }
-        let request = request.body(()).map_err(|e| {
-            // a header value that cannot be sent; its value is never printed
-            Attempt::Broken(format!(
-                "a request header cannot be sent: {}",
-                redact::short(&e.to_string())
-            ))
-        })?;
-        let mut framed = Vec::with_capacity(message.len() + 5);
-        framed.push(0);
-        framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
-        framed.extend_from_slice(message);
-        let (response, mut stream) = sender.send_request(request, false).map_err(dropped)?;
-        stream
-            .send_data(Bytes::from(framed), true)
-            .map_err(dropped)?;
-        let response = response.await.map_err(dropped)?;
-        let (parts, mut body) = response.into_parts();
-        if parts.status != http::StatusCode::OK {
-            let what = format!("HTTP {} from the gRPC endpoint", parts.status.as_u16());
-            return if parts.status.is_server_error() || parts.status.as_u16() == 429 {
-                Err(Attempt::Status(14, what))
-            } else {
-                Err(Attempt::Broken(what))
-            };
-        }
-        // A trailers-only answer carries its status in the headers.
-        if let Some(code) = parts.headers.get("grpc-status") {
-            let code = code.to_str().ok().and_then(|c| c.parse().ok()).unwrap_or(2);
-            if code != 0 {
-                return Err(Attempt::Status(
-                    code,
-                    grpc_message(parts.headers.get("grpc-message")),
-                ));
+        let connected = match &self.tls {
+            None => {
+                endpoint
+                    .connect_with_connector(tower::service_fn(move |_| {
+                        let tcp = tcp();
+                        async move { tcp.await.map(TokioIo::new) }
+                    }))
+                    .await
             }
-        }
-        let cap = self.options.max_answer_bytes;
-        let mut data = Vec::new();
-        while let Some(chunk) = body.data().await {
-            let chunk = chunk.map_err(dropped)?;
-            let _ = body.flow_control().release_capacity(chunk.len());
-            if (data.len() + chunk.len()) as u64 > cap.saturating_add(5) {
-                return Err(Attempt::Broken(format!(
-                    "the answer is larger than {} (raise --max-answer-bytes)",
-                    crate::net::bytes(cap)
-                )));
+            Some((config, name)) => {
+                let connector = tokio_rustls::TlsConnector::from(config.clone());
+                let name = name.clone();
+                let authority = self.authority.clone();
+                endpoint
+                    .connect_with_connector(tower::service_fn(move |_| {
+                        let (tcp, connector, name) = (tcp(), connector.clone(), name.clone());
+                        let authority = authority.clone();
+                        async move {
+                            let stream = connector.connect(name, tcp.await?).await.map_err(|e| {
+                                match veredicto_net::tls::certificate_problem(&e) {
+                                    Some(problem) => ConnectFailure::Unreachable(format!(
+                                        "TLS with {authority}: {problem} (trust its certificate authority with --ca-file)"
+                                    )),
+                                    None => ConnectFailure::Unreachable(format!(
+                                        "TLS with {authority}: {e}"
+                                    )),
+                                }
+                            })?;
+                            Ok::<_, ConnectFailure>(TokioIo::new(stream))
+                        }
+                    }))
+                    .await
             }
-            data.extend_from_slice(&chunk);
-        }
-        let trailers = body.trailers().await.map_err(dropped)?;
-        if let Some(t) = &trailers {
-            let code = t
-                .get("grpc-status")
-                .and_then(|c| c.to_str().ok())
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(2);
-            if code != 0 {
-                return Err(Attempt::Status(code, grpc_message(t.get("grpc-message"))));
-            }
-        } else if parts.headers.get("grpc-status").is_none() {
-            return Err(Attempt::Dropped(
-                "the answer ended without a gRPC status (connection closed while reading the answer)"
-                    .to_owned(),
-            ));
-        }
-        match data.as_slice() {
-            [0, a, b, c, d, rest @ ..]
-                if u32::from_be_bytes([*a, *b, *c, *d]) as usize == rest.len() =>
-            {
-                Ok(rest.to_vec())
-            }
-            [1, ..] => Err(Attempt::Broken(
-                "the answer is compressed, although none was asked for".to_owned(),
+        };
+        let transport = connected.map_err(|e| match connect_failure(&e) {
+            Some(reason) => Attempt::Unreachable(reason),
+            None => Attempt::Broken(format!(
+                "{} does not speak gRPC: {}",
+                self.authority,
+                redact::short(&chain(&e))
             )),
-            _ => Err(Attempt::Broken(format!(
-                "the answer is not one gRPC message ({} bytes)",
-                data.len()
-            ))),
+        })?;
+        if let Ok(mut s) = self.kept.lock() {
+            *s = Some(transport.clone());
+        }
+        Ok(transport)
+    }
+
+    async fn attempt<Q, A>(&self, method: &str, message: &Q) -> Result<A, Attempt>
+    where
+        Q: prost::Message + Clone + Send + Sync + 'static,
+        A: prost::Message + Default + Send + Sync + 'static,
+    {
+        let cap = usize::try_from(self.options.max_answer_bytes).unwrap_or(usize::MAX);
+        let mut grpc =
+            tonic::client::Grpc::new(self.transport().await?).max_decoding_message_size(cap);
+        grpc.ready().await.map_err(|e| match connect_failure(&e) {
+            Some(reason) => Attempt::Unreachable(reason),
+            None => Attempt::Dropped(format!("connection closed ({})", redact::short(&chain(&e)))),
+        })?;
+        let mut request = tonic::Request::new(message.clone());
+        for (name, value) in &self.options.headers {
+            // a header value that cannot be sent; its value is never printed
+            let key = AsciiMetadataKey::from_bytes(name.to_ascii_lowercase().as_bytes()).map_err(
+                |_| {
+                    Attempt::Broken(format!(
+                        "the request header `{}` cannot be sent",
+                        redact::short(name)
+                    ))
+                },
+            )?;
+            let value = AsciiMetadataValue::try_from(value.as_str()).map_err(|_| {
+                Attempt::Broken(format!(
+                    "the value of the request header `{}` cannot be sent",
+                    redact::short(name)
+                ))
+            })?;
+            request.metadata_mut().insert(key, value);
+        }
+        let path = http::uri::PathAndQuery::try_from(method)
+            .map_err(|e| Attempt::Broken(format!("not a gRPC method `{method}`: {e}")))?;
+        let codec = tonic_prost::ProstCodec::<Q, A>::default();
+        match grpc.unary(request, path, codec).await {
+            Ok(answer) => Ok(answer.into_inner()),
+            Err(status) => Err(classify(&status, cap)),
         }
     }
+}
+
+/// What a failed call's status means for the retry rule.
+fn classify(status: &tonic::Status, cap: usize) -> Attempt {
+    let message = status.message();
+    // A status made on this side from a transport failure carries its cause.
+    if let Some(source) = StdError::source(status) {
+        if let Some(reason) = connect_failure(source) {
+            return Attempt::Unreachable(reason);
+        }
+        return Attempt::Dropped(format!(
+            "connection closed while reading the answer ({})",
+            redact::short(&chain(source))
+        ));
+    }
+    if status.code() == Code::OutOfRange && message.contains("message length too large") {
+        return Attempt::Broken(format!(
+            "the answer is larger than {} (raise --max-answer-bytes)",
+            crate::net::bytes(cap as u64)
+        ));
+    }
+    if message.starts_with("protocol error: missing grpc-status trailer") {
+        return Attempt::Dropped(
+            "the answer ended without a gRPC status (connection closed while reading the answer)"
+                .to_owned(),
+        );
+    }
+    if let Some(http) = message
+        .strip_prefix("grpc-status header missing, mapped from HTTP status code ")
+        .and_then(|c| c.trim().parse::<u16>().ok())
+    {
+        let what = format!("HTTP {http} from the gRPC endpoint");
+        return if http >= 500 || http == 429 {
+            Attempt::Status(14, what)
+        } else {
+            Attempt::Broken(what)
+        };
+    }
+    if status.code() == Code::Internal && message.starts_with("failed to decode") {
+        return Attempt::Broken(format!(
+            "the answer does not parse: {}",
+            redact::short(message)
+        ));
+    }
+    if status.code() == Code::Internal && message.contains("compressed-flag") {
+        return Attempt::Broken(format!(
+            "the answer is compressed, although none was asked for ({})",
+            redact::short(message)
+        ));
+    }
+    Attempt::Status(status.code() as i32, message.to_owned())
 }

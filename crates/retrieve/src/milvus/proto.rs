@@ -1,264 +1,302 @@
-//! The few protobuf encodings Milvus' messages need, written by hand: varints, 64- and
-//! 32-bit numbers and length-delimited fields (strings, bytes, nested messages, packed
-//! repeated numbers). The field numbers are those of Milvus' published `milvus.proto`,
-//! `common.proto` and `schema.proto` (named at each use in `milvus.rs`).
+//! The Milvus messages this adapter sends and reads, as prost derive structs written from
+//! Milvus' published `milvus.proto`, `common.proto` and `schema.proto` (package
+//! `milvus.proto.*`): only the fields used, with their field numbers; prost skips the
+//! others when reading. A `oneof` is written as its members, each an optional field (the
+//! same bytes on the wire).
 
-/// A message being written.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Writer {
-    buf: Vec<u8>,
+/// `common.Status`: `error_code` is the legacy enum, `code` the newer number.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct Status {
+    #[prost(int32, tag = "1")]
+    pub error_code: i32,
+    #[prost(string, tag = "2")]
+    pub reason: String,
+    #[prost(int32, tag = "3")]
+    pub code: i32,
 }
 
-fn varint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
+/// `common.KeyValuePair`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct KeyValuePair {
+    #[prost(string, tag = "1")]
+    pub key: String,
+    #[prost(string, tag = "2")]
+    pub value: String,
 }
 
-impl Writer {
-    pub(crate) fn new() -> Writer {
-        Writer::default()
-    }
-
-    fn key(&mut self, field: u32, wire: u8) {
-        varint(&mut self.buf, (u64::from(field) << 3) | u64::from(wire));
-    }
-
-    /// A varint field (`int64`, `bool`, an enum); zero is written too (proto3 readers take
-    /// an absent field as zero, so this changes nothing they read).
-    pub(crate) fn uint(&mut self, field: u32, v: u64) -> &mut Writer {
-        self.key(field, 0);
-        varint(&mut self.buf, v);
-        self
-    }
-
-    /// A length-delimited field: a string, bytes or a nested message.
-    pub(crate) fn bytes(&mut self, field: u32, v: &[u8]) -> &mut Writer {
-        self.key(field, 2);
-        varint(&mut self.buf, v.len() as u64);
-        self.buf.extend_from_slice(v);
-        self
-    }
-
-    pub(crate) fn string(&mut self, field: u32, v: &str) -> &mut Writer {
-        self.bytes(field, v.as_bytes())
-    }
-
-    pub(crate) fn message(&mut self, field: u32, m: &Writer) -> &mut Writer {
-        self.bytes(field, &m.buf)
-    }
-
-    pub(crate) fn into_bytes(self) -> Vec<u8> {
-        self.buf
-    }
-}
-
-/// One field of a message being read.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Value<'a> {
-    Varint(u64),
-    Fixed64(u64),
-    Fixed32(u32),
-    Bytes(&'a [u8]),
-}
-
-impl<'a> Value<'a> {
-    pub(crate) fn as_u64(self) -> Option<u64> {
-        match self {
-            Value::Varint(v) | Value::Fixed64(v) => Some(v),
-            Value::Fixed32(v) => Some(u64::from(v)),
-            Value::Bytes(_) => None,
+impl KeyValuePair {
+    pub(crate) fn new(key: &str, value: &str) -> KeyValuePair {
+        KeyValuePair {
+            key: key.to_owned(),
+            value: value.to_owned(),
         }
     }
-
-    pub(crate) fn as_bytes(self) -> Option<&'a [u8]> {
-        match self {
-            Value::Bytes(b) => Some(b),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn as_str(self) -> Option<&'a str> {
-        self.as_bytes().and_then(|b| std::str::from_utf8(b).ok())
-    }
 }
 
-/// The fields of a message, in the order written; an error says where the bytes break.
-pub(crate) fn fields(mut buf: &[u8]) -> Result<Vec<(u32, Value<'_>)>, String> {
-    fn read_varint(buf: &mut &[u8]) -> Result<u64, String> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let (&b, rest) = buf
-                .split_first()
-                .ok_or_else(|| "a varint runs past the message's end".to_owned())?;
-            *buf = rest;
-            v |= u64::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                return Ok(v);
+/// `milvus.DescribeCollectionRequest`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct DescribeCollectionRequest {
+    #[prost(string, tag = "2")]
+    pub db_name: String,
+    #[prost(string, tag = "3")]
+    pub collection_name: String,
+}
+
+/// `milvus.DescribeCollectionResponse`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct DescribeCollectionResponse {
+    #[prost(message, optional, tag = "1")]
+    pub status: Option<Status>,
+    #[prost(message, optional, tag = "2")]
+    pub schema: Option<CollectionSchema>,
+}
+
+/// `schema.CollectionSchema`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct CollectionSchema {
+    #[prost(message, repeated, tag = "4")]
+    pub fields: Vec<FieldSchema>,
+}
+
+/// `schema.FieldSchema`; `data_type` is `schema.DataType`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct FieldSchema {
+    #[prost(string, tag = "2")]
+    pub name: String,
+    #[prost(bool, tag = "3")]
+    pub is_primary_key: bool,
+    #[prost(int32, tag = "5")]
+    pub data_type: i32,
+    #[prost(message, repeated, tag = "6")]
+    pub type_params: Vec<KeyValuePair>,
+}
+
+/// `milvus.DescribeIndexRequest`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct DescribeIndexRequest {
+    #[prost(string, tag = "2")]
+    pub db_name: String,
+    #[prost(string, tag = "3")]
+    pub collection_name: String,
+    #[prost(string, tag = "4")]
+    pub field_name: String,
+}
+
+/// `milvus.DescribeIndexResponse`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct DescribeIndexResponse {
+    #[prost(message, optional, tag = "1")]
+    pub status: Option<Status>,
+    #[prost(message, repeated, tag = "2")]
+    pub index_descriptions: Vec<IndexDescription>,
+}
+
+/// `milvus.IndexDescription`: `params` holds `metric_type` and `index_type`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct IndexDescription {
+    #[prost(message, repeated, tag = "3")]
+    pub params: Vec<KeyValuePair>,
+    #[prost(string, tag = "4")]
+    pub field_name: String,
+}
+
+/// `milvus.QueryRequest`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct QueryRequest {
+    #[prost(string, tag = "2")]
+    pub db_name: String,
+    #[prost(string, tag = "3")]
+    pub collection_name: String,
+    #[prost(string, tag = "4")]
+    pub expr: String,
+    #[prost(string, repeated, tag = "5")]
+    pub output_fields: Vec<String>,
+    #[prost(bool, tag = "12")]
+    pub use_default_consistency: bool,
+}
+
+/// `milvus.QueryResults`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct QueryResults {
+    #[prost(message, optional, tag = "1")]
+    pub status: Option<Status>,
+    #[prost(message, repeated, tag = "2")]
+    pub fields_data: Vec<FieldData>,
+}
+
+/// `schema.FieldData` (its `field` oneof: `scalars` = 3, `vectors` = 4).
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct FieldData {
+    #[prost(string, tag = "2")]
+    pub field_name: String,
+    #[prost(message, optional, tag = "3")]
+    pub scalars: Option<ScalarField>,
+    #[prost(message, optional, tag = "4")]
+    pub vectors: Option<VectorField>,
+}
+
+/// `schema.ScalarField` (its `data` oneof: the two members read).
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct ScalarField {
+    #[prost(message, optional, tag = "3")]
+    pub long_data: Option<LongArray>,
+    #[prost(message, optional, tag = "6")]
+    pub string_data: Option<StringArray>,
+}
+
+/// `schema.VectorField` (its `data` oneof: `float_vector` = 2).
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct VectorField {
+    #[prost(int64, tag = "1")]
+    pub dim: i64,
+    #[prost(message, optional, tag = "2")]
+    pub float_vector: Option<FloatArray>,
+}
+
+/// `schema.LongArray`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct LongArray {
+    #[prost(int64, repeated, tag = "1")]
+    pub data: Vec<i64>,
+}
+
+/// `schema.StringArray`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct StringArray {
+    #[prost(string, repeated, tag = "1")]
+    pub data: Vec<String>,
+}
+
+/// `schema.FloatArray`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct FloatArray {
+    #[prost(float, repeated, tag = "1")]
+    pub data: Vec<f32>,
+}
+
+/// `milvus.SearchRequest`: `placeholder_group` is an encoded [`PlaceholderGroup`],
+/// `dsl_type` `common.DslType` (`BoolExprV1` = 1).
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct SearchRequest {
+    #[prost(string, tag = "2")]
+    pub db_name: String,
+    #[prost(string, tag = "3")]
+    pub collection_name: String,
+    #[prost(string, tag = "5")]
+    pub dsl: String,
+    #[prost(bytes = "vec", tag = "6")]
+    pub placeholder_group: Vec<u8>,
+    #[prost(int32, tag = "7")]
+    pub dsl_type: i32,
+    #[prost(message, repeated, tag = "9")]
+    pub search_params: Vec<KeyValuePair>,
+    #[prost(int64, tag = "12")]
+    pub nq: i64,
+    #[prost(bool, tag = "15")]
+    pub use_default_consistency: bool,
+}
+
+/// `common.PlaceholderGroup`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct PlaceholderGroup {
+    #[prost(message, repeated, tag = "1")]
+    pub placeholders: Vec<PlaceholderValue>,
+}
+
+/// `common.PlaceholderValue`: `type` is `common.PlaceholderType` (`FloatVector` = 101),
+/// each value one query's floats, little-endian.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct PlaceholderValue {
+    #[prost(string, tag = "1")]
+    pub tag: String,
+    #[prost(int32, tag = "2")]
+    pub r#type: i32,
+    #[prost(bytes = "vec", repeated, tag = "3")]
+    pub values: Vec<Vec<u8>>,
+}
+
+/// `milvus.SearchResults`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct SearchResults {
+    #[prost(message, optional, tag = "1")]
+    pub status: Option<Status>,
+    #[prost(message, optional, tag = "2")]
+    pub results: Option<SearchResultData>,
+}
+
+/// `schema.SearchResultData`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct SearchResultData {
+    #[prost(float, repeated, tag = "4")]
+    pub scores: Vec<f32>,
+    #[prost(message, optional, tag = "5")]
+    pub ids: Option<Ids>,
+}
+
+/// `schema.IDs` (its `id_field` oneof: `int_id` = 1, `str_id` = 2).
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct Ids {
+    #[prost(message, optional, tag = "1")]
+    pub int_id: Option<LongArray>,
+    #[prost(message, optional, tag = "2")]
+    pub str_id: Option<StringArray>,
+}
+
+/// The answers' common shape: a status first.
+pub(crate) trait Answer {
+    fn status(&self) -> Option<&Status>;
+}
+
+macro_rules! answer {
+    ($($t:ty),*) => {$(
+        impl Answer for $t {
+            fn status(&self) -> Option<&Status> {
+                self.status.as_ref()
             }
         }
-        Err("a varint longer than 10 bytes".to_owned())
-    }
-    fn take<'a>(buf: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
-        if buf.len() < n {
-            return Err(format!(
-                "a field of {n} bytes runs past the message's end ({} left)",
-                buf.len()
-            ));
-        }
-        let (head, rest) = buf.split_at(n);
-        *buf = rest;
-        Ok(head)
-    }
-    let mut out = Vec::new();
-    while !buf.is_empty() {
-        let key = read_varint(&mut buf)?;
-        let field = u32::try_from(key >> 3).map_err(|_| "a field number beyond 32 bits")?;
-        let value = match key & 7 {
-            0 => Value::Varint(read_varint(&mut buf)?),
-            1 => Value::Fixed64(u64::from_le_bytes(
-                take(&mut buf, 8)?.try_into().unwrap_or_default(),
-            )),
-            2 => {
-                let n = usize::try_from(read_varint(&mut buf)?)
-                    .map_err(|_| "a length beyond memory")?;
-                Value::Bytes(take(&mut buf, n)?)
-            }
-            5 => Value::Fixed32(u32::from_le_bytes(
-                take(&mut buf, 4)?.try_into().unwrap_or_default(),
-            )),
-            other => return Err(format!("wire type {other} (groups are not read)")),
-        };
-        out.push((field, value));
-    }
-    Ok(out)
+    )*};
 }
-
-/// The last value of `field` (proto3: the last one wins), if any.
-pub(crate) fn field<'a>(fields: &[(u32, Value<'a>)], number: u32) -> Option<Value<'a>> {
-    fields
-        .iter()
-        .rev()
-        .find(|(n, _)| *n == number)
-        .map(|(_, v)| *v)
-}
-
-/// Every value of a repeated `field`, in order.
-pub(crate) fn repeated<'a, 'f>(
-    fields: &'f [(u32, Value<'a>)],
-    number: u32,
-) -> impl Iterator<Item = Value<'a>> + 'f {
-    fields
-        .iter()
-        .filter(move |(n, _)| *n == number)
-        .map(|(_, v)| *v)
-}
-
-/// A repeated `int64` field, packed (one length-delimited run) or not.
-pub(crate) fn int64s(fields: &[(u32, Value<'_>)], number: u32) -> Result<Vec<i64>, String> {
-    let mut out = Vec::new();
-    for v in repeated(fields, number) {
-        match v {
-            Value::Varint(x) => out.push(x as i64),
-            Value::Bytes(mut b) => {
-                while !b.is_empty() {
-                    let mut x = 0u64;
-                    let mut shift = 0;
-                    loop {
-                        let (&byte, rest) = b
-                            .split_first()
-                            .ok_or_else(|| "a packed varint runs past its field".to_owned())?;
-                        b = rest;
-                        x |= u64::from(byte & 0x7f) << shift;
-                        shift += 7;
-                        if byte < 0x80 || shift >= 64 {
-                            break;
-                        }
-                    }
-                    out.push(x as i64);
-                }
-            }
-            _ => return Err(format!("field {number}: not an int64")),
-        }
-    }
-    Ok(out)
-}
-
-/// A repeated `float` field, packed or not.
-pub(crate) fn floats(fields: &[(u32, Value<'_>)], number: u32) -> Result<Vec<f32>, String> {
-    let mut out = Vec::new();
-    for v in repeated(fields, number) {
-        match v {
-            Value::Fixed32(x) => out.push(f32::from_bits(x)),
-            Value::Bytes(b) if b.len() % 4 == 0 => out.extend(
-                b.chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-            ),
-            _ => return Err(format!("field {number}: not a float")),
-        }
-    }
-    Ok(out)
-}
-
-/// The nested message at `field`, parsed (an absent field is an empty message).
-pub(crate) fn nested<'a>(
-    fields: &[(u32, Value<'a>)],
-    number: u32,
-) -> Result<Vec<(u32, Value<'a>)>, String> {
-    match field(fields, number) {
-        None => Ok(Vec::new()),
-        Some(Value::Bytes(b)) => self::fields(b),
-        Some(_) => Err(format!("field {number}: not a message")),
-    }
-}
+answer!(
+    DescribeCollectionResponse,
+    DescribeIndexResponse,
+    QueryResults,
+    SearchResults
+);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prost::Message;
 
     #[test]
-    fn written_fields_read_back() {
-        let mut inner = Writer::new();
-        inner.string(1, "dim").string(2, "384");
-        let mut w = Writer::new();
-        w.uint(1, 300).message(6, &inner).string(3, "kb");
-        let bytes = w.into_bytes();
-        // 300 = 0xac 0x02 as a varint
-        assert_eq!(&bytes[..3], &[0x08, 0xac, 0x02]);
-        let f = fields(&bytes).unwrap();
-        assert_eq!(field(&f, 1).and_then(Value::as_u64), Some(300));
-        assert_eq!(field(&f, 3).and_then(Value::as_str), Some("kb"));
-        let kv = nested(&f, 6).unwrap();
-        assert_eq!(field(&kv, 2).and_then(Value::as_str), Some("384"));
-    }
-
-    #[test]
-    fn packed_and_unpacked_repeated_numbers() {
-        // field 1 packed int64 [1, 150, -1]; field 4 packed floats [0.5, -2]
-        let mut w = Writer::new();
-        let mut packed = Vec::new();
-        for v in [1u64, 150, u64::MAX] {
-            varint(&mut packed, v);
-        }
-        w.bytes(1, &packed);
-        w.uint(1, 7);
-        let floats_le: Vec<u8> = [0.5f32, -2.0]
-            .iter()
-            .flat_map(|f| f.to_le_bytes())
-            .collect();
-        w.bytes(4, &floats_le);
-        let bytes = w.into_bytes();
-        let f = fields(&bytes).unwrap();
-        assert_eq!(int64s(&f, 1).unwrap(), vec![1, 150, -1, 7]);
-        assert_eq!(floats(&f, 4).unwrap(), vec![0.5, -2.0]);
+    fn field_numbers_are_the_published_ones() {
+        // QueryRequest: collection_name = 3, expr = 4, output_fields = 5,
+        // use_default_consistency = 12
+        let q = QueryRequest {
+            db_name: String::new(),
+            collection_name: "kb".into(),
+            expr: "id in [1]".into(),
+            output_fields: vec!["id".into()],
+            use_default_consistency: true,
+        };
+        let bytes = q.encode_to_vec();
+        assert_eq!(&bytes[..4], &[0x1a, 2, b'k', b'b']);
+        assert_eq!(bytes[4], 0x22);
+        assert_eq!(&bytes[bytes.len() - 2..], &[0x60, 1]);
+        // SearchResultData: scores = 4 (packed floats), ids = 5 with int_id = 1
+        let mut answer = vec![0x22, 8];
+        answer.extend(0.5f32.to_le_bytes());
+        answer.extend((-2.0f32).to_le_bytes());
+        answer.extend([0x2a, 4, 0x0a, 2, 0x08, 7]);
+        let d = SearchResultData::decode(answer.as_slice()).unwrap();
+        assert_eq!(d.scores, [0.5, -2.0]);
+        assert_eq!(d.ids.unwrap().int_id.unwrap().data, [7]);
     }
 
     #[test]
     fn truncated_messages_are_errors_not_panics() {
-        assert!(fields(&[0x0a, 0x05, b'a']).is_err());
-        assert!(fields(&[0x08, 0xff]).is_err());
-        assert!(fields(&[0x0b]).is_err());
+        assert!(Status::decode(&[0x12, 0x05, b'a'][..]).is_err());
+        assert!(Status::decode(&[0x08, 0xff][..]).is_err());
+        assert!(LongArray::decode(&[0x0b][..]).is_err());
     }
 }

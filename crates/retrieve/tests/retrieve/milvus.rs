@@ -474,3 +474,200 @@ fn milvus_unreachable_and_silent_servers_fail_as_every_retriever_does() {
     assert!(started.elapsed() < Duration::from_secs(3));
     drop(held);
 }
+
+/// A certificate authority, the server's certificate for `localhost` signed by it, and an
+/// unrelated authority, made with openssl in `dir`.
+fn make_certs(dir: &std::path::Path) {
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl (the TLS test makes its certificates with it)");
+        assert!(out.status.success(), "openssl {args:?}: {out:?}");
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    for ca in ["ca", "other-ca"] {
+        let subject = format!("/CN=veredicto test {ca}");
+        let (key, crt) = (format!("{ca}.key"), format!("{ca}.crt"));
+        let mut args = vec!["req", "-x509"];
+        args.extend(ec);
+        args.extend([
+            "-days",
+            "2",
+            "-subj",
+            &subject,
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+            "-keyout",
+            &key,
+            "-out",
+            &crt,
+        ]);
+        openssl(&args);
+    }
+    let mut args = vec!["req"];
+    args.extend(ec);
+    args.extend([
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+    ]);
+    openssl(&args);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+        "-out",
+        "server.crt",
+    ]);
+}
+
+/// A TLS-terminating proxy on 127.0.0.1 (certificate `server.crt` of `dir`, ALPN `h2`)
+/// forwarding each connection to `upstream` (`HOST:PORT`, plain gRPC); gives its port. It
+/// serves until the test binary ends.
+fn tls_proxy(dir: &std::path::Path, upstream: String) -> u16 {
+    use std::sync::Arc;
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(dir.join("server.crt"))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).unwrap();
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, upstream) = (acceptor.clone(), upstream.clone());
+                tokio::spawn(async move {
+                    // A client that refuses the certificate ends the handshake here.
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let Ok(mut plain) = tokio::net::TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+            }
+        });
+    });
+    port
+}
+
+#[test]
+fn milvus_over_tls_trusts_the_ca_file_and_refuses_another_authority() {
+    let dir = tempfile::tempdir().unwrap();
+    make_certs(dir.path());
+    let upstream = milvus()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let port = tls_proxy(dir.path(), upstream);
+    let chunks = chunks(40);
+    let name = make_collection("COSINE", "FLAT", &chunks, json!({}));
+    let cases = cases(6, &chunks);
+    let with_ca = |file: &str| Options {
+        ca_file: Some(dir.path().join(file)),
+        ..Options::default()
+    };
+    let tls_uri = format!("milvus+https://localhost:{port}/{name}");
+    // The authority that signed the server's certificate: the same ranks as plain gRPC.
+    let over_tls = exam_with(&tls_uri, &cases, false, &with_ca("ca.crt")).unwrap();
+    let plain = exam(&uri(&name), &cases, false).unwrap();
+    assert_eq!(ranks(&over_tls), ranks(&plain));
+    assert_eq!(ranks(&over_tls).len(), 6);
+    println!(
+        "milvus over TLS: {} of 6 cases with the ranks of plain gRPC",
+        ranks(&over_tls)
+            .iter()
+            .filter(|(c, l)| ranks(&plain).get(*c) == Some(l))
+            .count()
+    );
+    // Another authority (or none: the system's roots): refused at once, on one line.
+    for options in [with_ca("other-ca.crt"), Options::default()] {
+        let started = std::time::Instant::now();
+        let e = exam_with(&tls_uri, &cases, false, &options).err().unwrap();
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!(
+                "cannot reach the server: TLS with localhost:{port}: the server's certificate is not signed by a trusted root certificate (trust its certificate authority with --ca-file)"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains('\n'), "{text}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "retried: {text}"
+        );
+    }
+    // The host name is checked too: the certificate names `localhost`, not 127.0.0.1.
+    let e = exam_with(
+        &format!("milvus+https://127.0.0.1:{port}/{name}"),
+        &cases,
+        false,
+        &with_ca("ca.crt"),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string()
+            .contains("the server's certificate is not valid for the host name connected to"),
+        "{e}"
+    );
+    // A CA file that is not one: named before anything is connected.
+    std::fs::write(dir.path().join("empty.pem"), "").unwrap();
+    let e = exam_with(&tls_uri, &cases, false, &with_ca("empty.pem"))
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("--ca-file: ") && e.to_string().contains("empty.pem"),
+        "{e}"
+    );
+}
