@@ -393,3 +393,81 @@ fn questions_are_pasted_in_bulk_and_candidates_accepted_or_rejected_with_a_reaso
         .unwrap()
         .contains(&ids[0]));
 }
+
+#[test]
+fn typed_spans_and_a_case_s_fields_are_one_line_edits_without_javascript() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path());
+    let origin = format!("http://{addr}");
+    let me = [("Origin", origin.as_str()), ("x-reviewer", "Ana")];
+    let g = dir.path().join("golden.jsonl");
+    let (_, new) = request(
+        &addr,
+        "GET",
+        "/golden/new?id=s&query=vacaciones+pagadas",
+        &[],
+        "",
+    );
+    let csrf = attr(&new, "csrf").to_owned();
+    let body = format!(
+        "csrf={csrf}&hash={}&id=s&query=vacaciones+pagadas&doc_id=D1&start=3&end=9&quote=",
+        enc(attr(&new, "hash"))
+    );
+    assert_eq!(request(&addr, "POST", "/golden/add", &me, &body).0, 303);
+    assert_eq!(
+        std::fs::read_to_string(&g).unwrap().lines().last().unwrap(),
+        "{\"id\":\"s\",\"query\":\"vacaciones pagadas\",\"evidence\":[{\"doc_id\":\"D1\",\"start\":3,\"end\":9}]}"
+    );
+    let (st, case) = request(&addr, "GET", "/golden/case?id=s", &[], "");
+    assert_eq!(st, 200);
+    let hash = attr(&case, "hash").to_owned();
+    let fields = format!(
+        "csrf={csrf}&hash={}&id=s&gold=true&top_k=3&domain=laboral&tags=a%2C+b",
+        enc(&hash)
+    );
+    assert_eq!(
+        request(&addr, "POST", "/golden/case/fields", &me, &fields).0,
+        303
+    );
+    let text = std::fs::read_to_string(&g).unwrap();
+    assert_eq!(text.lines().count(), 2);
+    assert!(
+        text.lines().next().unwrap().contains("\"id\":\"a\""),
+        "the other line is kept"
+    );
+    assert!(
+        text.ends_with(
+            ",\"gold\":true,\"top_k\":3,\"domain\":\"laboral\",\"tags\":[\"a\",\"b\"]}\n"
+        ),
+        "{text}"
+    );
+    // The same page again: stale, refused, nothing written.
+    assert_eq!(
+        request(&addr, "POST", "/golden/case/fields", &me, &fields).0,
+        409
+    );
+    assert_eq!(std::fs::read_to_string(&g).unwrap(), text);
+    // A typed quote on the span case; a span on a case of chunk IDs is refused.
+    let (_, case) = request(&addr, "GET", "/golden/case?id=s", &[], "");
+    let quote = format!(
+        "csrf={csrf}&hash={}&id=s&doc_id=D1&start=&end=&quote={}",
+        enc(attr(&case, "hash")),
+        enc("días pagados")
+    );
+    assert_eq!(
+        request(&addr, "POST", "/golden/case/evidence", &me, &quote).0,
+        303
+    );
+    assert!(std::fs::read_to_string(&g)
+        .unwrap()
+        .contains("{\"doc_id\":\"D1\",\"quote\":\"días pagados\"}"));
+    let (_, case) = request(&addr, "GET", "/golden/case?id=a", &[], "");
+    let on_a = format!(
+        "csrf={csrf}&hash={}&id=a&doc_id=D1&start=1&end=2",
+        enc(attr(&case, "hash"))
+    );
+    assert_eq!(
+        request(&addr, "POST", "/golden/case/evidence", &me, &on_a).0,
+        400
+    );
+}
