@@ -474,6 +474,32 @@ pub fn judgments(
     Ok(out)
 }
 
+/// The chunks rated relevant (their latest rating) that outrank an expected chunk of a case
+/// in `run`, as `(case, chunk)` pairs in case order: the golden set may be incomplete there.
+pub fn relevant_outranking(
+    golden: &Path,
+    run: &veredicto_core::history::RecordedRun,
+) -> Result<Vec<(String, String)>> {
+    let judged = judgments(golden)?;
+    let mut out = Vec::new();
+    for c in &run.report.cases {
+        let mut seen = BTreeSet::new();
+        for f in &c.diagnosis {
+            for o in &f.outranked_by {
+                if seen.insert(o.id.clone())
+                    && matches!(
+                        judged.get(&(c.id.clone(), o.id.clone())),
+                        Some((Grade::Relevant, _))
+                    )
+                {
+                    out.push((c.id.clone(), o.id.clone()));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// One row of a case's ranked list.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankedRow {

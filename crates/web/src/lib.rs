@@ -772,6 +772,7 @@ async fn run_report(
     let es = spanish(&headers);
     let spec = st.config.history.clone();
     let corpus = st.config.corpus.clone();
+    let golden = st.config.golden.clone();
     let built = tokio::task::spawn_blocking(move || {
         let r = veredicto_app::history::report_run(
             &spec,
@@ -784,13 +785,15 @@ async fn run_report(
                 seed: veredicto_core::compare::DEFAULT_SEED,
             },
         )?;
-        Ok::<_, veredicto_app::Error>(veredicto_report::html::render(
+        let relevant = workbench::relevant_outranking(&golden, &r.current)?;
+        Ok::<_, veredicto_app::Error>(veredicto_report::html::render_with_judgments(
             &veredicto_report::html::HtmlInput {
                 current: &r.current,
                 baseline_comparison: r.comparison.as_ref(),
                 diagnosis: Some(&r.diagnosis),
                 history: &r.history,
             },
+            &relevant,
         ))
     })
     .await;

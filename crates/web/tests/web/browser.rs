@@ -466,6 +466,15 @@ fn a_failing_case_shows_its_ranked_list_and_its_outranking_chunks_are_rated_in_c
         std::fs::read(rack.join("golden.jsonl")).unwrap(),
         "the golden set is untouched"
     );
+    // The run's report (the renderer every front end uses) says so.
+    b.click("a[href^=\"/runs/\"]");
+    let note = b.wait_for_text("#judgments", "judged relevant", 10);
+    assert!(
+        note.contains("1 outranking chunk judged relevant: the golden set may be incomplete")
+            && note.contains("case q-irpf-autonomos: chunk silver_finanzas_124"),
+        "{note}"
+    );
+    shot(&b, "run-report-judgments");
 }
 
 #[test]
