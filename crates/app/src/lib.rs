@@ -24,6 +24,7 @@ pub mod exam_job;
 pub mod files;
 pub mod gate;
 pub mod golden;
+pub mod golden_edits;
 pub mod history;
 pub mod index;
 pub mod ingest;

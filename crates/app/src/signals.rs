@@ -247,6 +247,18 @@ pub struct CandidatesRequest<'a> {
 /// Proposes candidate golden cases and triages the failed answers; writes the candidates
 /// to `out` (atomically) and returns the report.
 pub fn candidates(req: CandidatesRequest<'_>) -> Result<SignalsReport> {
+    let report = propose(&req)?;
+    crate::files::write_atomic(
+        req.out,
+        veredicto_report::signals::candidates_jsonl(&report).as_bytes(),
+    )
+    .with_context(|| format!("writing {}", req.out.display()))?;
+    Ok(report)
+}
+
+/// What [`candidates`] computes, without writing anything (`req.out` is not read): the
+/// workbench lists these candidates.
+pub fn propose(req: &CandidatesRequest<'_>) -> Result<SignalsReport> {
     let cosine = req.settings.merge_cosine;
     if !(cosine.is_finite() && cosine > 0.0 && cosine <= 1.0) {
         bail!("--merge-cosine must be above 0 and at most 1, got {cosine}");
@@ -282,13 +294,9 @@ pub fn candidates(req: CandidatesRequest<'_>) -> Result<SignalsReport> {
         None => None,
     };
     let shown = req.source.display().to_string();
-    let report = acc.finish(&golden, vectors.as_deref(), &req.settings, &|line| {
-        format!("{shown}:{line}")
-    });
-    crate::files::write_atomic(
-        req.out,
-        veredicto_report::signals::candidates_jsonl(&report).as_bytes(),
+    Ok(
+        acc.finish(&golden, vectors.as_deref(), &req.settings, &|line| {
+            format!("{shown}:{line}")
+        }),
     )
-    .with_context(|| format!("writing {}", req.out.display()))?;
-    Ok(report)
 }

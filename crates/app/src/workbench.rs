@@ -92,6 +92,8 @@ pub struct NewCase {
     pub id: String,
     pub query: String,
     pub expected: Vec<String>,
+    /// Evidence spans instead of chunk IDs (a case gives one or the other).
+    pub evidence: Vec<crate::golden_edits::Span>,
 }
 
 /// What became of an edit.
@@ -127,6 +129,11 @@ pub fn add_case(
             "a new case needs an id and a query".to_owned(),
         ));
     }
+    if !case.expected.is_empty() && !case.evidence.is_empty() {
+        return Err(Error::Message(format!(
+            "case {id}: a case gives chunk IDs or evidence spans, not both"
+        )));
+    }
     let mut bytes = read_or_empty(golden)?;
     let current = content_hash(&bytes);
     if current != read_hash {
@@ -142,31 +149,59 @@ pub fn add_case(
     let mut line = Map::new();
     line.insert("id".into(), json!(id));
     line.insert("query".into(), json!(case.query.trim()));
-    line.insert("expected".into(), json!(case.expected));
+    if case.evidence.is_empty() {
+        line.insert("expected".into(), json!(case.expected));
+    } else {
+        line.insert(
+            "evidence".into(),
+            Value::Array(case.evidence.iter().map(|s| s.to_json()).collect()),
+        );
+    }
     if !bytes.is_empty() && !bytes.ends_with(b"\n") {
         bytes.push(b'\n');
     }
     let text = serde_json::to_string(&Value::Object(line.clone()))?;
     bytes.extend_from_slice(text.as_bytes());
     bytes.push(b'\n');
+    replace_golden(golden, &bytes)?;
+    let entry = json!({"at": at, "who": who, "action": "add_case", "file": golden.file_name().map(|n| n.to_string_lossy().into_owned()), "case": Value::Object(line)});
+    append_log(golden, &entry)?;
+    // A question waiting to be completed is done once it is a case.
+    crate::golden_edits::remove_draft(golden, id)?;
+    Ok(Saved::Written {
+        hash: content_hash(&bytes),
+    })
+}
+
+/// Appends one entry to the golden file's log, synced.
+pub(crate) fn append_log(golden: &Path, entry: &Value) -> Result<()> {
+    let path = log_path(golden);
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| Error::Message(format!("{}: {e}", path.display())))?;
+    log.write_all(format!("{}\n", serde_json::to_string(entry)?).as_bytes())?;
+    log.sync_all()?;
+    Ok(())
+}
+
+/// Replaces the golden file's bytes atomically (a temp file in its folder, synced,
+/// renamed).
+pub(crate) fn replace_golden(golden: &Path, bytes: &[u8]) -> Result<()> {
     let dir = golden
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(&bytes)?;
+    tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(golden).map_err(|e| Error::Io(e.error))?;
-    let entry = json!({"at": at, "who": who, "action": "add_case", "file": golden.file_name().map(|n| n.to_string_lossy().into_owned()), "case": Value::Object(line)});
-    let mut log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log_path(golden))?;
-    log.write_all(format!("{}\n", serde_json::to_string(&entry)?).as_bytes())?;
-    log.sync_all()?;
-    Ok(Saved::Written {
-        hash: content_hash(&bytes),
-    })
+    Ok(())
+}
+
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    read_or_empty(path)
 }
 
 /// A chunk a question found.
@@ -439,6 +474,32 @@ pub fn judgments(
     Ok(out)
 }
 
+/// The chunks rated relevant (their latest rating) that outrank an expected chunk of a case
+/// in `run`, as `(case, chunk)` pairs in case order: the golden set may be incomplete there.
+pub fn relevant_outranking(
+    golden: &Path,
+    run: &veredicto_core::history::RecordedRun,
+) -> Result<Vec<(String, String)>> {
+    let judged = judgments(golden)?;
+    let mut out = Vec::new();
+    for c in &run.report.cases {
+        let mut seen = BTreeSet::new();
+        for f in &c.diagnosis {
+            for o in &f.outranked_by {
+                if seen.insert(o.id.clone())
+                    && matches!(
+                        judged.get(&(c.id.clone(), o.id.clone())),
+                        Some((Grade::Relevant, _))
+                    )
+                {
+                    out.push((c.id.clone(), o.id.clone()));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// One row of a case's ranked list.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankedRow {
@@ -520,6 +581,7 @@ mod tests {
             id: "b".into(),
             query: "otra".into(),
             expected: vec!["c2".into()],
+            evidence: Vec::new(),
         };
         assert!(matches!(
             add_case(&g, "sha256:old", &case, "ana", "t").unwrap(),

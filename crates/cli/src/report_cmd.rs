@@ -71,12 +71,22 @@ pub fn run(args: ReportArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
         },
     )?;
     let text = match args.format.or_json(args.json) {
-        Format::Html => veredicto_report::html::render(&veredicto_report::html::HtmlInput {
-            current: &current,
-            baseline_comparison: comparison.as_ref(),
-            diagnosis: Some(&diagnosis),
-            history: &runs,
-        }),
+        Format::Html => {
+            // The workbench's ratings beside the golden set, when the project names one.
+            let relevant = match &settings.golden {
+                Some(g) => veredicto_app::workbench::relevant_outranking(g, &current)?,
+                None => Vec::new(),
+            };
+            veredicto_report::html::render_with_judgments(
+                &veredicto_report::html::HtmlInput {
+                    current: &current,
+                    baseline_comparison: comparison.as_ref(),
+                    diagnosis: Some(&diagnosis),
+                    history: &runs,
+                },
+                &relevant,
+            )
+        }
         Format::Human => {
             let color = args.out.is_none() && printer::get().color_stdout();
             let mut s = veredicto_report::human::render(&current.report, color);

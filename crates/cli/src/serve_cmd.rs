@@ -20,6 +20,13 @@ pub struct ServeArgs {
     /// `latest`) in the history.
     #[arg(long, value_name = "CASES|RUN")]
     pub audit: Option<String>,
+    /// The production signals file the candidates are proposed from (as `veredicto signals
+    /// candidates` reads it).
+    #[arg(long, value_name = "FILE", default_value = veredicto_app::signals::DEFAULT_SIGNALS)]
+    pub signals: std::path::PathBuf,
+    /// The documents evidence spans point into (their text is shown to select a passage).
+    #[arg(long, value_name = "FILE")]
+    pub documents: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: ServeArgs, settings: &veredicto_app::Settings) -> anyhow::Result<ExitStatus> {
@@ -36,6 +43,8 @@ pub fn run(args: ServeArgs, settings: &veredicto_app::Settings) -> anyhow::Resul
         veredicto_web::Config {
             golden,
             corpus: settings.corpus.clone(),
+            documents: args.documents.map(|d| settings.cwd.join(d)),
+            signals: Some(settings.cwd.join(&args.signals)),
             token,
             identity_header: args.identity_header,
             history: settings.history.clone(),

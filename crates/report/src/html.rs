@@ -49,6 +49,30 @@ pub struct HtmlInput<'a> {
     pub history: &'a [RecordedRun],
 }
 
+/// [`render`], with a note on the chunks rated relevant on the workbench although they
+/// outrank a case's expected ones (`(case, chunk)` pairs): the golden set may be incomplete.
+/// No pair: the report as [`render`] gives it.
+pub fn render_with_judgments(input: &HtmlInput<'_>, relevant: &[(String, String)]) -> String {
+    let html = render(input);
+    if relevant.is_empty() {
+        return html;
+    }
+    let mut note = format!(
+        "<section id=\"judgments\"><p><strong>{} outranking chunk{} judged relevant: the golden set may be incomplete.</strong></p><ul>",
+        relevant.len(),
+        if relevant.len() == 1 { "" } else { "s" }
+    );
+    for (case, chunk) in relevant {
+        note.push_str(&format!(
+            "<li>case {}: chunk {}</li>",
+            escape(case),
+            escape(chunk)
+        ));
+    }
+    note.push_str("</ul></section>\n");
+    html.replacen("<body>\n", &format!("<body>\n{note}"), 1)
+}
+
 /// Renders the report as one self-contained HTML page.
 pub fn render(input: &HtmlInput<'_>) -> String {
     let run = input.current;

@@ -26,8 +26,10 @@ use axum::Router;
 use veredicto_app::workbench::{self, NewCase, Saved};
 use veredicto_report::html::escape;
 
+mod case;
 mod claims;
 mod exam;
+mod questions;
 
 /// Largest request body accepted.
 pub const BODY_LIMIT: usize = 64 * 1024;
@@ -41,6 +43,11 @@ pub struct Config {
     pub golden: PathBuf,
     /// The corpus searched for a question's chunks.
     pub corpus: Option<PathBuf>,
+    /// The documents evidence spans point into (their text shown to select a passage).
+    pub documents: Option<PathBuf>,
+    /// The production signals file the candidates are proposed from (what `veredicto
+    /// signals candidates` reads); `None`: the candidates page says it is not set.
+    pub signals: Option<PathBuf>,
     /// Required on every request when set.
     pub token: Option<String>,
     /// A header a reverse proxy sets with the reviewer's name.
@@ -85,7 +92,7 @@ pub(crate) struct AppState {
     pub(crate) csrf: String,
     hosts: Vec<String>,
     origins: Vec<String>,
-    edits: tokio::sync::Mutex<()>,
+    pub(crate) edits: tokio::sync::Mutex<()>,
     /// Serialises verdicts appended from this server (the log's own lock guards against
     /// other writers).
     pub(crate) reviews: tokio::sync::Mutex<()>,
@@ -184,6 +191,14 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/golden", get(golden_page))
         .route("/golden/new", get(new_question))
         .route("/golden/add", post(add_case))
+        .route("/golden/paste", post(questions::paste))
+        .route("/golden/case", get(case::case_page))
+        .route("/golden/case/fields", post(case::set_fields))
+        .route("/golden/case/evidence", post(case::add_evidence))
+        .route("/golden/document", get(case::document_page))
+        .route("/assets/select.js", get(case::script))
+        .route("/golden/candidates", get(questions::candidates_page))
+        .route("/golden/candidates/decide", post(questions::decide))
         .route("/reviewer", post(set_reviewer))
         .route("/lang", get(set_lang))
         .route("/runs", get(runs_page))
@@ -384,6 +399,15 @@ pub(crate) fn html_error(es: bool, status: StatusCode, msg: &str) -> Response {
     r
 }
 
+/// The answer to an edit made on a stale page: 409, nothing written.
+pub(crate) fn stale(es: bool) -> Response {
+    html_error(
+        es,
+        StatusCode::CONFLICT,
+        t(es, "The golden file changed since this page was loaded: nothing was written. Reload and redo the edit.", "El fichero dorado cambió desde que se cargó esta página: no se escribió nada. Recargue y rehaga el cambio."),
+    )
+}
+
 pub(crate) fn reviewer_form(st: &AppState, es: bool, back: &str) -> String {
     format!(
         "<form method=\"post\" action=\"/reviewer\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"back\" value=\"{}\"><label for=\"reviewer\">{}</label><input type=\"text\" id=\"reviewer\" name=\"reviewer\" required><button type=\"submit\">{}</button></form>\n",
@@ -407,10 +431,11 @@ async fn golden_page(
     let loaded = tokio::task::spawn_blocking(move || {
         let page = workbench::golden_page(&golden, offset, PAGE)?;
         let last = workbench::last_results(&spec)?;
-        Ok::<_, veredicto_app::Error>((page, last))
+        let drafts = veredicto_app::golden_edits::drafts(&golden)?;
+        Ok::<_, veredicto_app::Error>((page, last, drafts))
     })
     .await;
-    let (p, last) = match loaded {
+    let (p, last, drafts) = match loaded {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
@@ -431,6 +456,7 @@ async fn golden_page(
         t(es, "Question", "Pregunta"),
         t(es, "Search the corpus", "Buscar en el corpus"),
     ));
+    b.push_str(&questions::section(&st, es, &p.hash, &drafts));
     b.push_str(&exam::button(&st, es));
     let end = (offset + p.rows.len()).min(p.total);
     b.push_str(&format!(
@@ -446,7 +472,8 @@ async fn golden_page(
     ));
     for r in &p.rows {
         b.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td><a href=\"/golden/case?id={}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            form_urlencoded::byte_serialize(r.id.as_bytes()).collect::<String>(),
             escape(&r.id),
             escape(&r.query),
             escape(&r.expected.join(", ")),
@@ -512,6 +539,7 @@ async fn new_question(
     let golden = st.config.golden.clone();
     let corpus = st.config.corpus.clone();
     let qq = query.clone();
+    let idq = id.clone();
     let state = st.clone();
     let found = tokio::task::spawn_blocking(move || {
         let page = workbench::golden_page(&golden, 0, 0)?;
@@ -519,16 +547,21 @@ async fn new_question(
             Some(c) if !qq.trim().is_empty() => state.corpus_index(&c)?.search(&qq, 20),
             _ => Vec::new(),
         };
-        Ok::<_, veredicto_app::Error>((page.hash, hits))
+        let proposed = veredicto_app::golden_edits::drafts(&golden)?
+            .into_iter()
+            .find(|d| d.id == idq)
+            .map(|d| d.expected)
+            .unwrap_or_default();
+        Ok::<_, veredicto_app::Error>((page.hash, hits, proposed))
     })
     .await;
-    let (hash, hits) = match found {
+    let (hash, hits, proposed) = match found {
         Ok(Ok(x)) => x,
         Ok(Err(e)) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
     let mut b = format!(
-        "<p>{} <strong>{}</strong></p>\n<form method=\"post\" action=\"/golden/add\">\n<input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"hash\" value=\"{}\"><input type=\"hidden\" name=\"id\" value=\"{}\"><input type=\"hidden\" name=\"query\" value=\"{}\">\n<fieldset><legend>{}</legend>\n",
+        "<p>{} <strong>{}</strong></p>\n<form method=\"post\" action=\"/golden/add\" class=\"span\">\n<input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"hash\" value=\"{}\"><input type=\"hidden\" name=\"id\" value=\"{}\"><input type=\"hidden\" name=\"query\" value=\"{}\">\n<fieldset><legend>{}</legend>\n",
         escape(&id),
         escape(&query),
         st.csrf,
@@ -537,7 +570,18 @@ async fn new_question(
         escape(&query),
         t(es, "Pick the chunks that answer it", "Elija los fragmentos que la responden"),
     );
-    if hits.is_empty() {
+    for (n, c) in proposed
+        .iter()
+        .filter(|c| !hits.iter().any(|h| &h.id == *c))
+        .enumerate()
+    {
+        b.push_str(&format!(
+            "<div class=\"hit\"><input type=\"checkbox\" name=\"expected\" id=\"p{n}\" value=\"{id}\" checked><label for=\"p{n}\">{id} <small>({})</small></label></div>\n",
+            t(es, "proposed by the signals", "propuesto por las señales"),
+            id = escape(c),
+        ));
+    }
+    if hits.is_empty() && proposed.is_empty() {
         b.push_str(&format!(
             "<p>{}</p>\n",
             t(es, "No chunk found.", "Ningún fragmento encontrado.")
@@ -557,23 +601,38 @@ async fn new_question(
             })
             .collect();
         b.push_str(&format!(
-            "<div class=\"hit\"><input type=\"checkbox\" name=\"expected\" id=\"c{r}\" value=\"{id}\"><label for=\"c{r}\">{r}. {id} ({score:.2})</label><p>{text}</p><p><small>{meta}</small></p></div>\n",
+            "<div class=\"hit\"><input type=\"checkbox\" name=\"expected\" id=\"c{r}\" value=\"{id}\"{checked}><label for=\"c{r}\">{r}. {id} ({score:.2}){prop}</label><p class=\"passage-text\" data-doc=\"{doc}\"{start}>{text}</p><p><small>{meta}</small></p></div>\n",
             r = h.rank,
+            doc = escape(h.metadata.get("doc_id").and_then(|v| v.as_str()).unwrap_or("")),
+            start = h
+                .metadata
+                .get("start")
+                .and_then(|v| v.as_u64())
+                .map(|s| format!(" data-start=\"{s}\""))
+                .unwrap_or_default(),
+            checked = if proposed.contains(&h.id) { " checked" } else { "" },
+            prop = if proposed.contains(&h.id) {
+                format!(" <small>{}</small>", t(es, "proposed by the signals", "propuesto por las señales"))
+            } else {
+                String::new()
+            },
             id = escape(&h.id),
             score = h.score,
             text = escape(&h.text),
             meta = escape(&meta.join(" · ")),
         ));
     }
+    b.push_str("</fieldset>\n");
+    b.push_str(&case::span_fields(es, ""));
     b.push_str(&format!(
-        "</fieldset>\n<button type=\"submit\">{}</button>\n</form>\n",
+        "<button type=\"submit\">{}</button>\n</form>\n",
         t(
             es,
             "Save to the golden set",
             "Guardar en el conjunto dorado"
         )
     ));
-    page(es, t(es, "New question", "Nueva pregunta"), &b)
+    page_with(es, t(es, "New question", "Nueva pregunta"), case::HEAD, &b)
 }
 
 async fn add_case(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -601,6 +660,11 @@ async fn add_case(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Byt
             .filter(|(k, _)| k == "expected")
             .map(|(_, v)| v.clone())
             .collect(),
+        evidence: match case::posted_span(&f) {
+            None => Vec::new(),
+            Some(Ok(s)) => vec![s],
+            Some(Err(e)) => return html_error(es, StatusCode::BAD_REQUEST, &e.to_string()),
+        },
     };
     let hash = field(&f, "hash").to_owned();
     let golden = st.config.golden.clone();
@@ -611,11 +675,7 @@ async fn add_case(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Byt
             .await;
     match saved {
         Ok(Ok(Saved::Written { .. })) => redirect("/golden"),
-        Ok(Ok(Saved::Stale { .. })) => html_error(
-            es,
-            StatusCode::CONFLICT,
-            t(es, "The golden file changed since this page was loaded: nothing was written. Reload and redo the edit.", "El fichero dorado cambió desde que se cargó esta página: no se escribió nada. Recargue y rehaga el cambio."),
-        ),
+        Ok(Ok(Saved::Stale { .. })) => stale(es),
         Ok(Err(e)) => html_error(es, StatusCode::BAD_REQUEST, &e.to_string()),
         Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
@@ -712,6 +772,7 @@ async fn run_report(
     let es = spanish(&headers);
     let spec = st.config.history.clone();
     let corpus = st.config.corpus.clone();
+    let golden = st.config.golden.clone();
     let built = tokio::task::spawn_blocking(move || {
         let r = veredicto_app::history::report_run(
             &spec,
@@ -724,13 +785,15 @@ async fn run_report(
                 seed: veredicto_core::compare::DEFAULT_SEED,
             },
         )?;
-        Ok::<_, veredicto_app::Error>(veredicto_report::html::render(
+        let relevant = workbench::relevant_outranking(&golden, &r.current)?;
+        Ok::<_, veredicto_app::Error>(veredicto_report::html::render_with_judgments(
             &veredicto_report::html::HtmlInput {
                 current: &r.current,
                 baseline_comparison: r.comparison.as_ref(),
                 diagnosis: Some(&r.diagnosis),
                 history: &r.history,
             },
+            &relevant,
         ))
     })
     .await;

@@ -255,6 +255,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             corpus: Some(d.join("corpus.jsonl")),
             token: None,
             identity_header: Some("x-reviewer".into()),
+            documents: None,
+            signals: None,
             history: veredicto_app::HistorySpec::default_at(history.clone()),
             clock: || "2026-01-02T00:00:00Z".to_owned(),
             audit: Some(d.join("claims.json").display().to_string()),

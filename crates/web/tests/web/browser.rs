@@ -125,6 +125,8 @@ fn serve_with(dir: &Path, audit: Option<PathBuf>, exam: veredicto_web::ExamRunne
             corpus: Some(dir.join("corpus.jsonl")),
             token: None,
             identity_header: None,
+            documents: Some(dir.join("documents.jsonl")),
+            signals: Some(dir.join("signals.jsonl")),
             history: history(dir),
             clock: || "2026-01-02T10:00:00Z".to_owned(),
             audit: audit.map(|p| p.display().to_string()),
@@ -463,5 +465,175 @@ fn a_failing_case_shows_its_ranked_list_and_its_outranking_chunks_are_rated_in_c
         std::fs::read(dir.path().join("golden.jsonl")).unwrap(),
         std::fs::read(rack.join("golden.jsonl")).unwrap(),
         "the golden set is untouched"
+    );
+    // The run's report (the renderer every front end uses) says so.
+    b.click("a[href^=\"/runs/\"]");
+    let note = b.wait_for_text("#judgments", "judged relevant", 10);
+    assert!(
+        note.contains("1 outranking chunk judged relevant: the golden set may be incomplete")
+            && note.contains("case q-irpf-autonomos: chunk silver_finanzas_124"),
+        "{note}"
+    );
+    shot(&b, "run-report-judgments");
+}
+
+#[test]
+fn questions_pasted_and_a_candidate_accepted_then_completed_in_chromium() {
+    let Some((chromium, driver)) = browser_or_skip("the bulk-questions browser flow") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path());
+    std::fs::write(
+        dir.path().join("signals.jsonl"),
+        "{\"conversation_id\":\"c1\",\"time\":\"2026-01-01T09:00:00Z\",\"query\":\"¿Cuánto dura el preaviso de baja?\",\"retrieved\":[\"c3\"],\"answer_id\":\"a1\",\"event\":\"click_citation\",\"chunk\":\"c3\"}\n{\"conversation_id\":\"c2\",\"time\":\"2026-01-01T10:00:00Z\",\"query\":\"vacaciones\",\"retrieved\":[\"c1\"],\"answer_id\":\"a2\",\"event\":\"copy\",\"chunk\":\"c1\"}\n{\"conversation_id\":\"c3\",\"time\":\"2026-01-01T11:00:00Z\",\"query\":\"¿Hay bolsa de horas?\",\"retrieved\":[\"c2\"],\"answer_id\":\"a3\",\"event\":\"click_citation\",\"chunk\":\"c2\"}\n",
+    )
+    .unwrap();
+    let base = serve(dir.path(), None);
+    let b = Browser::start(&chromium, &driver, "es");
+    let started = Instant::now();
+    b.goto(&format!("{base}/golden"));
+    say_name(&b, "Ana");
+    b.type_into(
+        "#questions",
+        "¿Cuántos días de asuntos propios hay?\n\nVacaciones\n¿cuántos días de asuntos propios hay\n",
+    );
+    shot(&b, "golden-paste");
+    b.click("#paste");
+    let result = b.wait_for_text("#paste-result", "Añadidas: 1", 10);
+    assert!(result.contains("no añadidas: 2"), "{result}");
+    shot(&b, "golden-pasted");
+    // The candidates: "vacaciones" is a case already; the other two wait.
+    b.goto(&format!("{base}/golden/candidates"));
+    let list = b.wait_for_text("main", "¿Cuánto dura el preaviso de baja?", 10);
+    assert!(list.contains("¿Hay bolsa de horas?"), "{list}");
+    shot(&b, "golden-candidates");
+    let n = b
+        .script("return [...document.querySelectorAll('section.candidate h2')].findIndex(h => h.textContent.includes('bolsa'));")
+        .as_i64()
+        .unwrap();
+    b.type_into(
+        &format!("#reason-{n}"),
+        "no es una pregunta de la plantilla",
+    );
+    b.click(&format!("#cand-{n} button[value=reject]"));
+    b.wait_for_text("main", "¿Cuánto dura el preaviso de baja?", 10);
+    assert!(!b.text("main").contains("bolsa de horas"));
+    b.type_into("#reason-0", "pregunta frecuente, bien respondida");
+    b.click("#cand-0 button[value=accept]");
+    b.wait_for_text("#no-candidates", "Ninguna candidata pendiente", 10);
+    // Both wait to be completed on the golden page; complete the accepted one.
+    b.goto(&format!("{base}/golden"));
+    let drafts = b.wait_for_text("#drafts", "preaviso", 10);
+    assert!(drafts.contains("asuntos propios"), "{drafts}");
+    shot(&b, "golden-drafts");
+    b.click("#drafts a[href*=\"cand-\"]");
+    b.wait_for_text("main", "propuesto por las señales", 10);
+    shot(&b, "golden-complete-candidate");
+    b.click("form[action=\"/golden/add\"] button[type=submit]");
+    b.wait_for_text("#count", "1–2 / 2", 10);
+    let golden = std::fs::read_to_string(dir.path().join("golden.jsonl")).unwrap();
+    let last = golden.lines().last().unwrap();
+    assert!(
+        last.starts_with("{\"id\":\"cand-")
+            && last.ends_with(
+                "\"query\":\"¿Cuánto dura el preaviso de baja?\",\"expected\":[\"c3\"]}"
+            ),
+        "{last}"
+    );
+    let drafts = std::fs::read_to_string(dir.path().join("golden.jsonl.drafts.jsonl")).unwrap();
+    assert_eq!(drafts.lines().count(), 1, "{drafts}");
+    eprintln!(
+        "bulk-questions flow in chromium: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Selects the characters `from..to` (UTF-16, as the DOM counts) of the first text node of
+/// `css`, as a mouse would, and lets the page's script see it.
+fn select(b: &Browser, css: &str, needle: &str) {
+    b.script(&format!(
+        "const el = document.querySelector('{css}'); const node = el.firstChild; const at = node.data.indexOf('{needle}'); const r = document.createRange(); r.setStart(node, at); r.setEnd(node, at + '{needle}'.length); const s = window.getSelection(); s.removeAllRanges(); s.addRange(r); document.dispatchEvent(new MouseEvent('mouseup', {{bubbles: true}})); return at;"
+    ));
+}
+
+#[test]
+fn evidence_spans_selected_in_a_chunk_and_a_document_and_a_case_s_fields_set_in_chromium() {
+    let Some((chromium, driver)) = browser_or_skip("the evidence-span browser flow") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path());
+    // A document with a character outside the BMP before the passage (two UTF-16 units,
+    // one Unicode scalar value), and a chunk of it that knows where it starts.
+    std::fs::write(
+        dir.path().join("documents.jsonl"),
+        "{\"id\":\"D1\",\"text\":\"Año 🕒 2026. La bolsa de horas es de 80 horas al año.\"}\n",
+    )
+    .unwrap();
+    let mut corpus = std::fs::read_to_string(dir.path().join("corpus.jsonl")).unwrap();
+    corpus.push_str("{\"id\":\"c4\",\"text\":\"La bolsa de horas es de 80 horas al año.\",\"doc_id\":\"D1\",\"start\":12,\"end\":52}\n");
+    std::fs::write(dir.path().join("corpus.jsonl"), corpus).unwrap();
+    let base = serve(dir.path(), None);
+    let b = Browser::start(&chromium, &driver, "en");
+    let started = Instant::now();
+    b.goto(&format!("{base}/golden"));
+    say_name(&b, "Ana");
+    b.goto(&format!("{base}/golden/new?id=h&query=bolsa+de+horas"));
+    b.wait_for_text("main", "80 horas", 10);
+    select(&b, "p.passage-text[data-doc=D1]", "80 horas");
+    let start = b.script("return document.querySelector('#start').value;");
+    assert_eq!(
+        start.as_str(),
+        Some("36"),
+        "scalar values of the document, not UTF-16"
+    );
+    shot(&b, "golden-span-in-chunk");
+    b.click("form[action=\"/golden/add\"] button[type=submit]");
+    b.wait_for_text("#count", "1–2 / 2", 10);
+    let golden = dir.path().join("golden.jsonl");
+    assert_eq!(
+        std::fs::read_to_string(&golden).unwrap().lines().last().unwrap(),
+        "{\"id\":\"h\",\"query\":\"bolsa de horas\",\"evidence\":[{\"doc_id\":\"D1\",\"start\":36,\"end\":44}]}"
+    );
+    // The case's fields, then a second span selected in the document's text.
+    b.click("a[href=\"/golden/case?id=h\"]");
+    b.wait_for_text("#line", "evidence", 10);
+    b.click("#gold");
+    b.type_into("#top_k", "5");
+    b.type_into("#domain", "laboral");
+    b.type_into("#tags", "jornada, horas");
+    shot(&b, "golden-case-fields");
+    b.click("#fields button");
+    b.wait_for_text("#line", "\"gold\":true", 10);
+    b.type_into("#doc", "D1");
+    b.click("form[action=\"/golden/document\"] button");
+    b.wait_for_text("#document", "bolsa de horas", 10);
+    select(&b, "#document", "bolsa de horas");
+    shot(&b, "golden-span-in-document");
+    b.click("form.span button[type=submit]");
+    b.wait_for_text("#line", "\"start\":15", 10);
+    shot(&b, "golden-case-with-spans");
+    let text = std::fs::read_to_string(&golden).unwrap();
+    assert_eq!(
+        text.lines().last().unwrap(),
+        "{\"id\":\"h\",\"query\":\"bolsa de horas\",\"evidence\":[{\"doc_id\":\"D1\",\"start\":36,\"end\":44},{\"doc_id\":\"D1\",\"start\":15,\"end\":29}],\"gold\":true,\"top_k\":5,\"domain\":\"laboral\",\"tags\":[\"jornada\",\"horas\"]}"
+    );
+    // The golden reader takes it, the spans located in the documents.
+    let read = veredicto_formats::golden::read_golden_with(
+        &golden,
+        Some(
+            &veredicto_formats::documents::read_documents(&dir.path().join("documents.jsonl"))
+                .unwrap(),
+        ),
+    );
+    assert!(read.is_ok(), "{read:?}");
+    let log = std::fs::read_to_string(dir.path().join("golden.jsonl.log")).unwrap();
+    assert!(
+        log.contains("\"action\":\"set_fields\"") && log.contains("\"action\":\"add_evidence\"")
+    );
+    eprintln!(
+        "evidence-span flow in chromium: {:.1} s",
+        started.elapsed().as_secs_f64()
     );
 }

@@ -21,6 +21,8 @@ fn start(dir: &Path) -> (String, PathBuf) {
             corpus: None,
             token: None,
             identity_header: Some("x-reviewer".into()),
+            documents: None,
+            signals: None,
             clock: || "2026-01-01T00:00:00Z".to_owned(),
             history: veredicto_app::HistorySpec::default_at(
                 dir.join("history.sqlite").display().to_string(),
