@@ -169,9 +169,8 @@ pub fn golden() -> String {
 
 pub fn embed() -> String {
     examples(&[
-        "veredicto embed --corpus corpus.jsonl --out vectors.jsonl --model all-minilm-l6-v2",
+        "veredicto embed --corpus corpus.jsonl --out vectors.parquet --model all-minilm-l6-v2",
         "veredicto embed --golden golden.jsonl --out queries.npy",
-        "veredicto embed --corpus corpus.jsonl --out vectors.parquet",
         "veredicto embed --corpus corpus.jsonl --to 'postgres://app@db:5432/rag?table=chunks'",
     ])
 }
