@@ -134,6 +134,12 @@ pub fn add_case(
             "case {id}: a case gives chunk IDs or evidence spans, not both"
         )));
     }
+    // A golden case says what answers it; a bare question waits among the drafts.
+    if case.expected.iter().all(|e| e.trim().is_empty()) && case.evidence.is_empty() {
+        return Err(Error::Message(format!(
+            "case {id}: pick at least one expected chunk or an evidence span (a question without them waits among the drafts: paste it)"
+        )));
+    }
     let mut bytes = read_or_empty(golden)?;
     let current = content_hash(&bytes);
     if current != read_hash {
@@ -570,6 +576,28 @@ pub fn case_ranking(spec: &crate::HistorySpec, run: &str, case: &str) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_case_without_expected_chunks_or_spans_is_refused_and_nothing_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path().join("golden.jsonl");
+        let before = "{\"id\":\"a\",\"query\":\"q\",\"expected\":[\"c1\"]}\n";
+        std::fs::write(&g, before).unwrap();
+        let page = golden_page(&g, 0, 10).unwrap();
+        let case = NewCase {
+            id: "b".into(),
+            query: "otra".into(),
+            expected: vec![" ".into()],
+            evidence: Vec::new(),
+        };
+        let e = add_case(&g, &page.hash, &case, "ana", "t").unwrap_err();
+        assert!(
+            e.to_string().contains("pick at least one expected chunk"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&g).unwrap(), before);
+        assert!(!log_path(&g).exists());
+    }
 
     #[test]
     fn an_edit_on_a_stale_page_is_refused_and_a_fresh_one_appends_one_line() {

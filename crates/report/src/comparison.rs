@@ -49,6 +49,7 @@ fn case_lines(c: &Comparison) -> Vec<String> {
         let moved: Vec<String> = d
             .expected
             .iter()
+            .chain(&d.evidence)
             .filter(|e| !matches!(e.change, RankChange::Same | RankChange::Absent))
             .map(|e| {
                 let r = |x: Option<usize>| x.map_or("-".to_owned(), |r| r.to_string());
@@ -71,7 +72,9 @@ fn case_lines(c: &Comparison) -> Vec<String> {
             fmt::pct(d.recall.base),
             fmt::pct(d.recall.new),
             signed(d.recall.delta, 3),
-            if moved.is_empty() {
+            if moved.is_empty() && !d.evidence.is_empty() {
+                "no evidence item moved".to_owned()
+            } else if moved.is_empty() {
                 "no expected chunk moved".to_owned()
             } else {
                 moved.join(", ")

@@ -123,7 +123,7 @@ pub const SCHEME_LIST: &[Scheme] = &[
     Scheme {
         backend: Backend::Milvus,
         prefixes: &["milvus+"],
-        form: "milvus+http://HOST:19530/COLLECTION",
+        form: "milvus+http(s)://HOST:19530/COLLECTION",
         about: "a Milvus or Milvus Lite collection, through Milvus' gRPC API (`?db=D&vector=FIELD`)",
     },
 ];

@@ -237,6 +237,11 @@ pub struct CaseDelta {
     pub average_precision: ValueDelta,
     pub noise: NoiseDelta,
     pub expected: Vec<RankDelta>,
+    /// The case's evidence items (a golden case given by `evidence`), in the golden set's
+    /// order, each named `DOC[start..end]`: the rank at which the top-ranked chunks cover
+    /// it in each run. Empty (and left out of the JSON) for a case of chunk IDs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<RankDelta>,
     /// Expected chunks pushed out of the top-K, and by what.
     pub displaced: Vec<Displacement>,
 }
@@ -389,6 +394,27 @@ pub(crate) fn case_delta(
             });
         }
     }
+    // Evidence items are matched by their span: the same document and offsets.
+    let evidence = new
+        .evidence
+        .iter()
+        .map(|e| {
+            let base_rank = base
+                .evidence
+                .iter()
+                .find(|b| b.doc_id == e.doc_id && b.start == e.start && b.end == e.end)
+                .and_then(|b| b.rank);
+            RankDelta {
+                id: format!("{}[{}..{}]", e.doc_id, e.start, e.end),
+                base_rank,
+                new_rank: e.rank,
+                delta: base_rank.zip(e.rank).map(|(b, n)| n as i64 - b as i64),
+                change: rank_change(base_rank, e.rank),
+                base_in_top_k: in_top(base_rank),
+                new_in_top_k: in_top(e.rank),
+            }
+        })
+        .collect();
     let vd = |m: Metric| ValueDelta::of(bm.get(m), nm.get(m));
     CaseDelta {
         id: new.id.clone(),
@@ -415,6 +441,7 @@ pub(crate) fn case_delta(
                 .map(|(b, n)| i64::from(n) - i64::from(b)),
         },
         expected,
+        evidence,
         displaced,
     }
 }

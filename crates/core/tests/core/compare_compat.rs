@@ -576,3 +576,82 @@ fn policy_defaults_round_trip() {
     let b: Policy = serde_json::from_value(serde_json::to_value(&a).unwrap()).unwrap();
     assert_eq!(a.fingerprint(), b.fingerprint());
 }
+
+/// A case given by evidence spans, examined on two chunkings of one document (chunk IDs
+/// differ between the runs): each item is compared by its span, with its rank in each run.
+#[test]
+fn evidence_items_are_compared_by_span_across_chunkings() {
+    use veredicto_core::evidence::EvidenceItem;
+    use veredicto_core::run::Retrieved;
+    let chunking = |prefix: &str, size: usize| {
+        Corpus::new((0..100 / size).map(|i| Chunk {
+            id: format!("{prefix}{i}"),
+            doc_id: Some("doc".into()),
+            start: Some(i * size),
+            end: Some(i * size + size),
+            ..Default::default()
+        }))
+    };
+    let mut case = case("q", &[], None, &[], false, 3);
+    case.expected = Vec::new();
+    case.evidence = [(20, 30), (60, 70)]
+        .iter()
+        .map(|&(start, end)| EvidenceItem {
+            doc_id: "doc".into(),
+            start,
+            end,
+            grade: 1,
+            quote: None,
+        })
+        .collect();
+    let list = |ids: &[&str]| {
+        ids.iter()
+            .enumerate()
+            .map(|(r, id)| Retrieved {
+                id: (*id).into(),
+                score: Some(1.0 - r as f64 / 100.0),
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut base_sc = Scenario::new(vec![case.clone()]);
+    base_sc.corpus = Some(chunking("big", 20));
+    // Chunks of 20: the items sit in big1 and big3.
+    let base = record(
+        "r1",
+        "2025-11-01T10:00:00Z",
+        &base_sc,
+        &run_of(vec![("q".into(), list(&["big1", "big3", "big0"]))]),
+    );
+    let mut new_sc = Scenario::new(vec![case]);
+    new_sc.corpus = Some(chunking("small", 10));
+    // Chunks of 10: the first item stays at rank 1, the second falls to rank 5.
+    let new = record(
+        "r2",
+        "2025-11-14T10:00:00Z",
+        &new_sc,
+        &run_of(vec![(
+            "q".into(),
+            list(&["small2", "small0", "small1", "small3", "small6"]),
+        )]),
+    );
+    let c = compare(&base, &new, &CompareOptions::default());
+    let d = &c.cases[0];
+    assert!(d.expected.is_empty());
+    let got: Vec<(&str, Option<usize>, Option<usize>, RankChange)> = d
+        .evidence
+        .iter()
+        .map(|e| (e.id.as_str(), e.base_rank, e.new_rank, e.change))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("doc[20..30]", Some(1), Some(1), RankChange::Same),
+            ("doc[60..70]", Some(2), Some(5), RankChange::Worsened),
+        ]
+    );
+    assert!(d.evidence[1].base_in_top_k && !d.evidence[1].new_in_top_k);
+    let json = serde_json::to_value(d).unwrap();
+    assert_eq!(json["evidence"][1]["id"], "doc[60..70]");
+    let text = veredicto_report::comparison::human(&c);
+    assert!(text.contains("doc[60..70] 2→5"), "{text}");
+}

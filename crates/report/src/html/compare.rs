@@ -180,6 +180,7 @@ fn changed(d: &CaseDelta) -> bool {
         || d.noise.base != d.noise.new
         || d.expected
             .iter()
+            .chain(&d.evidence)
             .any(|e| !matches!(e.change, RankChange::Same | RankChange::Absent))
         || !d.displaced.is_empty()
 }
@@ -334,7 +335,12 @@ pub fn section(c: &Comparison) -> String {
                 nz(d.noise.base),
                 nz(d.noise.new)
             ));
-            let moves: Vec<String> = d.expected.iter().map(rank_move).collect();
+            let moves: Vec<String> = d
+                .expected
+                .iter()
+                .chain(&d.evidence)
+                .map(rank_move)
+                .collect();
             s.push_str(&format!("<td>{}</td></tr>\n", moves.join("")));
         }
         s.push_str("</tbody></table></div>\n");

@@ -136,7 +136,7 @@ fn concurrent_submissions_from_fresh_pages_lose_nothing() {
             std::thread::spawn(move || loop {
                 let (_, new) = request(&addr, "GET", "/golden/new?id=x&query=q", &[], "");
                 let body = format!(
-                    "csrf={}&hash={}&id=n{i}&query=q{i}",
+                    "csrf={}&hash={}&id=n{i}&query=q{i}&expected=c1",
                     attr(&new, "csrf"),
                     enc(attr(&new, "hash"))
                 );
