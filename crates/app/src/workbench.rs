@@ -351,6 +351,48 @@ impl CorpusIndex {
     }
 }
 
+/// The corpus file read as the exam reads it (for the reports' and comparisons' ingest
+/// batches), kept between requests and read again when the file changes.
+#[derive(Debug, Default)]
+pub struct CorpusCache {
+    slot: std::sync::Mutex<Option<CachedCorpus>>,
+}
+
+#[derive(Debug)]
+struct CachedCorpus {
+    path: PathBuf,
+    stamp: Option<(u64, std::time::SystemTime)>,
+    corpus: std::sync::Arc<veredicto_core::case::Corpus>,
+}
+
+impl CorpusCache {
+    /// An empty cache.
+    pub fn new() -> CorpusCache {
+        CorpusCache::default()
+    }
+
+    /// The corpus at `path`: the copy read before while the file keeps its size and
+    /// modification time, else read now.
+    pub fn get(&self, path: &Path) -> Result<std::sync::Arc<veredicto_core::case::Corpus>> {
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = slot
+            .as_ref()
+            .filter(|c| c.path == path && c.stamp.is_some() && stamp(path) == c.stamp)
+        {
+            return Ok(c.corpus.clone());
+        }
+        let before = stamp(path);
+        let corpus =
+            std::sync::Arc::new(crate::golden::load_corpus(path, None, crate::Events::silent())?.0);
+        *slot = Some(CachedCorpus {
+            path: path.to_path_buf(),
+            stamp: before,
+            corpus: corpus.clone(),
+        });
+        Ok(corpus)
+    }
+}
+
 /// The newest `limit` runs of the history, newest first; an absent history has none.
 pub fn recent(
     spec: &crate::HistorySpec,

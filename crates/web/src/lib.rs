@@ -120,6 +120,8 @@ pub(crate) struct AppState {
     sources: workbench::SourceCache,
     /// Recorded runs read from the history (a run never changes once recorded).
     runs: workbench::RunCache,
+    /// The corpus as the reports read it (read again when the file changes).
+    chunks: workbench::CorpusCache,
 }
 
 impl AppState {
@@ -185,6 +187,7 @@ pub fn bind(host: &str, port: u16, config: Config) -> Result<Bound, String> {
             search: None,
             sources: workbench::SourceCache::new(),
             runs: workbench::RunCache::new(),
+            chunks: workbench::CorpusCache::new(),
         }),
     })
 }
@@ -865,8 +868,13 @@ async fn run_report(
     let spec = st.config.history.clone();
     let corpus = st.config.corpus.clone();
     let golden = st.config.golden.clone();
+    let state = st.clone();
     let built = tokio::task::spawn_blocking(move || {
-        let r = veredicto_app::history::report_run(
+        let chunks = match &corpus {
+            Some(c) => Some(state.chunks.get(c)?),
+            None => None,
+        };
+        let r = veredicto_app::history::report_run_over(
             &spec,
             &veredicto_app::history::ReportRequest {
                 run: &id,
@@ -876,6 +884,7 @@ async fn run_report(
                 window: 20,
                 seed: veredicto_core::compare::DEFAULT_SEED,
             },
+            chunks.as_deref(),
         )?;
         let relevant = workbench::relevant_outranking(&golden, &r.current)?;
         Ok::<_, veredicto_app::Error>(veredicto_report::html::render_with_judgments(
@@ -924,8 +933,13 @@ async fn compare_page(
     let spec = st.config.history.clone();
     let corpus = st.config.corpus.clone();
     let (new_q, base_q) = (new.clone(), base.clone());
+    let state = st.clone();
     let done = tokio::task::spawn_blocking(move || {
-        veredicto_app::history::compare_runs(
+        let chunks = match &corpus {
+            Some(c) => Some(state.chunks.get(c)?),
+            None => None,
+        };
+        veredicto_app::history::compare_runs_over(
             &spec,
             &veredicto_app::history::CompareRequest {
                 run: &new_q,
@@ -941,6 +955,7 @@ async fn compare_page(
                 bootstrap: 10_000,
                 window: 20,
             },
+            chunks.as_deref(),
         )
     })
     .await;
