@@ -14,8 +14,11 @@ use unicode_segmentation::UnicodeSegmentation;
 use crate::{Error, Result};
 use veredicto_core::history::RecordedRun;
 
+mod reports;
 mod search;
 mod trends;
+
+pub use reports::{compare_runs_kept, run_report_html, ReportCache};
 
 pub use search::{search_source, Found, OpenSource, SearchedBy, SourceCache, RETRY_OPEN};
 pub use trends::{trends, TrendGroup, TrendsPage};

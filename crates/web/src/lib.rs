@@ -122,6 +122,8 @@ pub(crate) struct AppState {
     runs: workbench::RunCache,
     /// The corpus as the reports read it (read again when the file changes).
     chunks: workbench::CorpusCache,
+    /// Runs' reports and comparisons computed before.
+    reports: workbench::ReportCache,
 }
 
 impl AppState {
@@ -188,6 +190,7 @@ pub fn bind(host: &str, port: u16, config: Config) -> Result<Bound, String> {
             sources: workbench::SourceCache::new(),
             runs: workbench::RunCache::new(),
             chunks: workbench::CorpusCache::new(),
+            reports: workbench::ReportCache::new(),
         }),
     })
 }
@@ -870,32 +873,15 @@ async fn run_report(
     let golden = st.config.golden.clone();
     let state = st.clone();
     let built = tokio::task::spawn_blocking(move || {
-        let chunks = match &corpus {
-            Some(c) => Some(state.chunks.get(c)?),
-            None => None,
-        };
-        let r = veredicto_app::history::report_run_over(
+        workbench::run_report_html(
             &spec,
-            &veredicto_app::history::ReportRequest {
-                run: &id,
-                baseline: veredicto_app::Baseline::Previous,
-                corpus: corpus.as_deref(),
-                documents: None,
-                window: 20,
-                seed: veredicto_core::compare::DEFAULT_SEED,
-            },
-            chunks.as_deref(),
-        )?;
-        let relevant = workbench::relevant_outranking(&golden, &r.current)?;
-        Ok::<_, veredicto_app::Error>(veredicto_report::html::render_with_judgments(
-            &veredicto_report::html::HtmlInput {
-                current: &r.current,
-                baseline_comparison: r.comparison.as_ref(),
-                diagnosis: Some(&r.diagnosis),
-                history: &r.history,
-            },
-            &relevant,
-        ))
+            &state.reports,
+            &state.runs,
+            &state.chunks,
+            corpus.as_deref(),
+            &golden,
+            &id,
+        )
     })
     .await;
     match built {
@@ -907,7 +893,7 @@ async fn run_report(
                     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
                 ),
             ],
-            html,
+            html.as_str().to_owned(),
         )
             .into_response(),
         Ok(Err(e)) => html_error(es, StatusCode::NOT_FOUND, &e.to_string()),
@@ -935,12 +921,11 @@ async fn compare_page(
     let (new_q, base_q) = (new.clone(), base.clone());
     let state = st.clone();
     let done = tokio::task::spawn_blocking(move || {
-        let chunks = match &corpus {
-            Some(c) => Some(state.chunks.get(c)?),
-            None => None,
-        };
-        veredicto_app::history::compare_runs_over(
+        workbench::compare_runs_kept(
             &spec,
+            &state.reports,
+            &state.runs,
+            &state.chunks,
             &veredicto_app::history::CompareRequest {
                 run: &new_q,
                 baseline: if base_q.is_empty() {
@@ -955,7 +940,6 @@ async fn compare_page(
                 bootstrap: 10_000,
                 window: 20,
             },
-            chunks.as_deref(),
         )
     })
     .await;
