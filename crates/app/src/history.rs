@@ -278,6 +278,17 @@ pub struct Compared {
 
 /// Compares a recorded run of the history at `spec` with its baseline.
 pub fn compare_runs(spec: &HistorySpec, req: &CompareRequest<'_>) -> Result<Compared> {
+    let corpus = read_corpus(req.corpus, req.documents)?;
+    compare_runs_over(spec, req, corpus.as_ref())
+}
+
+/// [`compare_runs`] over a corpus already read (`req.corpus` and `req.documents` are not
+/// read again): a server that keeps the corpus between requests.
+pub fn compare_runs_over(
+    spec: &HistorySpec,
+    req: &CompareRequest<'_>,
+    corpus: Option<&veredicto_core::case::Corpus>,
+) -> Result<Compared> {
     use veredicto_core::compare::{self, CompareOptions, DiagnoseOptions};
     if req.baseline == Baseline::None {
         crate::bail!(
@@ -295,7 +306,6 @@ pub fn compare_runs(spec: &HistorySpec, req: &CompareRequest<'_>) -> Result<Comp
         );
     };
     let base = history.get(&base_id)?;
-    let corpus = read_corpus(req.corpus, req.documents)?;
     let comparison = compare::compare(
         &base,
         &new,
@@ -303,7 +313,7 @@ pub fn compare_runs(spec: &HistorySpec, req: &CompareRequest<'_>) -> Result<Comp
             seed: req.seed,
             permutations: req.permutations,
             bootstrap: req.bootstrap,
-            corpus: corpus.as_ref(),
+            corpus,
             ..CompareOptions::default()
         },
     );
@@ -311,7 +321,7 @@ pub fn compare_runs(spec: &HistorySpec, req: &CompareRequest<'_>) -> Result<Comp
     let accepted_chunks = baseline_chunks(&history, &runs)?;
     let diagnosis = compare::diagnose_runs_with_chunks(
         &runs,
-        corpus.as_ref(),
+        corpus,
         accepted_chunks.as_ref(),
         &DiagnoseOptions {
             seed: req.seed,
@@ -359,10 +369,20 @@ pub struct RunReport {
 
 /// Gathers what the report of a recorded run of the history at `spec` shows.
 pub fn report_run(spec: &HistorySpec, req: &ReportRequest<'_>) -> Result<RunReport> {
+    let corpus = read_corpus(req.corpus, req.documents)?;
+    report_run_over(spec, req, corpus.as_ref())
+}
+
+/// [`report_run`] over a corpus already read (`req.corpus` and `req.documents` are not read
+/// again): a server that keeps the corpus between requests.
+pub fn report_run_over(
+    spec: &HistorySpec,
+    req: &ReportRequest<'_>,
+    corpus: Option<&veredicto_core::case::Corpus>,
+) -> Result<RunReport> {
     use veredicto_core::compare::{self, CompareOptions, DiagnoseOptions};
     let history = spec.open_read_only()?;
     let current = history.get(req.run)?;
-    let corpus = read_corpus(req.corpus, req.documents)?;
     let comparison = match req.baseline.resolve(&history, &current.meta)? {
         Some(id) => {
             let base = history.get(&id)?;
@@ -371,7 +391,7 @@ pub fn report_run(spec: &HistorySpec, req: &ReportRequest<'_>) -> Result<RunRepo
                 &current,
                 &CompareOptions {
                     seed: req.seed,
-                    corpus: corpus.as_ref(),
+                    corpus,
                     ..CompareOptions::default()
                 },
             ))
@@ -382,7 +402,7 @@ pub fn report_run(spec: &HistorySpec, req: &ReportRequest<'_>) -> Result<RunRepo
     let accepted_chunks = baseline_chunks(&history, &runs)?;
     let diagnosis = compare::diagnose_runs_with_chunks(
         &runs,
-        corpus.as_ref(),
+        corpus,
         accepted_chunks.as_ref(),
         &DiagnoseOptions {
             seed: req.seed,

@@ -12,6 +12,16 @@ use sha2::{Digest, Sha256};
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::{Error, Result};
+use veredicto_core::history::RecordedRun;
+
+mod reports;
+mod search;
+mod trends;
+
+pub use reports::{compare_runs_kept, run_report_html, ReportCache};
+
+pub use search::{search_source, Found, OpenSource, SearchedBy, SourceCache, RETRY_OPEN};
+pub use trends::{trends, TrendGroup, TrendsPage};
 
 /// One case of the golden file as the workbench lists it.
 #[derive(Debug, Clone, PartialEq)]
@@ -215,7 +225,8 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
 pub struct Hit {
     pub rank: usize,
     pub id: String,
-    pub score: f64,
+    /// The share of the query's words it holds, or the retriever's score (when it gives one).
+    pub score: Option<f64>,
     pub text: String,
     /// The chunk's other fields (domain, labels, validity, batch, …).
     pub metadata: Map<String, Value>,
@@ -245,6 +256,8 @@ pub struct CorpusIndex {
     stamp: Option<(u64, std::time::SystemTime)>,
     chunks: Vec<Map<String, Value>>,
     postings: std::collections::HashMap<String, Vec<u32>>,
+    /// Each chunk ID's position in `chunks` (the first, for an ID given twice).
+    ids: std::collections::HashMap<String, u32>,
 }
 
 fn stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
@@ -260,6 +273,7 @@ impl CorpusIndex {
             .map_err(|e| Error::Message(format!("{}: {e}", corpus.display())))?;
         let mut chunks = Vec::new();
         let mut postings: std::collections::HashMap<String, Vec<u32>> = Default::default();
+        let mut ids: std::collections::HashMap<String, u32> = Default::default();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -268,6 +282,9 @@ impl CorpusIndex {
                 Error::Message(format!("{}: line {}: {e}", corpus.display(), i + 1))
             })?;
             let at = chunks.len() as u32;
+            if let Some(id) = v.get("id").and_then(Value::as_str) {
+                ids.entry(id.to_owned()).or_insert(at);
+            }
             for w in terms(v.get("text").and_then(Value::as_str).unwrap_or("")) {
                 postings.entry(w).or_default().push(at);
             }
@@ -278,7 +295,32 @@ impl CorpusIndex {
             stamp: before,
             chunks,
             postings,
+            ids,
         })
+    }
+
+    /// The chunk `id` as a hit (rank 0, no score), when the file holds it.
+    pub fn chunk(&self, id: &str) -> Option<Hit> {
+        self.ids.get(id).map(|&at| self.hit(at, 0, None))
+    }
+
+    fn hit(&self, at: u32, rank: usize, score: Option<f64>) -> Hit {
+        let mut v = self.chunks[at as usize].clone();
+        let id = v
+            .remove("id")
+            .and_then(|x| x.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let text = v
+            .remove("text")
+            .and_then(|x| x.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        Hit {
+            rank,
+            id,
+            score,
+            text,
+            metadata: v,
+        }
     }
 
     /// Whether the file still has the size and modification time it was read with.
@@ -313,25 +355,50 @@ impl CorpusIndex {
             .into_iter()
             .take(k)
             .enumerate()
-            .map(|(r, (score, c))| {
-                let mut v = self.chunks[c as usize].clone();
-                let id = v
-                    .remove("id")
-                    .and_then(|x| x.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                let text = v
-                    .remove("text")
-                    .and_then(|x| x.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                Hit {
-                    rank: r + 1,
-                    id,
-                    score,
-                    text,
-                    metadata: v,
-                }
-            })
+            .map(|(r, (score, c))| self.hit(c, r + 1, Some(score)))
             .collect()
+    }
+}
+
+/// The corpus file read as the exam reads it (for the reports' and comparisons' ingest
+/// batches), kept between requests and read again when the file changes.
+#[derive(Debug, Default)]
+pub struct CorpusCache {
+    slot: std::sync::Mutex<Option<CachedCorpus>>,
+}
+
+#[derive(Debug)]
+struct CachedCorpus {
+    path: PathBuf,
+    stamp: Option<(u64, std::time::SystemTime)>,
+    corpus: std::sync::Arc<veredicto_core::case::Corpus>,
+}
+
+impl CorpusCache {
+    /// An empty cache.
+    pub fn new() -> CorpusCache {
+        CorpusCache::default()
+    }
+
+    /// The corpus at `path`: the copy read before while the file keeps its size and
+    /// modification time, else read now.
+    pub fn get(&self, path: &Path) -> Result<std::sync::Arc<veredicto_core::case::Corpus>> {
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = slot
+            .as_ref()
+            .filter(|c| c.path == path && c.stamp.is_some() && stamp(path) == c.stamp)
+        {
+            return Ok(c.corpus.clone());
+        }
+        let before = stamp(path);
+        let corpus =
+            std::sync::Arc::new(crate::golden::load_corpus(path, None, crate::Events::silent())?.0);
+        *slot = Some(CachedCorpus {
+            path: path.to_path_buf(),
+            stamp: before,
+            corpus: corpus.clone(),
+        });
+        Ok(corpus)
     }
 }
 
@@ -340,12 +407,23 @@ pub fn recent(
     spec: &crate::HistorySpec,
     limit: usize,
 ) -> Result<Vec<veredicto_core::history::RunSummary>> {
+    recent_before(spec, None, limit)
+}
+
+/// The newest `limit` runs recorded before the run `before` (all runs: `None`), newest
+/// first: a page of the runs list. An absent history has none.
+pub fn recent_before(
+    spec: &crate::HistorySpec,
+    before: Option<&str>,
+    limit: usize,
+) -> Result<Vec<veredicto_core::history::RunSummary>> {
     let history = match spec.open_read_only() {
         Ok(h) => h,
         Err(_) => return Ok(Vec::new()),
     };
     Ok(history.list(&veredicto_store::RunFilter {
         limit: Some(limit),
+        before: before.map(str::to_owned),
         ..veredicto_store::RunFilter::default()
     })?)
 }
@@ -365,11 +443,20 @@ pub struct LastResult {
 pub fn last_results(
     spec: &crate::HistorySpec,
 ) -> Result<std::collections::BTreeMap<String, LastResult>> {
+    last_results_in(spec, &RunCache::new())
+}
+
+/// [`last_results`], the newest run read through `cache` (read once while it stays the
+/// newest).
+pub fn last_results_in(
+    spec: &crate::HistorySpec,
+    cache: &RunCache,
+) -> Result<std::collections::BTreeMap<String, LastResult>> {
     let newest = recent(spec, 1)?;
     let Some(summary) = newest.first() else {
         return Ok(Default::default());
     };
-    let run = spec.open_read_only()?.get(&summary.id)?;
+    let run = cache.get(spec, &summary.id)?;
     Ok(run
         .report
         .cases
@@ -386,6 +473,44 @@ pub fn last_results(
             )
         })
         .collect())
+}
+
+/// Recorded runs kept decoded between requests, by history and run ID. A recorded run never
+/// changes (the history is append-only and sealed), so a copy read once stays right; the
+/// last [`RunCache::CAPACITY`] runs read are kept.
+#[derive(Debug, Default)]
+pub struct RunCache {
+    runs: std::sync::Mutex<std::collections::VecDeque<(String, std::sync::Arc<RecordedRun>)>>,
+}
+
+impl RunCache {
+    /// Runs kept.
+    pub const CAPACITY: usize = 4;
+
+    /// An empty cache.
+    pub fn new() -> RunCache {
+        RunCache::default()
+    }
+
+    /// The run `id` (an ID, a unique prefix or `latest`) of the history `spec`: the copy
+    /// read before, else read now.
+    pub fn get(&self, spec: &crate::HistorySpec, id: &str) -> Result<std::sync::Arc<RecordedRun>> {
+        let history = spec.open_read_only()?;
+        let full = history.resolve(id)?;
+        let key = format!("{}\n{full}", spec.as_str());
+        {
+            let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((_, run)) = runs.iter().find(|(k, _)| *k == key) {
+                return Ok(run.clone());
+            }
+        }
+        let run = std::sync::Arc::new(history.get(&full)?);
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.retain(|(k, _)| *k != key);
+        runs.push_front((key, run.clone()));
+        runs.truncate(Self::CAPACITY);
+        Ok(run)
+    }
 }
 
 /// A graded judgment of a chunk for a case, made on the workbench: stored beside the golden
@@ -534,7 +659,17 @@ pub struct CaseRanking {
 /// The ranked list of `case` in the recorded run `run`: what the report knows of it (the
 /// expected chunks' ranks, the outranking chunks with their batches).
 pub fn case_ranking(spec: &crate::HistorySpec, run: &str, case: &str) -> Result<CaseRanking> {
-    let recorded = spec.open_read_only()?.get(run)?;
+    case_ranking_in(spec, &RunCache::new(), run, case)
+}
+
+/// [`case_ranking`], the run read through `cache`.
+pub fn case_ranking_in(
+    spec: &crate::HistorySpec,
+    cache: &RunCache,
+    run: &str,
+    case: &str,
+) -> Result<CaseRanking> {
+    let recorded = cache.get(spec, run)?;
     let Some(c) = recorded.report.cases.iter().find(|c| c.id == case) else {
         return Err(Error::Message(format!(
             "run {}: no case {case:?}",
@@ -667,7 +802,9 @@ mod tests {
         let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
         assert_eq!(ids, ["y", "z", "x"]);
         assert_eq!(hits[1].metadata["batch"], "b2");
-        assert_eq!(hits[2].score, 0.5);
+        assert_eq!(hits[2].score, Some(0.5));
+        assert_eq!(index.chunk("z").unwrap().metadata["batch"], "b2");
+        assert!(index.chunk("w").is_none());
         assert!(index.is_current());
         std::fs::write(&c, "{\"id\":\"x\",\"text\":\"otra cosa\"}\n").unwrap();
         assert!(!index.is_current());

@@ -71,6 +71,14 @@ pub fn run(args: ServeArgs, settings: &veredicto_app::Settings) -> anyhow::Resul
         },
     )
     .map_err(anyhow::Error::msg)?;
+    // New questions are searched through the project's source, as `veredicto search` does.
+    let bound = match settings.source {
+        Some(_) => bound.search_through(veredicto_web::SearchSource {
+            settings: settings.clone(),
+            net: veredicto_app::source::Net::default(),
+        }),
+        None => bound,
+    };
     crate::printer::stdout(&format!("{}\n", bound.url()))?;
     bound.serve()?;
     Ok(ExitStatus::Success)

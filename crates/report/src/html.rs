@@ -35,6 +35,19 @@ use veredicto_core::history::RecordedRun;
 
 pub use text::escape;
 
+/// A small inline line chart of one value over runs (a table cell's trend, no axes): the
+/// values scaled to their own range within `bounds`, the newest point marked, a tooltip per
+/// point (`tooltips[i]: value`). Pages that show it style `svg.spark` themselves.
+pub fn sparkline(
+    title: &str,
+    values: &[Option<f64>],
+    tooltips: &[String],
+    bounds: (f64, f64),
+    format: &dyn Fn(f64) -> String,
+) -> String {
+    svg::sparkline(title, values, tooltips, bounds, format)
+}
+
 /// What the HTML report shows.
 #[derive(Debug, Clone, Copy)]
 pub struct HtmlInput<'a> {

@@ -30,11 +30,14 @@ mod case;
 mod claims;
 mod exam;
 mod questions;
+mod runs;
 
 /// Largest request body accepted.
 pub const BODY_LIMIT: usize = 64 * 1024;
 /// Cases per page of the golden set.
 pub const PAGE: usize = 100;
+/// Runs per page of the runs list.
+pub const RUNS_PAGE: usize = 200;
 
 /// What the server serves.
 #[derive(Debug, Clone)]
@@ -80,6 +83,17 @@ impl std::fmt::Debug for ExamRunner {
     }
 }
 
+/// The project's source the question search goes through (what `veredicto search` and
+/// `veredicto exam` open: an own index or a retriever URI), with the network options that
+/// bound each search; without one the search is by the corpus file's words.
+#[derive(Debug, Clone)]
+pub struct SearchSource {
+    /// The project's settings (their source, arms, model and environment).
+    pub settings: veredicto_app::Settings,
+    /// Per-request timeout, retries and total deadline of each search.
+    pub net: veredicto_app::source::Net,
+}
+
 /// A server bound to its address, not yet serving.
 pub struct Bound {
     listener: TcpListener,
@@ -100,6 +114,16 @@ pub(crate) struct AppState {
     pub(crate) exams: std::sync::Mutex<Vec<Arc<exam::Job>>>,
     /// The corpus as last read for searches (read again when the file changes).
     corpus: std::sync::Mutex<Option<Arc<workbench::CorpusIndex>>>,
+    /// The source questions are searched through, when the project names one.
+    search: Option<SearchSource>,
+    /// That source once opened (its retriever and query model).
+    sources: workbench::SourceCache,
+    /// Recorded runs read from the history (a run never changes once recorded).
+    runs: workbench::RunCache,
+    /// The corpus as the reports read it (read again when the file changes).
+    chunks: workbench::CorpusCache,
+    /// Runs' reports and comparisons computed before.
+    reports: workbench::ReportCache,
 }
 
 impl AppState {
@@ -162,11 +186,25 @@ pub fn bind(host: &str, port: u16, config: Config) -> Result<Bound, String> {
             reviews: tokio::sync::Mutex::new(()),
             exams: std::sync::Mutex::new(Vec::new()),
             corpus: std::sync::Mutex::new(None),
+            search: None,
+            sources: workbench::SourceCache::new(),
+            runs: workbench::RunCache::new(),
+            chunks: workbench::CorpusCache::new(),
+            reports: workbench::ReportCache::new(),
         }),
     })
 }
 
 impl Bound {
+    /// Searches new questions' chunks through `source` (opened at the first search and kept
+    /// open) instead of the corpus file's words.
+    pub fn search_through(mut self, source: SearchSource) -> Bound {
+        if let Some(st) = Arc::get_mut(&mut self.state) {
+            st.search = Some(source);
+        }
+        self
+    }
+
     /// The address to open (with the token when there is one).
     pub fn url(&self) -> &str {
         &self.url
@@ -203,6 +241,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/lang", get(set_lang))
         .route("/runs", get(runs_page))
         .route("/runs/compare", get(compare_page))
+        .route("/runs/trends", get(runs::trends_page))
         .route("/runs/{id}", get(run_report))
         .route("/runs/{id}/cases/{case}", get(case_page))
         .route("/judgments", post(judge))
@@ -428,9 +467,10 @@ async fn golden_page(
     let offset: usize = field(&q, "offset").parse().unwrap_or(0);
     let golden = st.config.golden.clone();
     let spec = st.config.history.clone();
+    let state = st.clone();
     let loaded = tokio::task::spawn_blocking(move || {
         let page = workbench::golden_page(&golden, offset, PAGE)?;
-        let last = workbench::last_results(&spec)?;
+        let last = workbench::last_results_in(&spec, &state.runs)?;
         let drafts = veredicto_app::golden_edits::drafts(&golden)?;
         Ok::<_, veredicto_app::Error>((page, last, drafts))
     })
@@ -543,23 +583,36 @@ async fn new_question(
     let state = st.clone();
     let found = tokio::task::spawn_blocking(move || {
         let page = workbench::golden_page(&golden, 0, 0)?;
-        let hits = match corpus {
-            Some(c) if !qq.trim().is_empty() => state.corpus_index(&c)?.search(&qq, 20),
-            _ => Vec::new(),
+        let index = match &corpus {
+            Some(c) => Some(state.corpus_index(c)?),
+            None => None,
         };
+        let found = workbench::search_source(
+            &state.sources,
+            state.search.as_ref().map(|s| &s.settings),
+            &state
+                .search
+                .as_ref()
+                .map(|s| s.net.clone())
+                .unwrap_or_default(),
+            index.as_deref(),
+            &qq,
+            20,
+        );
         let proposed = veredicto_app::golden_edits::drafts(&golden)?
             .into_iter()
             .find(|d| d.id == idq)
             .map(|d| d.expected)
             .unwrap_or_default();
-        Ok::<_, veredicto_app::Error>((page.hash, hits, proposed))
+        Ok::<_, veredicto_app::Error>((page.hash, found, proposed))
     })
     .await;
-    let (hash, hits, proposed) = match found {
+    let (hash, found, proposed) = match found {
         Ok(Ok(x)) => x,
         Ok(Err(e)) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
+    let hits = found.hits;
     let mut b = format!(
         "<p>{} <strong>{}</strong></p>\n<form method=\"post\" action=\"/golden/add\" class=\"span\">\n<input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"hash\" value=\"{}\"><input type=\"hidden\" name=\"id\" value=\"{}\"><input type=\"hidden\" name=\"query\" value=\"{}\">\n<fieldset><legend>{}</legend>\n",
         escape(&id),
@@ -570,6 +623,7 @@ async fn new_question(
         escape(&query),
         t(es, "Pick the chunks that answer it", "Elija los fragmentos que la responden"),
     );
+    b.insert_str(0, &searched_line(es, &found.by));
     for (n, c) in proposed
         .iter()
         .filter(|c| !hits.iter().any(|h| &h.id == *c))
@@ -601,7 +655,7 @@ async fn new_question(
             })
             .collect();
         b.push_str(&format!(
-            "<div class=\"hit\"><input type=\"checkbox\" name=\"expected\" id=\"c{r}\" value=\"{id}\"{checked}><label for=\"c{r}\">{r}. {id} ({score:.2}){prop}</label><p class=\"passage-text\" data-doc=\"{doc}\"{start}>{text}</p><p><small>{meta}</small></p></div>\n",
+            "<div class=\"hit\"><input type=\"checkbox\" name=\"expected\" id=\"c{r}\" value=\"{id}\"{checked}><label for=\"c{r}\">{r}. {id} ({score}){prop}</label><p class=\"passage-text\" data-doc=\"{doc}\"{start}>{text}</p><p><small>{meta}</small></p></div>\n",
             r = h.rank,
             doc = escape(h.metadata.get("doc_id").and_then(|v| v.as_str()).unwrap_or("")),
             start = h
@@ -617,8 +671,12 @@ async fn new_question(
                 String::new()
             },
             id = escape(&h.id),
-            score = h.score,
-            text = escape(&h.text),
+            score = h.score.map_or("—".to_owned(), |s| format!("{s:.2}")),
+            text = if h.text.is_empty() && h.metadata.is_empty() {
+                format!("<em>{}</em>", t(es, "(not in the corpus file)", "(no está en el fichero del corpus)"))
+            } else {
+                escape(&h.text)
+            },
             meta = escape(&meta.join(" · ")),
         ));
     }
@@ -633,6 +691,27 @@ async fn new_question(
         )
     ));
     page_with(es, t(es, "New question", "Nueva pregunta"), case::HEAD, &b)
+}
+
+/// Which source a question's chunks were searched in, as a line of the page.
+fn searched_line(es: bool, by: &workbench::SearchedBy) -> String {
+    match by {
+        workbench::SearchedBy::Source(uri) => format!(
+            "<p id=\"searched\">{} <code>{}</code> {}</p>\n",
+            t(es, "Searched through the project's source", "Buscado en la fuente del proyecto"),
+            escape(uri),
+            t(es, "(rank and score as it returned them).", "(posición y puntuación tal como las devolvió)."),
+        ),
+        workbench::SearchedBy::Words(None) => format!(
+            "<p id=\"searched\">{}</p>\n",
+            t(es, "Searched the corpus file by shared words (the project names no source to search).", "Buscado en el fichero del corpus por palabras compartidas (el proyecto no nombra ninguna fuente)."),
+        ),
+        workbench::SearchedBy::Words(Some(why)) => format!(
+            "<p id=\"searched\">{}</p>\n<p class=\"error\" role=\"alert\">{}</p>\n",
+            t(es, "Searched the corpus file by shared words: the project's source could not be searched.", "Buscado en el fichero del corpus por palabras compartidas: no se pudo buscar en la fuente del proyecto."),
+            escape(why),
+        ),
+    }
 }
 
 async fn add_case(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -713,17 +792,29 @@ async fn set_lang(axum::extract::RawQuery(q): axum::extract::RawQuery) -> Respon
     r
 }
 
-/// The runs area: the newest runs of the history, read-only.
-async fn runs_page(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+/// The runs area: the newest runs of the history, 200 a page (`?before=RUN`: the older
+/// ones), read-only.
+async fn runs_page(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    axum::extract::RawQuery(q): axum::extract::RawQuery,
+) -> Response {
     let es = spanish(&headers);
+    let q = form(q.unwrap_or_default().as_bytes());
+    let before = Some(field(&q, "before").trim().to_owned()).filter(|b| !b.is_empty());
     let spec = st.config.history.clone();
-    let runs = match tokio::task::spawn_blocking(move || workbench::recent(&spec, 200)).await {
+    let runs = match tokio::task::spawn_blocking(move || {
+        workbench::recent_before(&spec, before.as_deref(), RUNS_PAGE)
+    })
+    .await
+    {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         Err(e) => return html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
     let mut b = format!(
-        "<table><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">recall</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
+        "<p><a href=\"/runs/trends\" id=\"trends\">{}</a></p>\n<table><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">recall</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
+        t(es, "Trends per configuration", "Tendencias por configuración"),
         t(es, "Run", "Ejecución"),
         t(es, "When", "Cuándo"),
         t(es, "Label", "Etiqueta"),
@@ -750,6 +841,13 @@ async fn runs_page(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Respo
         ));
     }
     b.push_str("</tbody></table>\n");
+    if let Some(last) = runs.last().filter(|_| runs.len() == RUNS_PAGE) {
+        b.push_str(&format!(
+            "<nav aria-label=\"pages\"><a href=\"/runs?before={}\">{}</a></nav>\n",
+            escape(&last.id),
+            t(es, "Older runs", "Ejecuciones anteriores")
+        ));
+    }
     if runs.is_empty() {
         b.push_str(&format!(
             "<p>{}</p>\n",
@@ -773,28 +871,17 @@ async fn run_report(
     let spec = st.config.history.clone();
     let corpus = st.config.corpus.clone();
     let golden = st.config.golden.clone();
+    let state = st.clone();
     let built = tokio::task::spawn_blocking(move || {
-        let r = veredicto_app::history::report_run(
+        workbench::run_report_html(
             &spec,
-            &veredicto_app::history::ReportRequest {
-                run: &id,
-                baseline: veredicto_app::Baseline::Previous,
-                corpus: corpus.as_deref(),
-                documents: None,
-                window: 20,
-                seed: veredicto_core::compare::DEFAULT_SEED,
-            },
-        )?;
-        let relevant = workbench::relevant_outranking(&golden, &r.current)?;
-        Ok::<_, veredicto_app::Error>(veredicto_report::html::render_with_judgments(
-            &veredicto_report::html::HtmlInput {
-                current: &r.current,
-                baseline_comparison: r.comparison.as_ref(),
-                diagnosis: Some(&r.diagnosis),
-                history: &r.history,
-            },
-            &relevant,
-        ))
+            &state.reports,
+            &state.runs,
+            &state.chunks,
+            corpus.as_deref(),
+            &golden,
+            &id,
+        )
     })
     .await;
     match built {
@@ -806,7 +893,7 @@ async fn run_report(
                     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
                 ),
             ],
-            html,
+            html.as_str().to_owned(),
         )
             .into_response(),
         Ok(Err(e)) => html_error(es, StatusCode::NOT_FOUND, &e.to_string()),
@@ -832,9 +919,13 @@ async fn compare_page(
     let spec = st.config.history.clone();
     let corpus = st.config.corpus.clone();
     let (new_q, base_q) = (new.clone(), base.clone());
+    let state = st.clone();
     let done = tokio::task::spawn_blocking(move || {
-        veredicto_app::history::compare_runs(
+        workbench::compare_runs_kept(
             &spec,
+            &state.reports,
+            &state.runs,
+            &state.chunks,
             &veredicto_app::history::CompareRequest {
                 run: &new_q,
                 baseline: if base_q.is_empty() {
@@ -899,8 +990,9 @@ async fn case_page(
     let es = spanish(&headers);
     let spec = st.config.history.clone();
     let golden = st.config.golden.clone();
+    let state = st.clone();
     let found = tokio::task::spawn_blocking(move || {
-        let ranking = workbench::case_ranking(&spec, &run, &case)?;
+        let ranking = workbench::case_ranking_in(&spec, &state.runs, &run, &case)?;
         let judged = workbench::judgments(&golden)?;
         Ok::<_, veredicto_app::Error>((ranking, judged))
     })

@@ -1,11 +1,18 @@
 //! Page times of the workbench on a large project: a golden set of 5,000 cases, a corpus of
-//! 100,000 chunks, an audit of 2,000 claims and a history of recorded runs (synthetic,
-//! seeded). Serves it on a loopback port and times each page over plain HTTP (median and
-//! worst of `--repeat` requests), including the two writes (a case saved, a verdict
+//! 100,000 chunks, an audit of 2,000 claims and a history of 2,000 recorded runs (synthetic,
+//! seeded). The newest `--full-runs` runs are real exams of the whole golden set; the older
+//! ones are written through the history's store directly (`record_many`, one transaction),
+//! copies of a real run cut to `--old-cases` cases, spread over `--configs` golden sets.
+//! Serves the project on a loopback port and times each page over plain HTTP (median, p95
+//! and worst of `--repeat` requests), including the two writes (a case saved, a verdict
 //! appended). Prints the figures; docs/benchmarks.md keeps them.
 //!
 //! cargo run --release -p veredicto-web --bin bench-workbench -- [--cases 5000]
-//!     [--chunks 100000] [--claims 2000] [--runs 20] [--repeat 20]
+//!     [--chunks 100000] [--claims 2000] [--runs 2000] [--full-runs 20] [--old-cases 50]
+//!     [--configs 40] [--repeat 20] [--probe]
+//!
+//! `--probe` also times, once, each step of a run's report (reading the runs, the
+//! comparison, the diagnosis, the HTML).
 #![allow(clippy::print_stdout)]
 
 use std::collections::BTreeMap;
@@ -117,8 +124,8 @@ fn attr<'a>(html: &'a str, name: &str) -> &'a str {
     &html[at..at + html[at..].find('"').expect("quote")]
 }
 
-/// Median and worst of `repeat` timings of `f`, in milliseconds.
-fn time(repeat: usize, mut f: impl FnMut(usize)) -> (f64, f64) {
+/// Median, p95 (nearest rank) and worst of `repeat` timings of `f`, in milliseconds.
+fn time(repeat: usize, mut f: impl FnMut(usize)) -> (f64, f64, f64) {
     let mut ms: Vec<f64> = (0..repeat)
         .map(|i| {
             let t = Instant::now();
@@ -127,7 +134,8 @@ fn time(repeat: usize, mut f: impl FnMut(usize)) -> (f64, f64) {
         })
         .collect();
     ms.sort_by(f64::total_cmp);
-    (ms[ms.len() / 2], ms[ms.len() - 1])
+    let p95 = ms[((ms.len() * 95).div_ceil(100)).saturating_sub(1)];
+    (ms[ms.len() / 2], p95, ms[ms.len() - 1])
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -136,8 +144,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         arg(&args, "--cases", 5000),
         arg(&args, "--chunks", 100_000),
         arg(&args, "--claims", 2000),
-        arg(&args, "--runs", 20),
+        arg(&args, "--runs", 2000),
         arg(&args, "--repeat", 20).max(1),
+    );
+    let full_runs = arg(&args, "--full-runs", 20).clamp(1, runs.max(1));
+    let (old_cases, configs) = (
+        arg(&args, "--old-cases", 50).max(1),
+        arg(&args, "--configs", 40).max(1),
     );
     let dir = tempfile::tempdir()?;
     let d = dir.path();
@@ -212,7 +225,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &Default::default(),
     )?;
     let policy = veredicto_core::policy::Policy::default();
-    for r in 0..runs {
+    let exam = |history: &str, r: usize| {
         veredicto_app::run_exam(ExamRequest {
             retriever: opened.retriever.as_ref(),
             embedder: None,
@@ -228,9 +241,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             check_vectors: None,
             timings: false,
             record: Some(Recording {
-                history: &history,
+                history,
                 label: Some(format!("bench-{r}")),
-                created_at: format!("2026-01-01T00:{:02}:{:02}Z", r / 60, r % 60),
+                created_at: format!(
+                    "2026-01-01T{:02}:{:02}:{:02}Z",
+                    r / 3600,
+                    r / 60 % 60,
+                    r % 60
+                ),
                 tool_version: "bench".into(),
                 git_revision: None,
                 chunk_size: None,
@@ -240,13 +258,131 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 seed: veredicto_core::compare::DEFAULT_SEED,
             }),
             events: veredicto_app::Events::silent(),
-        })?;
+        })
+    };
+    // The older runs: one real exam (in a scratch history) copied, cut to `old_cases`
+    // cases, over `configs` golden sets, written in one transaction; then the real exams.
+    let old = runs - full_runs;
+    let written = Instant::now();
+    if old > 0 {
+        let scratch = d.join("scratch.db").display().to_string();
+        exam(&scratch, 0)?;
+        let spec = veredicto_app::HistorySpec::default_at(scratch.clone());
+        let base = spec.open_read_only()?.get("latest")?;
+        let copies: Vec<_> = (0..old)
+            .map(|r| {
+                let mut run = base.clone();
+                run.report.cases.truncate(old_cases);
+                let s = &mut run.report.summary;
+                s.cases = run.report.cases.len();
+                let wobble = (rng.below(1000) as f64 - 500.0) / 10_000.0;
+                s.mean_recall = (s.mean_recall + wobble).clamp(0.0, 1.0);
+                s.mean_quality = (s.mean_quality + wobble * 100.0).clamp(0.0, 100.0);
+                run.meta.golden_fingerprint = format!("sha256:{:064x}", r % configs + 1);
+                run.report.golden_fingerprint = run.meta.golden_fingerprint.clone();
+                run.meta.id = String::new();
+                run.meta.label = Some(format!("old-{r}"));
+                run.meta.created_at = format!(
+                    "2025-12-{:02}T{:02}:{:02}:00Z",
+                    1 + r / 1440 % 28,
+                    r / 60 % 24,
+                    r % 60
+                );
+                run
+            })
+            .collect();
+        veredicto_app::HistorySpec::default_at(history.clone())
+            .open()?
+            .record_many(copies.iter().map(|r| (&r.meta, &r.report)))?;
+        std::fs::remove_file(&scratch)?;
+    }
+    let old_s = written.elapsed().as_secs_f64();
+    for r in 0..full_runs {
+        exam(&history, r)?;
     }
     println!(
-        "project: {cases} cases, {chunks} chunks ({:.1} MB), {claims} claims, {runs} runs; set up in {:.1} s",
+        "project: {cases} cases, {chunks} chunks ({:.1} MB), {claims} claims, {runs} runs ({old} of {old_cases} cases over {configs} golden sets written in {old_s:.1} s, {full_runs} exams of all cases), history {:.1} MB; set up in {:.1} s",
         corpus.len() as f64 / 1e6,
+        std::fs::metadata(&history).map(|m| m.len()).unwrap_or(0) as f64 / 1e6,
         setup.elapsed().as_secs_f64()
     );
+    if args.iter().any(|a| a == "--probe") {
+        // Where a report's time goes: each step the report page takes, timed once.
+        let spec = veredicto_app::HistorySpec::default_at(history.clone());
+        let h = spec.open_read_only()?;
+        let t = Instant::now();
+        let current = h.get("latest")?;
+        println!(
+            "probe: get newest run {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let t = Instant::now();
+        let corpus = veredicto_app::golden::load_corpus(
+            &d.join("corpus.jsonl"),
+            None,
+            veredicto_app::Events::silent(),
+        )?
+        .0;
+        println!(
+            "probe: read corpus {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let t = Instant::now();
+        let base = h.get(
+            &h.previous_compatible(&current.meta)?
+                .map(|s| s.id)
+                .unwrap_or_default(),
+        )?;
+        println!(
+            "probe: get baseline {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let t = Instant::now();
+        let c = veredicto_core::compare::compare(
+            &base,
+            &current,
+            &veredicto_core::compare::CompareOptions {
+                corpus: Some(&corpus),
+                ..Default::default()
+            },
+        );
+        println!("probe: compare {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        let runs = veredicto_app::history::recent_runs(&h, &current, 20)?;
+        println!(
+            "probe: 20 recent runs {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let t = Instant::now();
+        let chunks = veredicto_app::history::baseline_chunks(&h, &runs)?;
+        println!(
+            "probe: baseline chunks {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let t = Instant::now();
+        let diag = veredicto_core::compare::diagnose_runs_with_chunks(
+            &runs,
+            Some(&corpus),
+            chunks.as_ref(),
+            &Default::default(),
+        );
+        println!(
+            "probe: diagnose runs {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let t = Instant::now();
+        let html = veredicto_report::html::render(&veredicto_report::html::HtmlInput {
+            current: &current,
+            baseline_comparison: Some(&c),
+            diagnosis: Some(&diag),
+            history: &runs,
+        });
+        println!(
+            "probe: render {:.1} ms ({} bytes)",
+            t.elapsed().as_secs_f64() * 1e3,
+            html.len()
+        );
+    }
     let bound = veredicto_web::bind(
         "127.0.0.1",
         0,
@@ -277,10 +413,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         page
     };
     let csrf = attr(&get("/golden/new?id=x&query=vacaciones"), "csrf").to_owned();
-    let mut rows: Vec<(String, (f64, f64))> = Vec::new();
+    let mut rows: Vec<(String, (f64, f64, f64))> = Vec::new();
     let mut measure = |what: &str, f: &mut dyn FnMut(usize)| {
         let t = time(repeat, f);
-        println!("{what:<58} median {:>8.1} ms   worst {:>8.1} ms", t.0, t.1);
+        println!(
+            "{what:<58} median {:>8.1} ms   p95 {:>8.1} ms   worst {:>8.1} ms",
+            t.0, t.1, t.2
+        );
         rows.push((what.to_owned(), t));
     };
     measure(
@@ -291,6 +430,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     measure("golden set, last page", &mut |_| {
         get(&format!("/golden?offset={}", cases.saturating_sub(100)));
+    });
+    measure("a case's page (its line, fields, evidence)", &mut |i| {
+        get(&format!("/golden/case?id=q{:05}", (i * 97) % cases));
     });
     measure(
         "new question: search the corpus (20 best chunks)",
@@ -334,11 +476,50 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         assert_eq!(st, 303);
     });
-    measure("runs list", &mut |_| {
+    measure("runs list (newest 200)", &mut |_| {
         get("/runs");
+    });
+    measure("trends per configuration (first 10)", &mut |_| {
+        get("/runs/trends");
+    });
+    // The full runs (all cases), newest first: each visited once, then one again.
+    let full: Vec<String> = veredicto_app::workbench::recent(
+        &veredicto_app::HistorySpec::default_at(history.clone()),
+        full_runs,
+    )?
+    .into_iter()
+    .map(|r| r.id)
+    .collect();
+    measure(
+        &format!("a run's report, first visit ({cases} cases, 20 runs of trends)"),
+        &mut |i| {
+            get(&format!("/runs/{}", full[i % full.len()]));
+        },
+    );
+    measure(
+        &format!("a run's report, visited again ({cases} cases)"),
+        &mut |_| {
+            get(&format!("/runs/{}", full[0]));
+        },
+    );
+    measure(
+        "compare a run with the previous one, first visit",
+        &mut |i| {
+            get(&format!(
+                "/runs/compare?new={}",
+                full[i % (full.len() - 1).max(1)]
+            ));
+        },
+    );
+    measure("compare a run with the previous one, again", &mut |_| {
+        get(&format!("/runs/compare?new={}", full[1 % full.len()]));
     });
     measure("a failing case's ranked list", &mut |_| {
         get("/runs/latest/cases/q00001");
     });
+    println!("\n| page | median ms | p95 ms | worst ms |\n|---|---:|---:|---:|");
+    for (what, (m, p, w)) in &rows {
+        println!("| {what} | {m:.1} | {p:.1} | {w:.1} |");
+    }
     Ok(())
 }

@@ -117,6 +117,16 @@ fn serve(dir: &Path, audit: Option<PathBuf>) -> String {
 }
 
 fn serve_with(dir: &Path, audit: Option<PathBuf>, exam: veredicto_web::ExamRunner) -> String {
+    serve_searching(dir, audit, exam, None)
+}
+
+/// Serves `dir`, its new questions searched through `source` when given.
+fn serve_searching(
+    dir: &Path,
+    audit: Option<PathBuf>,
+    exam: veredicto_web::ExamRunner,
+    source: Option<veredicto_formats::config::Source>,
+) -> String {
     let bound = veredicto_web::bind(
         "127.0.0.1",
         0,
@@ -134,6 +144,13 @@ fn serve_with(dir: &Path, audit: Option<PathBuf>, exam: veredicto_web::ExamRunne
         },
     )
     .unwrap();
+    let bound = match source {
+        Some(s) => bound.search_through(veredicto_web::SearchSource {
+            settings: crate::search::settings(dir, Some(s)),
+            net: veredicto_app::source::Net::default(),
+        }),
+        None => bound,
+    };
     let url = bound.url().trim_end_matches('/').to_owned();
     std::thread::spawn(move || bound.serve());
     url
@@ -156,7 +173,15 @@ fn a_new_question_is_searched_picked_saved_and_examined_in_chromium() {
     };
     let dir = tempfile::tempdir().unwrap();
     project(dir.path());
-    let base = serve(dir.path(), None);
+    // The project's source is its own index (the corpus embedded with MiniLM): the search
+    // goes through it, as `veredicto search` would.
+    let kb = crate::search::index(dir.path());
+    let base = serve_searching(
+        dir.path(),
+        None,
+        runner(dir.path().to_path_buf()),
+        Some(veredicto_formats::config::Source::Index(kb)),
+    );
     let b = Browser::start(&chromium, &driver, "en");
     let started = Instant::now();
     b.goto(&format!("{base}/golden"));
@@ -165,9 +190,15 @@ fn a_new_question_is_searched_picked_saved_and_examined_in_chromium() {
     b.type_into("#id", "b");
     b.type_into("#query", "¿Cuántos días de asuntos propios hay?");
     b.click("form[action=\"/golden/new\"] button");
-    // The search lists the chunks with their fields; pick the one that answers.
-    let hits = b.wait_for_text("main", "Asuntos propios: tres días", 10);
+    // The search lists the chunks the index ranks, with their fields from the corpus; pick
+    // the one that answers.
+    let hits = b.wait_for_text("main", "Asuntos propios: tres días", 30);
     assert!(hits.contains("batch: 2026-01"), "{hits}");
+    let searched = b.text("#searched");
+    assert!(
+        searched.contains("Searched through the project's source index:"),
+        "{searched}"
+    );
     b.click("input[value=\"c2\"]");
     shot(&b, "golden-new-question");
     b.click("form[action=\"/golden/add\"] button");

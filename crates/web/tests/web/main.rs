@@ -7,4 +7,6 @@
 mod browser;
 mod claims;
 mod golden;
+mod runs;
+mod search;
 mod webdriver;
