@@ -100,6 +100,9 @@ pub(crate) struct AppState {
     pub(crate) exams: std::sync::Mutex<Vec<Arc<exam::Job>>>,
     /// The corpus as last read for searches (read again when the file changes).
     corpus: std::sync::Mutex<Option<Arc<workbench::CorpusIndex>>>,
+    /// The current sources the claims queue checks verdicts against (see
+    /// [`Bound::with_audit_sources`]).
+    pub(crate) audit_sources: Option<std::path::PathBuf>,
 }
 
 impl AppState {
@@ -162,11 +165,22 @@ pub fn bind(host: &str, port: u16, config: Config) -> Result<Bound, String> {
             reviews: tokio::sync::Mutex::new(()),
             exams: std::sync::Mutex::new(Vec::new()),
             corpus: std::sync::Mutex::new(None),
+            audit_sources: None,
         }),
     })
 }
 
 impl Bound {
+    /// The current sources (a file as `veredicto audit impact --sources` reads it) that the
+    /// claims queue checks verdicts against: claims judged against a cited passage that has
+    /// since changed are listed as reopened.
+    pub fn with_audit_sources(mut self, sources: Option<std::path::PathBuf>) -> Bound {
+        if let Some(st) = Arc::get_mut(&mut self.state) {
+            st.audit_sources = sources;
+        }
+        self
+    }
+
     /// The address to open (with the token when there is one).
     pub fn url(&self) -> &str {
         &self.url
@@ -212,6 +226,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/claims/blind", get(claims::set_blind))
         .route("/claims/{id}", get(claims::card_page))
         .route("/claims/{id}/review", post(claims::submit))
+        .route("/claims/{id}/relevance", post(claims::submit_relevance))
         .route("/assets/review.js", get(claims::script))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
