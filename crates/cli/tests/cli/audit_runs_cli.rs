@@ -504,3 +504,61 @@ fn a_chat_judge_suggests_beside_the_reviewer_and_agreement_is_measured() {
         "2 claims' and 1 answer's suggestions"
     );
 }
+
+#[test]
+fn a_relevance_verdict_on_a_recorded_run_is_kept_in_the_history_and_its_package() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    let cases = example(d, "q017.yaml");
+    let id = record(d, &cases);
+    let o = run(
+        d,
+        &[
+            "audit",
+            "review",
+            &id,
+            "--answer",
+            "A-017",
+            "--relevance",
+            "partly",
+            "--reason",
+            "answers the refund timing, not only whether final sale can be returned",
+            "--reviewer",
+            "ana",
+            "--time",
+            "2026-11-30T11:00:00Z",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("to audit run {id} in ")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !d.join("q017.yaml.reviews.jsonl").exists(),
+        "a run's records go to the history"
+    );
+    let o = run(d, &["audit", "check", &id, "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "partly is no miss: {}",
+        stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["answers"][0]["relevance"]["verdict"], "partly");
+    assert_eq!(v["totals"]["relevance"]["partly"], 1);
+    // Packaged from the history, hashed, and checked against the history on verify.
+    let o = run(d, &["audit", "package", &id, "--out", "pkg"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let reviews = std::fs::read_to_string(d.join("pkg/reviews.jsonl")).expect("reviews");
+    assert!(reviews.contains("\"relevance\":\"partly\""), "{reviews}");
+    let o = run(d, &["audit", "verify", "pkg"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("reviews.jsonl = the run's first 1 of 1 review record(s)"),
+        "{}",
+        stdout(&o)
+    );
+}
