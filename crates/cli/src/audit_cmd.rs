@@ -30,8 +30,9 @@ pub struct AuditArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Validate cases and print citation presence, support, coverage, abstention and
-    /// document recall@k per answer (exit 1 when a `[grounding]` threshold is missed).
+    /// Validate cases and print citation presence, support, coverage, abstention, answer
+    /// relevance and document recall@k per answer (exit 1 when a `[grounding]` threshold is
+    /// missed or an answer is judged off topic).
     Check(CheckArgs),
     /// Record a case file (with the reviews and suggestions beside it) as an audit run in
     /// the history; prints the new run ID.
