@@ -140,45 +140,9 @@ pub struct RelevanceVerdict {
 /// Reads a reply as [`crate::parse_judge_reply`] does, with `verdict` one of `addresses`,
 /// `partly`, `off_topic` (case, spaces and hyphens tolerated).
 pub fn parse_relevance_reply(reply: &str) -> Result<RelevanceVerdict, String> {
-    let quote = || {
-        let t = reply.trim();
-        match t.char_indices().nth(200) {
-            Some((i, _)) => format!("{}…", &t[..i]),
-            None => t.to_string(),
-        }
-    };
-    let (Some(start), Some(end)) = (reply.find('{'), reply.rfind('}')) else {
-        return Err(format!("no JSON object in the reply: {:?}", quote()));
-    };
-    if end < start {
-        return Err(format!("no JSON object in the reply: {:?}", quote()));
-    }
-    let v: serde_json::Value = serde_json::from_str(&reply[start..=end])
-        .map_err(|e| format!("the reply's JSON does not parse ({e}): {:?}", quote()))?;
-    let verdict = v
-        .get("verdict")
-        .and_then(|x| x.as_str())
-        .ok_or_else(|| format!("the reply has no `verdict` string: {:?}", quote()))?;
-    let norm = verdict.trim().to_ascii_lowercase().replace([' ', '-'], "_");
-    let verdict: Relevance = norm.parse()?;
-    let confidence = match v.get("confidence") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(x) => match x.as_f64() {
-            Some(c) if (0.0..=1.0).contains(&c) => Some(c),
-            _ => {
-                return Err(format!(
-                    "`confidence` must be a number from 0 to 1, got {x}"
-                ))
-            }
-        },
-    };
-    let reason = v
-        .get("reason")
-        .and_then(|x| x.as_str())
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty());
+    let (verdict, confidence, reason) = crate::judge::reply_fields(reply)?;
     Ok(RelevanceVerdict {
-        verdict,
+        verdict: verdict.parse()?,
         confidence,
         reason,
     })
