@@ -47,7 +47,7 @@ pub enum TargetError {
         claim: String,
     },
     /// An answer-relevance review of an answer the cases do not have.
-    #[error("{origin}: relevance record {record}: unknown answer `{answer}` of case `{case}`")]
+    #[error("{origin}: record {record}: relevance of unknown answer `{answer}` of case `{case}`")]
     UnknownAnswer {
         origin: String,
         record: usize,
@@ -160,9 +160,15 @@ impl AuditTarget {
             store: RecordStore::File(path.to_path_buf()),
             warnings,
         };
+        check_records(
+            &t.set,
+            &reviews.records,
+            &suggestions.records,
+            &rlog.display().to_string(),
+            &slog.display().to_string(),
+        )?;
         (t.reviews, t.relevance) = split_review_lines(reviews.records);
         (t.suggestions, t.relevance_suggestions) = split_suggestion_lines(suggestions.records);
-        t.check_claims(&rlog.display().to_string(), &slog.display().to_string())?;
         Ok(t)
     }
 
@@ -181,9 +187,16 @@ impl AuditTarget {
         let review_lines = history.audit_records(&id, AuditRecordKind::Review)?;
         let suggestion_lines = history.audit_records(&id, AuditRecordKind::Suggestion)?;
         let lines: Vec<ReviewLine> = parse_records(&format!("{origin} review"), &review_lines)?;
-        let (reviews, relevance) = split_review_lines(lines);
         let slines: Vec<SuggestionLine> =
             parse_records(&format!("{origin} suggestion"), &suggestion_lines)?;
+        check_records(
+            &set,
+            &lines,
+            &slines,
+            &format!("{origin} reviews"),
+            &format!("{origin} suggestions"),
+        )?;
+        let (reviews, relevance) = split_review_lines(lines);
         let (suggestions, relevance_suggestions) = split_suggestion_lines(slines);
         let t = AuditTarget {
             origin: origin.clone(),
@@ -203,62 +216,7 @@ impl AuditTarget {
             },
             warnings: Vec::new(),
         };
-        t.check_claims(
-            &format!("{origin} reviews"),
-            &format!("{origin} suggestions"),
-        )?;
         Ok(t)
-    }
-
-    /// Every review and suggestion must be of a claim of the cases.
-    fn check_claims(
-        &self,
-        reviews_origin: &str,
-        suggestions_origin: &str,
-    ) -> Result<(), TargetError> {
-        let unknown = |origin: &str, i: usize, what: &'static str, claim: &str| {
-            (self.claim(claim).is_none()).then(|| TargetError::UnknownClaim {
-                origin: origin.into(),
-                record: i + 1,
-                what,
-                claim: claim.into(),
-            })
-        };
-        for (i, r) in self.reviews.iter().enumerate() {
-            if let Some(e) = unknown(reviews_origin, i, "review of", &r.claim) {
-                return Err(e);
-            }
-        }
-        for (i, s) in self.suggestions.iter().enumerate() {
-            if let Some(e) = unknown(suggestions_origin, i, "suggestion for", &s.claim) {
-                return Err(e);
-            }
-        }
-        let judged = self
-            .relevance
-            .iter()
-            .map(|r| (r.case.as_str(), r.answer.as_str()));
-        if let Some((record, case, answer)) = unknown_answer(&self.set, judged) {
-            return Err(TargetError::UnknownAnswer {
-                origin: reviews_origin.into(),
-                record,
-                case,
-                answer,
-            });
-        }
-        let suggested = self
-            .relevance_suggestions
-            .iter()
-            .map(|s| (s.case.as_str(), s.answer.as_str()));
-        if let Some((record, case, answer)) = unknown_answer(&self.set, suggested) {
-            return Err(TargetError::UnknownAnswer {
-                origin: suggestions_origin.into(),
-                record,
-                case,
-                answer,
-            });
-        }
-        Ok(())
     }
 
     /// The run's metadata, when the target is a recorded run.
@@ -496,6 +454,62 @@ impl AuditTarget {
             .flat_map(|a| a.claims.iter())
             .find(|c| c.id == id)
     }
+}
+
+/// Every review and suggestion must be of a claim (or, for relevance, an answer) of the
+/// cases; records are numbered by their place in the log (1-based), whatever their kind.
+fn check_records(
+    set: &CaseSet,
+    reviews: &[ReviewLine],
+    suggestions: &[SuggestionLine],
+    reviews_origin: &str,
+    suggestions_origin: &str,
+) -> Result<(), TargetError> {
+    let claim_known = |id: &str| {
+        set.cases
+            .iter()
+            .flat_map(|c| c.answers.iter())
+            .any(|a| a.claims.iter().any(|c| c.id == id))
+    };
+    let unknown_claim = |origin: &str, i: usize, what: &'static str, claim: &str| {
+        (!claim_known(claim)).then(|| TargetError::UnknownClaim {
+            origin: origin.into(),
+            record: i + 1,
+            what,
+            claim: claim.into(),
+        })
+    };
+    let answer_missing = |origin: &str, i: usize, case: &str, answer: &str| {
+        unknown_answer(set, [(case, answer)]).map(|_| TargetError::UnknownAnswer {
+            origin: origin.into(),
+            record: i + 1,
+            case: case.into(),
+            answer: answer.into(),
+        })
+    };
+    for (i, r) in reviews.iter().enumerate() {
+        let e = match r {
+            ReviewLine::Claim(r) => unknown_claim(reviews_origin, i, "review of", &r.claim),
+            ReviewLine::Relevance(r) => answer_missing(reviews_origin, i, &r.case, &r.answer),
+        };
+        if let Some(e) = e {
+            return Err(e);
+        }
+    }
+    for (i, s) in suggestions.iter().enumerate() {
+        let e = match s {
+            SuggestionLine::Claim(s) => {
+                unknown_claim(suggestions_origin, i, "suggestion for", &s.claim)
+            }
+            SuggestionLine::Relevance(s) => {
+                answer_missing(suggestions_origin, i, &s.case, &s.answer)
+            }
+        };
+        if let Some(e) = e {
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 fn run_place(history: &History, meta: &AuditRunMeta) -> Appended {

@@ -313,16 +313,17 @@ fn bad_relevance_input_exits_2_and_appends_nothing() {
         err.contains("q017.yaml.reviews.jsonl: line 1: field `relevance`: unknown variant `maybe`, expected one of `addresses`, `partly`, `off_topic`"),
         "{err}"
     );
-    // A relevance line naming an answer the cases do not have.
+    // A relevance line naming an answer the cases do not have, after a claim review: named
+    // by its place in the log.
     std::fs::write(
         &log,
-        "{\"case\":\"Q-017\",\"answer\":\"A-404\",\"relevance\":\"partly\",\"reason\":\"r\",\"reviewer\":\"a\",\"time\":\"t\"}\n",
+        "{\"case\":\"Q-017\",\"answer\":\"A-017\",\"claim\":\"C-017-2\",\"support\":\"supported\",\"reason\":\"r\",\"reviewer\":\"a\",\"time\":\"t\"}\n{\"case\":\"Q-017\",\"answer\":\"A-404\",\"relevance\":\"partly\",\"reason\":\"r\",\"reviewer\":\"a\",\"time\":\"t\"}\n",
     )
     .expect("write");
     let o = veredicto(&["audit", "check", s(&cases)]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("relevance record 1: unknown answer `A-404` of case `Q-017`"),
+        stderr(&o).contains("record 2: relevance of unknown answer `A-404` of case `Q-017`"),
         "{}",
         stderr(&o)
     );
