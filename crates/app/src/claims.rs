@@ -2,8 +2,10 @@
 //! (a case file, or an audit run in the history) waiting for a verdict or in disagreement,
 //! one claim's card (the query, the answer with the claim's sentence, each cited passage's
 //! exact text, the required facts, the verdict in force and its annexes, the model's latest
-//! suggestion), and progress. Verdicts are appended by [`crate::audit::record::review`],
-//! exactly as `veredicto audit review` appends them; agreement is
+//! suggestion, the answer's relevance verdicts), the claims reopened by a source change,
+//! and progress. Verdicts are appended by [`crate::audit::record::review`] and
+//! [`crate::audit::record::review_relevance`], exactly as `veredicto audit review` appends
+//! them; agreement is
 //! [`crate::audit::agreement`], as `veredicto audit agreement` computes it.
 
 use std::collections::BTreeSet;
@@ -68,6 +70,10 @@ pub struct Queue {
     pub decided: usize,
     /// Claims in disagreement.
     pub disagreements: usize,
+    /// Recorded answers in the target.
+    pub answers: usize,
+    /// Answers with an answer-relevance verdict in force.
+    pub answers_judged: usize,
 }
 
 /// Who gave each verdict on a claim: the case file's reviewer (when the file holds the
@@ -112,8 +118,12 @@ fn disagreement(c: &g::Claim, t: &AuditTarget) -> bool {
 pub fn queue(t: &AuditTarget, show: Show, blind_for: Option<&str>) -> Queue {
     let mut rows = Vec::new();
     let (mut claims, mut decided, mut disagreements) = (0, 0, 0);
+    let (mut answers, mut answers_judged) = (0, 0);
     for case in &t.set.cases {
         for a in &case.answers {
+            answers += 1;
+            answers_judged +=
+                usize::from(g::effective_relevance(&case.id, &a.id, &t.relevance).is_some());
             for c in &a.claims {
                 claims += 1;
                 let verdict = g::effective_support(c, &t.reviews);
@@ -159,7 +169,70 @@ pub fn queue(t: &AuditTarget, show: Show, blind_for: Option<&str>) -> Queue {
         claims,
         decided,
         disagreements,
+        answers,
+        answers_judged,
     }
+}
+
+/// A claim whose verdict was given against cited evidence that has since changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reopened {
+    pub case: String,
+    pub answer: String,
+    pub claim: String,
+    pub text: String,
+    /// The verdict in force, given against the old evidence.
+    pub verdict: Support,
+    /// What changed, one entry per cited passage or source that changed
+    /// (`D-02#p07 refunds-v2 -> refunds-v3: passage text changed`).
+    pub changes: Vec<String>,
+}
+
+/// The claims of `t` with a verdict in force whose cited passages changed in `current`
+/// (what `veredicto audit impact` computes: the passage's SHA-256 differs, the passage or
+/// source is gone, or a whole cited source's passages changed), in file order.
+pub fn reopened(t: &AuditTarget, current: &g::SourceSet) -> Vec<Reopened> {
+    let mut out: Vec<Reopened> = Vec::new();
+    for hit in g::impact(&t.set, current) {
+        let Some(c) = t.claim(&hit.claim) else {
+            continue;
+        };
+        let Some(verdict) = g::effective_support(c, &t.reviews) else {
+            continue;
+        };
+        let what = format!(
+            "{}{} {} -> {}: {}",
+            hit.source,
+            hit.passage
+                .as_deref()
+                .map(|p| format!("#{p}"))
+                .unwrap_or_default(),
+            hit.old_version,
+            hit.new_version.as_deref().unwrap_or("(removed)"),
+            hit.change
+        );
+        match out.last_mut() {
+            Some(last) if last.claim == hit.claim => last.changes.push(what),
+            _ => out.push(Reopened {
+                case: hit.case.clone(),
+                answer: hit.answer.clone(),
+                claim: hit.claim.clone(),
+                text: c.text.clone(),
+                verdict,
+                changes: vec![what],
+            }),
+        }
+    }
+    out
+}
+
+/// An answer-relevance verdict given on an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GivenRelevance {
+    pub relevance: g::Relevance,
+    pub reason: String,
+    pub reviewer: String,
+    pub time: String,
 }
 
 /// A passage a claim cites, as the case recorded it.
@@ -222,6 +295,8 @@ pub struct Card {
     pub verdicts: Vec<Given>,
     /// The model's latest suggestion.
     pub suggestion: Option<g::SuggestionRecord>,
+    /// The answer's relevance verdict in force, then every annex, in order.
+    pub relevance: Vec<GivenRelevance>,
     /// The next claim in file order, for moving on.
     pub next: Option<String>,
 }
@@ -369,6 +444,15 @@ pub fn card(t: &AuditTarget, claim: &str) -> Option<Card> {
         facts,
         verdicts,
         suggestion: latest_suggestion(&c.id, &t.suggestions).cloned(),
+        relevance: g::relevance_reviews(&case.id, &a.id, &t.relevance)
+            .into_iter()
+            .map(|r| GivenRelevance {
+                relevance: r.relevance,
+                reason: r.reason.clone(),
+                reviewer: r.reviewer.clone(),
+                time: r.time.clone(),
+            })
+            .collect(),
         next,
     })
 }

@@ -30,8 +30,9 @@ pub struct AuditArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Validate cases and print citation presence, support, coverage, abstention and
-    /// document recall@k per answer (exit 1 when a `[grounding]` threshold is missed).
+    /// Validate cases and print citation presence, support, coverage, abstention, answer
+    /// relevance and document recall@k per answer (exit 1 when a `[grounding]` threshold is
+    /// missed or an answer is judged off topic).
     Check(CheckArgs),
     /// Record a case file (with the reviews and suggestions beside it) as an audit run in
     /// the history; prints the new run ID.
@@ -43,8 +44,9 @@ pub enum AuditCommand {
     Runs(RunsArgs),
     /// The evidence sheet: one row per material claim.
     Sheet(SheetArgs),
-    /// Append a reviewer's support verdict (append-only: to the history for a recorded run,
-    /// else to `<cases>.reviews.jsonl`).
+    /// Append a reviewer's support verdict on a claim (`--claim --support`) or relevance
+    /// verdict on an answer (`--answer --relevance`: does it address what was asked?);
+    /// append-only: to the history for a recorded run, else to `<cases>.reviews.jsonl`.
     Review(ReviewArgs),
     /// Write an audit package (directory, or FILE.tar.gz) with a SHA-256 manifest.
     Package(PackageArgs),
@@ -253,17 +255,32 @@ pub struct SheetArgs {
 pub struct ReviewArgs {
     #[arg(help = TARGET_HELP)]
     pub target: String,
-    #[arg(long)]
-    pub claim: String,
+    /// The claim judged for support (with --support).
+    #[arg(
+        long,
+        required_unless_present = "answer",
+        conflicts_with = "answer",
+        requires = "support"
+    )]
+    pub claim: Option<String>,
     /// supported | partially_supported | unsupported | not_evaluable
-    #[arg(long, value_parser = parse_support)]
-    pub support: g::Support,
+    #[arg(long, value_parser = parse_support, requires = "claim")]
+    pub support: Option<g::Support>,
+    /// The answer judged for relevance (with --relevance).
+    #[arg(long, requires = "relevance")]
+    pub answer: Option<String>,
+    /// addresses | partly | off_topic: does the answer address what was asked?
+    #[arg(long, value_parser = parse_relevance, requires = "answer")]
+    pub relevance: Option<g::Relevance>,
+    /// The answer's case, when the answer ID is in more than one case.
+    #[arg(long = "case", value_name = "CASE", requires = "answer")]
+    pub case_id: Option<String>,
     /// Required; for not_evaluable, what is missing.
     #[arg(long)]
     pub reason: String,
     #[arg(long)]
     pub reviewer: String,
-    #[arg(long)]
+    #[arg(long, conflicts_with = "answer")]
     pub diagnosis: Option<String>,
     /// Time of the review (RFC 3339; default: now, UTC).
     #[arg(long, value_name = "TIME", value_parser = crate::date_args::timestamp)]
@@ -313,6 +330,10 @@ pub struct VerifyArgs {
 }
 
 fn parse_support(s: &str) -> Result<g::Support, String> {
+    s.parse()
+}
+
+fn parse_relevance(s: &str) -> Result<g::Relevance, String> {
     s.parse()
 }
 
@@ -373,7 +394,13 @@ fn print_raw(bytes: &[u8]) -> anyhow::Result<()> {
 fn sheet(a: SheetArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
     let h = &s.history;
     let t = target::open(&a.target, h)?;
-    let rows = g::build_sheet(&t.set, &t.reviews, &t.suggestions);
+    let rows = g::build_sheet_with_relevance(
+        &t.set,
+        &t.reviews,
+        &t.relevance,
+        &t.suggestions,
+        &t.relevance_suggestions,
+    );
     let bytes = match a.format {
         SheetFormat::Csv => g::to_csv(&rows)?,
         SheetFormat::Json => {
@@ -395,11 +422,14 @@ fn review(a: ReviewArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
     let h = &s.history;
     let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
+    let (Some(claim), Some(support)) = (&a.claim, a.support) else {
+        return review_relevance(&a, &t, &time, h);
+    };
     let done = app::record::review(
         &t,
         &app::record::Review {
-            claim: &a.claim,
-            support: a.support,
+            claim,
+            support,
             reason: &a.reason,
             reviewer: &a.reviewer,
             diagnosis: a.diagnosis.clone(),
@@ -409,15 +439,50 @@ fn review(a: ReviewArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
     target::appended(&t, &done.warnings, h);
     let kind = match done.original {
         None => "original verdict".to_string(),
-        Some(o) if o == a.support => format!("annex (agrees with {})", o.as_str()),
+        Some(o) if o == support => format!("annex (agrees with {})", o.as_str()),
         Some(o) => format!("annex (disagrees with {})", o.as_str()),
     };
     printer::status(&format!(
         "appended {} on {} by {} to {}: {kind}",
-        a.support.as_str(),
-        a.claim,
+        support.as_str(),
+        claim,
         a.reviewer,
         done.place,
+    ));
+    Ok(ExitStatus::Success)
+}
+
+/// `audit review --answer ID --relevance V`: an answer-relevance verdict, appended to the
+/// same log as claim verdicts.
+fn review_relevance(
+    a: &ReviewArgs,
+    t: &Target,
+    time: &str,
+    h: &veredicto_app::HistorySpec,
+) -> anyhow::Result<ExitStatus> {
+    let (Some(answer), Some(relevance)) = (&a.answer, a.relevance) else {
+        bail!("give --claim ID --support VERDICT, or --answer ID --relevance VERDICT");
+    };
+    let done = app::record::review_relevance(
+        t,
+        &app::record::RelevanceReview {
+            case: a.case_id.as_deref(),
+            answer,
+            relevance,
+            reason: &a.reason,
+            reviewer: &a.reviewer,
+            time,
+        },
+    )?;
+    target::appended(t, &done.warnings, h);
+    let kind = match done.original {
+        None => "original verdict".to_string(),
+        Some(o) if o == relevance => format!("annex (agrees with {o})"),
+        Some(o) => format!("annex (disagrees with {o})"),
+    };
+    printer::status(&format!(
+        "appended relevance {relevance} on {} {answer} by {} to {}: {kind}",
+        done.record.case, a.reviewer, done.place,
     ));
     Ok(ExitStatus::Success)
 }
@@ -568,15 +633,28 @@ fn suggest(a: SuggestArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
         t.claim(claim)
             .and_then(|c| g::effective_support(c, &t.reviews))
     };
+    let relevance_in_force = |case: &str, answer: &str| {
+        g::effective_relevance(case, answer, &t.relevance).map(|r| r.relevance)
+    };
+    let human = report::suggestions_human(&done.records, &reviewer)
+        + &report::relevance_suggestions_human(&done.relevance, &relevance_in_force);
     print(
         a.json || a.format == Format::Json,
-        &report::suggestions_json(&done.records),
-        &report::suggestions_human(&done.records, &reviewer),
+        &report::suggestion_lines_json(&done.records, &done.relevance),
+        &human,
     )?;
     printer::status(&format!(
-        "appended {} suggestion(s) to {} (claims without cited passage text are skipped)",
+        "appended {} suggestion(s) to {} (claims without cited passage text are skipped){}",
         done.records.len(),
         done.place,
+        if done.relevance.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", and {} answer-relevance suggestion(s)",
+                done.relevance.len()
+            )
+        },
     ));
     match unreadable {
         Some(u) => Err(veredicto_app::Error::UnreadableReply(u).into()),

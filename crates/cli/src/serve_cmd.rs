@@ -20,6 +20,10 @@ pub struct ServeArgs {
     /// `latest`) in the history.
     #[arg(long, value_name = "CASES|RUN")]
     pub audit: Option<String>,
+    /// The current sources (as `veredicto audit impact --sources` reads them): the claims
+    /// queue lists the claims judged against a cited passage that has since changed.
+    #[arg(long, value_name = "NEW_SOURCES", requires = "audit")]
+    pub audit_sources: Option<std::path::PathBuf>,
     /// The production signals file the candidates are proposed from (as `veredicto signals
     /// candidates` reads it).
     #[arg(long, value_name = "FILE", default_value = veredicto_app::signals::DEFAULT_SIGNALS)]
@@ -37,6 +41,7 @@ pub fn run(args: ServeArgs, settings: &veredicto_app::Settings) -> anyhow::Resul
         .token
         .or_else(|| settings.env.get("VEREDICTO_SERVE_TOKEN"))
         .filter(|t| !t.is_empty());
+    let audit_sources = args.audit_sources.map(|p| settings.cwd.join(p));
     let bound = veredicto_web::bind(
         &args.host,
         args.port,
@@ -70,7 +75,8 @@ pub fn run(args: ServeArgs, settings: &veredicto_app::Settings) -> anyhow::Resul
             }),
         },
     )
-    .map_err(anyhow::Error::msg)?;
+    .map_err(anyhow::Error::msg)?
+    .with_audit_sources(audit_sources);
     // New questions are searched through the project's source, as `veredicto search` does.
     let bound = match settings.source {
         Some(_) => bound.search_through(veredicto_web::SearchSource {

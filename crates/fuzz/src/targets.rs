@@ -630,6 +630,8 @@ fn package_seed() -> grounding::Files {
         set: &set,
         reviews_bytes: Some(&reviews_bytes),
         reviews: &reviews,
+        relevance: &[],
+        relevance_suggestions: &[],
         suggestions_bytes: None,
         suggestions: &[],
         run: None,

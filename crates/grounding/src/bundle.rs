@@ -4,8 +4,9 @@ use crate::error::GroundingError;
 use crate::metrics::{answer_metrics, document_recall_at};
 use crate::model::{CaseSet, SCHEMA_VERSION};
 use crate::package::{seal_run, sha256_hex, unsafe_member_path, Files, ManifestRun, MissingPart};
+use crate::relevance::{effective_relevance, RelevanceRecord};
 use crate::review::ReviewRecord;
-use crate::sheet::{build_sheet, effective_support, to_csv, to_json};
+use crate::sheet::{build_sheet_with_relevance, effective_support, to_csv, to_json};
 use serde_json::json;
 
 /// Everything a package is made from. No clock: `created` is written only when given.
@@ -17,6 +18,10 @@ pub struct PackageInputs<'a> {
     /// Raw bytes of the review log, when there is one.
     pub reviews_bytes: Option<&'a [u8]>,
     pub reviews: &'a [ReviewRecord],
+    /// The answer-relevance records of the same log.
+    pub relevance: &'a [RelevanceRecord],
+    /// The answer-relevance suggestions of the suggestions log.
+    pub relevance_suggestions: &'a [crate::relevance_judge::RelevanceSuggestion],
     /// Raw bytes of the model-suggestion log, when there is one (optional part).
     pub suggestions_bytes: Option<&'a [u8]>,
     pub suggestions: &'a [crate::suggest::SuggestionRecord],
@@ -100,18 +105,33 @@ pub fn build_package(i: &PackageInputs<'_>) -> Result<Files, GroundingError> {
                     .and_then(|c| effective_support(c, i.reviews))
             });
             let ks: Vec<usize> = (1..=case.retrieval.len()).collect();
-            metrics.push(json!({
+            let mut entry = json!({
                 "metrics": m, "document_recall": recall,
                 "fact_coverage": crate::absence::fact_coverage(case, &ks),
                 "absences": case.absences().iter().map(|(id, a)| json!({"id": id, "lacking": a.text, "sources": a.sources})).collect::<Vec<_>>(),
-            }));
+            });
+            // Only when judged, so that a package of inputs without relevance verdicts is
+            // byte for byte what it was before answer relevance existed.
+            if let Some(r) = effective_relevance(&case.id, &a.id, i.relevance) {
+                entry["relevance"] = json!({
+                    "verdict": r.relevance, "reason": r.reason,
+                    "reviewer": r.reviewer, "time": r.time,
+                });
+            }
+            metrics.push(entry);
         }
     }
     files.insert("retrieval.jsonl".into(), retrieval.into_bytes());
     files.insert("answers.json".into(), pretty(&json!(answers)));
     files.insert("citations.json".into(), pretty(&json!(citations)));
     files.insert("metrics.json".into(), pretty(&json!(metrics)));
-    let rows = build_sheet(i.set, i.reviews, i.suggestions);
+    let rows = build_sheet_with_relevance(
+        i.set,
+        i.reviews,
+        i.relevance,
+        i.suggestions,
+        i.relevance_suggestions,
+    );
     let csv = to_csv(&rows).map_err(|e| GroundingError::Package {
         path: "sheet.csv".into(),
         message: e.to_string(),

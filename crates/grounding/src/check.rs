@@ -5,6 +5,7 @@ use crate::absence::{absences, fact_coverage, AbsenceEntry, FactCoverage};
 use crate::metrics::{answer_metrics, document_recall_at, AnswerMetrics};
 use crate::model::CaseSet;
 use crate::policy::{violations, GroundingPolicy};
+use crate::relevance::{relevance_reviews, Relevance, RelevanceRecord};
 use crate::review::ReviewRecord;
 use crate::sheet::effective_support;
 use serde::Serialize;
@@ -32,12 +33,30 @@ pub struct CheckTotals {
     pub supported: usize,
     pub unreviewed: usize,
     pub absences: usize,
+    /// Answers with an answer-relevance verdict in force, and how many of each.
+    pub relevance_judged: usize,
+    pub addresses: usize,
+    pub partly: usize,
+    pub off_topic: usize,
+}
+
+/// An answer's relevance verdict in force (its first relevance review) and how many later
+/// reviews are annexes to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RelevanceInForce {
+    pub verdict: Relevance,
+    pub reason: String,
+    pub reviewer: String,
+    pub time: String,
+    pub annexes: usize,
 }
 
 /// One answer's measures and what it missed of the policy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnswerCheck {
     pub metrics: AnswerMetrics,
+    /// Does the answer address what was asked (`None`: not judged)?
+    pub relevance: Option<RelevanceInForce>,
     /// Policy thresholds missed (empty = passes).
     pub violations: Vec<String>,
 }
@@ -81,8 +100,29 @@ pub fn cutoffs(k: &[usize], retrieved: usize) -> Vec<usize> {
 }
 
 /// Measures every answer of `set` (support verdicts: the case file's, else the first review
-/// in `reviews`) and applies the policy.
+/// in `reviews`) and applies the policy; no answer-relevance verdicts (see
+/// [`check_with_relevance`]).
 pub fn check(set: &CaseSet, reviews: &[ReviewRecord], opts: &CheckOptions) -> CheckOutcome {
+    check_with_relevance(set, reviews, &[], opts)
+}
+
+/// What an off-topic answer misses, whatever the thresholds: an answer that answers another
+/// question is not a good answer, however well its claims are supported.
+pub fn off_topic_violation(r: &RelevanceInForce) -> String {
+    format!(
+        "off topic: the answer does not address what was asked ({}: {})",
+        r.reviewer, r.reason
+    )
+}
+
+/// [`check`] with the answer-relevance reviews: each answer's verdict in force is reported
+/// beside its measures and counted in the totals; an `off_topic` answer misses the gate.
+pub fn check_with_relevance(
+    set: &CaseSet,
+    reviews: &[ReviewRecord],
+    relevance: &[RelevanceRecord],
+    opts: &CheckOptions,
+) -> CheckOutcome {
     let mut totals = CheckTotals::default();
     let mut pass = true;
     let mut cases = Vec::new();
@@ -110,10 +150,30 @@ pub fn check(set: &CaseSet, reviews: &[ReviewRecord], opts: &CheckOptions) -> Ch
             totals.with_citation += m.with_citation;
             totals.supported += m.supported;
             totals.unreviewed += m.unreviewed;
-            let v = violations(&opts.policy, &m, policy_recall);
+            let mut v = violations(&opts.policy, &m, policy_recall);
+            let mine = relevance_reviews(&case.id, &ans.id, relevance);
+            let rel = mine.first().map(|r| RelevanceInForce {
+                verdict: r.relevance,
+                reason: r.reason.clone(),
+                reviewer: r.reviewer.clone(),
+                time: r.time.clone(),
+                annexes: mine.len() - 1,
+            });
+            if let Some(r) = &rel {
+                totals.relevance_judged += 1;
+                match r.verdict {
+                    Relevance::Addresses => totals.addresses += 1,
+                    Relevance::Partly => totals.partly += 1,
+                    Relevance::OffTopic => {
+                        totals.off_topic += 1;
+                        v.push(off_topic_violation(r));
+                    }
+                }
+            }
             pass &= v.is_empty();
             answers.push(AnswerCheck {
                 metrics: m,
+                relevance: rel,
                 violations: v,
             });
         }
@@ -200,6 +260,7 @@ cases:
                 supported: 1,
                 unreviewed: 2,
                 absences: 1,
+                ..Default::default()
             }
         );
         assert!(out.pass, "no policy: every answer passes");
@@ -272,6 +333,51 @@ cases:
             },
         );
         assert!(out.pass);
+    }
+
+    #[test]
+    fn an_off_topic_answer_misses_the_gate_however_well_supported() {
+        let rel = |answer: &str, v: Relevance, who: &str| {
+            crate::relevance::new_relevance_review(
+                &set(),
+                None,
+                answer,
+                v,
+                "answers another question",
+                who,
+                "2025-01-01T00:00:00Z",
+            )
+            .unwrap()
+        };
+        let records = vec![
+            rel("a1", Relevance::OffTopic, "ana"),
+            rel("a2", Relevance::Partly, "ana"),
+            rel("a1", Relevance::Addresses, "bea"),
+        ];
+        let out = check_with_relevance(&set(), &[], &records, &CheckOptions::default());
+        assert!(!out.pass, "a1 is fully supported but off topic");
+        let a1 = &out.cases[0].answers[0];
+        assert_eq!(a1.metrics.support, Some(1.0));
+        let r = a1.relevance.as_ref().unwrap();
+        assert_eq!(
+            (r.verdict, r.annexes),
+            (Relevance::OffTopic, 1),
+            "first review in force"
+        );
+        assert_eq!(
+            a1.violations,
+            vec!["off topic: the answer does not address what was asked (ana: answers another question)".to_string()]
+        );
+        assert!(
+            out.cases[0].answers[1].violations.is_empty(),
+            "partly is reported, not a miss"
+        );
+        assert!(out.cases[0].answers[2].relevance.is_none());
+        let t = &out.totals;
+        assert_eq!(
+            (t.relevance_judged, t.addresses, t.partly, t.off_topic),
+            (2, 0, 1, 1)
+        );
     }
 
     #[test]

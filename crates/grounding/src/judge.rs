@@ -113,6 +113,19 @@ pub struct JudgeVerdict {
 /// `confidence` a number in [0, 1] when present and `reason` a string when present.
 /// Anything else is an error that quotes the reply.
 pub fn parse_judge_reply(reply: &str) -> Result<JudgeVerdict, String> {
+    let (verdict, confidence, reason) = reply_fields(reply)?;
+    Ok(JudgeVerdict {
+        verdict: verdict.parse()?,
+        confidence,
+        reason,
+    })
+}
+
+/// The fields of a judge's reply, read strictly: the JSON object in it (a Markdown code
+/// fence around it is tolerated), its `verdict` string normalised (lower case, spaces and
+/// hyphens to `_`), `confidence` a number in [0, 1] when present, `reason` a non-empty string
+/// when present. Shared by every prompt's reader; anything else quotes the reply.
+pub(crate) fn reply_fields(reply: &str) -> Result<(String, Option<f64>, Option<String>), String> {
     let quote = || {
         let t = reply.trim();
         match t.char_indices().nth(200) {
@@ -133,7 +146,6 @@ pub fn parse_judge_reply(reply: &str) -> Result<JudgeVerdict, String> {
         .and_then(|x| x.as_str())
         .ok_or_else(|| format!("the reply has no `verdict` string: {:?}", quote()))?;
     let norm = verdict.trim().to_ascii_lowercase().replace([' ', '-'], "_");
-    let verdict: Support = norm.parse()?;
     let confidence = match v.get("confidence") {
         None | Some(serde_json::Value::Null) => None,
         Some(x) => match x.as_f64() {
@@ -150,11 +162,7 @@ pub fn parse_judge_reply(reply: &str) -> Result<JudgeVerdict, String> {
         .and_then(|x| x.as_str())
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty());
-    Ok(JudgeVerdict {
-        verdict,
-        confidence,
-        reason,
-    })
+    Ok((norm, confidence, reason))
 }
 
 #[cfg(test)]

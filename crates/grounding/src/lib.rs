@@ -19,6 +19,8 @@ mod model;
 mod package;
 mod package_read;
 mod policy;
+mod relevance;
+mod relevance_judge;
 mod review;
 mod scifact;
 mod sheet;
@@ -30,7 +32,10 @@ pub use absence::{
 };
 pub use agreement::{cohen_kappa, reviewer_pairs, Agreement, VERDICTS};
 pub use bundle::{build_package, PackageInputs};
-pub use check::{check, CheckOptions, CheckOutcome, CheckTotals};
+pub use check::{
+    check, check_with_relevance, off_topic_violation, CheckOptions, CheckOutcome, CheckTotals,
+    RelevanceInForce,
+};
 pub use compare::{compare, AnswerComparison, Comparison, NotCompared};
 pub use error::{GroundingError, Issue};
 pub use impact::{impact, load_sources, Impact, SourceSet};
@@ -53,17 +58,30 @@ pub use package_read::{
     DEFAULT_MAX_TOTAL_BYTES,
 };
 pub use policy::{load_policy, violations, GroundingPolicy};
+pub use relevance::{
+    effective_relevance, new_relevance_review, relevance_reviews, split_review_lines,
+    unknown_answer, Relevance, RelevanceRecord, ReviewLine, RELEVANCE_VERDICTS,
+};
+pub use relevance_judge::{
+    latest_relevance_suggestion, parse_relevance_reply, relevance_method, relevance_suggestions,
+    relevance_user_message, split_suggestion_lines, RelevanceOutcome, RelevanceSuggestion,
+    RelevanceVerdict, SuggestionLine, RELEVANCE_SYSTEM_PROMPT, RELEVANCE_VERSION,
+};
 pub use review::{
-    append_review, new_review, parse_review_log, read_review_log, read_reviews, review_log_path,
-    ReviewRecord,
+    append_relevance, append_review, new_review, parse_review_log, read_review_lines,
+    read_review_log, read_reviews, review_log_path, ReviewRecord,
 };
 pub use scifact::scifact_cases;
-pub use sheet::{build_sheet, effective_support, to_csv, to_html, to_json, to_markdown, SheetRow};
+pub use sheet::{
+    build_sheet, build_sheet_with_relevance, effective_support, to_csv, to_html, to_json,
+    to_markdown, SheetRow,
+};
 
 pub use suggest::{
-    append_suggestions, argmax, judge_suggestions, label_to_support, nli_inputs, nli_suggestions,
-    read_suggestion_log, read_suggestions, softmax, suggestion_log_path, suggestion_pairs, Judge,
-    JudgeOutcome, JudgeReply, NliModel, SuggestError, SuggestionRecord, NLI_METHOD,
+    append_suggestion_lines, append_suggestions, argmax, judge_suggestions, label_to_support,
+    nli_inputs, nli_suggestions, read_suggestion_lines, read_suggestion_log, read_suggestions,
+    softmax, suggestion_log_path, suggestion_pairs, Judge, JudgeOutcome, JudgeReply, NliModel,
+    SuggestError, SuggestionRecord, NLI_METHOD,
 };
 
 /// The JSON Schema of case files (same text as `docs/grounding-schema.json`).

@@ -4,6 +4,7 @@
 use crate::error::GroundingError;
 use crate::jsonl::{AppendReport, LogRead};
 use crate::model::{CaseSet, Support};
+use crate::relevance::{split_review_lines, RelevanceRecord, ReviewLine};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -34,17 +35,31 @@ pub fn read_reviews(path: &Path) -> Result<Vec<ReviewRecord>, GroundingError> {
     Ok(read_review_log(path)?.records)
 }
 
-/// Reads the log (absent = empty), with the length of its complete part and any torn tail.
+/// Reads the log (absent = empty), with the length of its complete part and any torn tail:
+/// its claim reviews (answer-relevance lines are left out; see [`read_review_lines`]).
 pub fn read_review_log(path: &Path) -> Result<LogRead<ReviewRecord>, GroundingError> {
+    Ok(claims_only(read_review_lines(path)?))
+}
+
+/// Reads the log (absent = empty): every line, claim reviews and answer-relevance reviews.
+pub fn read_review_lines(path: &Path) -> Result<LogRead<ReviewLine>, GroundingError> {
     crate::jsonl::read_log(path)
 }
 
-/// Parses review-log bytes (`path` names the file in messages).
+/// Parses review-log bytes (`path` names the file in messages): its claim reviews.
 pub fn parse_review_log(
     path: &Path,
     bytes: &[u8],
 ) -> Result<LogRead<ReviewRecord>, GroundingError> {
-    crate::jsonl::parse_log(path, bytes)
+    Ok(claims_only(crate::jsonl::parse_log(path, bytes)?))
+}
+
+fn claims_only(l: LogRead<ReviewLine>) -> LogRead<ReviewRecord> {
+    LogRead {
+        records: split_review_lines(l.records).0,
+        complete_len: l.complete_len,
+        torn: l.torn,
+    }
 }
 
 /// Builds a record for `claim`, checking that it exists and that the reason is given.
@@ -89,5 +104,10 @@ pub fn new_review(
 /// Appends one record, whole or absent: one write under a lock, fsync, read back, cut back
 /// on failure; a torn tail left by a crash is moved to `<log>.torn-<n>` first (reported).
 pub fn append_review(path: &Path, r: &ReviewRecord) -> Result<AppendReport, GroundingError> {
-    crate::jsonl::append_log(path, std::slice::from_ref(r))
+    crate::jsonl::append_log(path, &[ReviewLine::Claim(r.clone())])
+}
+
+/// Appends one answer-relevance record to the same log, with the same guarantees.
+pub fn append_relevance(path: &Path, r: &RelevanceRecord) -> Result<AppendReport, GroundingError> {
+    crate::jsonl::append_log(path, &[ReviewLine::Relevance(r.clone())])
 }

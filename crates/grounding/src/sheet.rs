@@ -4,6 +4,8 @@
 //! Markdown or HTML.
 
 use crate::model::{Association, Case, CaseSet, Claim, Support};
+use crate::relevance::{relevance_reviews, RelevanceRecord};
+use crate::relevance_judge::{latest_relevance_suggestion, RelevanceSuggestion};
 use crate::review::ReviewRecord;
 use crate::suggest::SuggestionRecord;
 use serde::Serialize;
@@ -15,7 +17,8 @@ pub struct SheetRow {
     /// What was asked.
     pub query: String,
     pub answer_id: String,
-    /// `claim`, or `absence` (a point the sources do not answer).
+    /// `claim`, `relevance` (an answer's relevance verdict: `support` holds `addresses`,
+    /// `partly` or `off_topic`), or `absence` (a point the sources do not answer).
     pub row: String,
     /// The claim ID, or the absence ID (`U1`, …).
     pub claim_id: String,
@@ -119,6 +122,20 @@ pub fn build_sheet(
     set: &CaseSet,
     reviews: &[ReviewRecord],
     suggestions: &[SuggestionRecord],
+) -> Vec<SheetRow> {
+    build_sheet_with_relevance(set, reviews, &[], suggestions, &[])
+}
+
+/// [`build_sheet`] with answer-relevance verdicts: after an answer's claim rows, one
+/// `relevance` row when the answer has a relevance verdict or suggestion (its text in
+/// `claim_text`, the verdict in force in `support` — `pending` when none —, the reason in
+/// `support_reason`, later reviews in `annexes`, the latest suggestion in `suggested_support`).
+pub fn build_sheet_with_relevance(
+    set: &CaseSet,
+    reviews: &[ReviewRecord],
+    relevance: &[RelevanceRecord],
+    suggestions: &[SuggestionRecord],
+    relevance_suggestions: &[RelevanceSuggestion],
 ) -> Vec<SheetRow> {
     let mut rows = Vec::new();
     for case in &set.cases {
@@ -233,10 +250,67 @@ pub fn build_sheet(
                     annexes,
                 });
             }
+            rows.extend(relevance_row(case, a, relevance, relevance_suggestions));
         }
         rows.extend(absence_rows(case));
     }
     rows
+}
+
+/// The answer's relevance row, when it has a relevance verdict.
+fn relevance_row(
+    case: &Case,
+    a: &crate::model::Answer,
+    relevance: &[RelevanceRecord],
+    suggestions: &[RelevanceSuggestion],
+) -> Option<SheetRow> {
+    let mine = relevance_reviews(&case.id, &a.id, relevance);
+    let sug = latest_relevance_suggestion(&case.id, &a.id, suggestions);
+    if mine.is_empty() && sug.is_none() {
+        return None;
+    }
+    let first = mine.first();
+    Some(SheetRow {
+        case_id: case.id.clone(),
+        query: case.query.clone(),
+        answer_id: a.id.clone(),
+        row: "relevance".into(),
+        claim_id: String::new(),
+        claim_text: a.text.clone(),
+        lacking: String::new(),
+        citation_ids: Vec::new(),
+        sources: Vec::new(),
+        locations: Vec::new(),
+        positions: Vec::new(),
+        passage_texts: Vec::new(),
+        association: String::new(),
+        association_reason: String::new(),
+        support: first.map_or_else(|| "pending".into(), |r| r.relevance.as_str().into()),
+        support_reason: first.map(|r| r.reason.clone()).unwrap_or_default(),
+        suggested_support: sug.map_or_else(String::new, |s| s.suggested_relevance.as_str().into()),
+        suggestion_score: sug.and_then(|s| s.confidence),
+        suggestion_by: sug.map_or_else(String::new, |s| match &s.reason {
+            Some(r) => format!("{} — {} — {r}", s.model, s.method),
+            None => format!("{} — {}", s.model, s.method),
+        }),
+        diagnosis: String::new(),
+        reviewer: first.map(|r| r.reviewer.clone()).unwrap_or_default(),
+        time: first.map(|r| r.time.clone()).unwrap_or_default(),
+        pending_note: String::new(),
+        annexes: mine
+            .iter()
+            .skip(1)
+            .map(|r| {
+                format!(
+                    "{} {}: {} — {}",
+                    r.time,
+                    r.reviewer,
+                    r.relevance.as_str(),
+                    r.reason
+                )
+            })
+            .collect(),
+    })
 }
 
 /// One row per declared absence and recorded answer (one with no answer ID when the case
@@ -400,7 +474,7 @@ fn html_escape(s: &str) -> String {
 /// A self-contained HTML page (no scripts, no external resources) with one table row per claim.
 pub fn to_html(rows: &[SheetRow]) -> String {
     let mut out = String::from(
-        "<!DOCTYPE html>\n<html lang=\"und\"><head><meta charset=\"utf-8\"><title>veredicto evidence sheet</title>\n<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #bbb;padding:4px;vertical-align:top;text-align:left}th{background:#eee}td.unsupported{background:#fde2e2}td.supported{background:#e2f5e2}td.partially_supported{background:#fdf3d8}td.not_evaluable,td.pending{background:#eee}</style>\n</head><body>\n<h1>Evidence sheet</h1>\n<table>\n<thead><tr>",
+        "<!DOCTYPE html>\n<html lang=\"und\"><head><meta charset=\"utf-8\"><title>veredicto evidence sheet</title>\n<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #bbb;padding:4px;vertical-align:top;text-align:left}th{background:#eee}td.unsupported{background:#fde2e2}td.supported{background:#e2f5e2}td.partially_supported{background:#fdf3d8}td.not_evaluable,td.pending{background:#eee}td.addresses{background:#e2f5e2}td.partly{background:#fdf3d8}td.off_topic{background:#fde2e2}</style>\n</head><body>\n<h1>Evidence sheet</h1>\n<table>\n<thead><tr>",
     );
     for h in HEADER {
         out.push_str(&format!("<th>{h}</th>"));

@@ -266,8 +266,21 @@ pub fn read_suggestions(path: &Path) -> Result<Vec<SuggestionRecord>, GroundingE
     Ok(read_suggestion_log(path)?.records)
 }
 
-/// Reads the log (absent = empty), with the length of its complete part and any torn tail.
+/// Reads the log (absent = empty), with the length of its complete part and any torn tail:
+/// its claim suggestions (relevance suggestions are left out; see [`read_suggestion_lines`]).
 pub fn read_suggestion_log(path: &Path) -> Result<LogRead<SuggestionRecord>, GroundingError> {
+    let l = read_suggestion_lines(path)?;
+    Ok(LogRead {
+        records: crate::relevance_judge::split_suggestion_lines(l.records).0,
+        complete_len: l.complete_len,
+        torn: l.torn,
+    })
+}
+
+/// Reads the log (absent = empty): every line, claim and answer-relevance suggestions.
+pub fn read_suggestion_lines(
+    path: &Path,
+) -> Result<LogRead<crate::relevance_judge::SuggestionLine>, GroundingError> {
     crate::jsonl::read_log(path)
 }
 
@@ -276,7 +289,20 @@ pub fn append_suggestions(
     path: &Path,
     recs: &[SuggestionRecord],
 ) -> Result<AppendReport, GroundingError> {
-    crate::jsonl::append_log(path, recs)
+    let lines: Vec<crate::relevance_judge::SuggestionLine> = recs
+        .iter()
+        .cloned()
+        .map(crate::relevance_judge::SuggestionLine::Claim)
+        .collect();
+    crate::jsonl::append_log(path, &lines)
+}
+
+/// Appends suggestion lines of both kinds, whole or absent (all of them or none).
+pub fn append_suggestion_lines(
+    path: &Path,
+    lines: &[crate::relevance_judge::SuggestionLine],
+) -> Result<AppendReport, GroundingError> {
+    crate::jsonl::append_log(path, lines)
 }
 
 /// Pairs (verdict in force, latest suggestion) for every claim that has both.

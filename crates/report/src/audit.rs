@@ -65,14 +65,15 @@ pub fn check_human(out: &CheckOutcome) -> String {
             if m.abstention {
                 let _ = writeln!(
                     s,
-                    "  answer {:<8} abstention (n = 0)  support undefined  coverage {}",
+                    "  answer {:<8} abstention (n = 0)  support undefined  coverage {}{}",
                     m.answer,
-                    pct(m.coverage)
+                    pct(m.coverage),
+                    relevance_suffix(a)
                 );
             } else {
                 let _ = writeln!(
                     s,
-                    "  answer {:<8} n={}  citation presence {}  support {}  coverage {} ({}/{} facts){}",
+                    "  answer {:<8} n={}  citation presence {}  support {}  coverage {} ({}/{} facts){}{}",
                     m.answer,
                     m.claims,
                     pct(m.citation_presence),
@@ -84,7 +85,8 @@ pub fn check_human(out: &CheckOutcome) -> String {
                         format!("  {} unreviewed", m.unreviewed)
                     } else {
                         String::new()
-                    }
+                    },
+                    relevance_suffix(a)
                 );
             }
             for x in &a.violations {
@@ -98,12 +100,30 @@ pub fn check_human(out: &CheckOutcome) -> String {
         "totals: {} answers ({} abstentions), {} claims, {} with citation, {} supported, {} unreviewed, {} absences",
         t.answers, t.abstentions, t.claims, t.with_citation, t.supported, t.unreviewed, t.absences
     );
+    if t.relevance_judged > 0 {
+        let _ = writeln!(s, "relevance: {}", relevance_totals(t));
+    }
     s.push_str(if out.pass {
         "policy: met\n"
     } else {
         "policy: missed\n"
     });
     s
+}
+
+/// `  relevance V` after an answer's measures, when it has a relevance verdict.
+fn relevance_suffix(a: &veredicto_grounding::check::AnswerCheck) -> String {
+    a.relevance
+        .as_ref()
+        .map_or_else(String::new, |r| format!("  relevance {}", r.verdict))
+}
+
+/// `N of M answers judged: a addresses, p partly, o off topic`.
+fn relevance_totals(t: &veredicto_grounding::CheckTotals) -> String {
+    format!(
+        "{} of {} answers judged: {} addresses, {} partly, {} off topic",
+        t.relevance_judged, t.answers, t.addresses, t.partly, t.off_topic
+    )
 }
 
 /// `audit check --json`: `cases` is the case file path or the run's origin, `run` the run
@@ -116,6 +136,7 @@ pub fn check_json(out: &CheckOutcome, cases: &str, run: Option<&str>) -> String 
             case.answers.iter().map(move |a| {
                 json!({
                     "metrics": a.metrics,
+                    "relevance": a.relevance,
                     "document_recall": case.document_recall.iter().map(|(k, v)| json!({"k": k, "value": v})).collect::<Vec<_>>(),
                     "violations": a.violations,
                     "fact_coverage": case.fact_coverage,
@@ -130,7 +151,9 @@ pub fn check_json(out: &CheckOutcome, cases: &str, run: Option<&str>) -> String 
         "pass": out.pass,
         "totals": {"answers": t.answers, "abstentions": t.abstentions, "claims": t.claims,
                    "with_citation": t.with_citation, "supported": t.supported,
-                   "unreviewed": t.unreviewed, "absences": t.absences},
+                   "unreviewed": t.unreviewed, "absences": t.absences,
+                   "relevance": {"judged": t.relevance_judged, "addresses": t.addresses,
+                                 "partly": t.partly, "off_topic": t.off_topic}},
         "answers": answers,
         "absences": out.absences,
     }))
@@ -193,13 +216,13 @@ pub fn check_markdown(out: &CheckOutcome, cases: &str) -> String {
         if s.len() > before {
             s.push('\n');
         }
-        s.push_str("| Answer | Claims | Citation presence | Support | Coverage | Unreviewed | Policy missed |\n");
-        s.push_str("|---|---:|---:|---:|---:|---:|---|\n");
+        s.push_str("| Answer | Claims | Citation presence | Support | Coverage | Relevance | Unreviewed | Policy missed |\n");
+        s.push_str("|---|---:|---:|---:|---:|---|---:|---|\n");
         for a in &case.answers {
             let m = &a.metrics;
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} ({}/{} facts) | {} | {} |",
+                "| {} | {} | {} | {} | {} ({}/{} facts) | {} | {} | {} |",
                 cell(&m.answer),
                 if m.abstention {
                     "0 (abstention)".to_string()
@@ -211,6 +234,10 @@ pub fn check_markdown(out: &CheckOutcome, cases: &str) -> String {
                 pct(m.coverage),
                 m.facts_covered,
                 m.required_facts,
+                a.relevance.as_ref().map_or_else(
+                    || "not judged".to_string(),
+                    |r| format!("{} ({})", r.verdict, cell(&r.reason))
+                ),
                 m.unreviewed,
                 if a.violations.is_empty() {
                     "-".to_string()
@@ -227,6 +254,9 @@ pub fn check_markdown(out: &CheckOutcome, cases: &str) -> String {
         "Totals: {} answers ({} abstentions), {} claims, {} with citation, {} supported, {} unreviewed, {} absences.",
         t.answers, t.abstentions, t.claims, t.with_citation, t.supported, t.unreviewed, t.absences
     );
+    if t.relevance_judged > 0 {
+        let _ = writeln!(s, "\nRelevance: {}.", relevance_totals(t));
+    }
     s
 }
 
@@ -452,6 +482,49 @@ pub fn suggestions_human(
 /// `audit suggest --json`.
 pub fn suggestions_json(recs: &[SuggestionRecord]) -> String {
     pretty(recs)
+}
+
+/// `audit suggest --judge`: the answer-relevance suggestions, one line each, beside the
+/// relevance verdict in force (`reviewer` gives it for a case and answer).
+pub fn relevance_suggestions_human(
+    recs: &[veredicto_grounding::RelevanceSuggestion],
+    reviewer: &dyn Fn(&str, &str) -> Option<veredicto_grounding::Relevance>,
+) -> String {
+    let mut s = String::new();
+    for r in recs {
+        let human = reviewer(&r.case, &r.answer).map_or("pending", |v| v.as_str());
+        let score = r
+            .confidence
+            .map_or_else(String::new, |v| format!(" ({v:.3})"));
+        let _ = writeln!(
+            s,
+            "{} {}: relevance suggested {}{score}; reviewer: {human}",
+            r.case,
+            r.answer,
+            r.suggested_relevance.as_str(),
+        );
+    }
+    s
+}
+
+/// `audit suggest --json` with answer-relevance suggestions: one array, the claims'
+/// suggestions first, then the answers' (told apart by `suggested_relevance`).
+pub fn suggestion_lines_json(
+    recs: &[SuggestionRecord],
+    relevance: &[veredicto_grounding::RelevanceSuggestion],
+) -> String {
+    let lines: Vec<veredicto_grounding::SuggestionLine> = recs
+        .iter()
+        .cloned()
+        .map(veredicto_grounding::SuggestionLine::Claim)
+        .chain(
+            relevance
+                .iter()
+                .cloned()
+                .map(veredicto_grounding::SuggestionLine::Relevance),
+        )
+        .collect();
+    pretty(&lines)
 }
 
 /// `audit runs`, human text: one line per run, newest first (`history` names the history

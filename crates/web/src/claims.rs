@@ -43,6 +43,14 @@ fn verdict_name(es: bool, s: Support) -> &'static str {
     }
 }
 
+fn relevance_name(es: bool, r: g::Relevance) -> &'static str {
+    match r {
+        g::Relevance::Addresses => t(es, "addresses the question", "responde a la pregunta"),
+        g::Relevance::Partly => t(es, "partly addresses it", "responde en parte"),
+        g::Relevance::OffTopic => t(es, "off topic", "fuera de tema"),
+    }
+}
+
 fn blind(headers: &HeaderMap) -> bool {
     cookie(headers, "blind") == Some("1")
 }
@@ -82,7 +90,7 @@ async fn open(st: &Arc<AppState>, es: bool) -> Result<AuditTarget, Response> {
 
 fn progress_line(es: bool, q: &claims::Queue) -> String {
     format!(
-        "<p id=\"progress\"><progress aria-label=\"{}\" max=\"{}\" value=\"{}\"></progress> {} {} / {} · {} {}</p>\n",
+        "<p id=\"progress\"><progress aria-label=\"{}\" max=\"{}\" value=\"{}\"></progress> {} {} / {} · {} {} · <span id=\"answers-judged\">{} {} / {}</span></p>\n",
         t(es, "review progress", "avance de la revisión"),
         q.claims.max(1),
         q.decided,
@@ -91,7 +99,84 @@ fn progress_line(es: bool, q: &claims::Queue) -> String {
         q.claims,
         q.disagreements,
         t(es, "in disagreement", "en desacuerdo"),
+        t(
+            es,
+            "answers judged for relevance:",
+            "respuestas juzgadas por pertinencia:"
+        ),
+        q.answers_judged,
+        q.answers,
     )
+}
+
+/// The claims judged against cited evidence that has since changed (when the workbench was
+/// given the current sources).
+async fn reopened_section(st: &Arc<AppState>, es: bool, target: AuditTarget) -> String {
+    let Some(path) = st.audit_sources.clone() else {
+        return String::new();
+    };
+    let shown = path.display().to_string();
+    let found = tokio::task::spawn_blocking(move || {
+        g::load_sources(&path).map(|current| claims::reopened(&target, &current))
+    })
+    .await;
+    let mut b = format!(
+        "<section aria-labelledby=\"h-reopened\" id=\"reopened\"><h2 id=\"h-reopened\">{}</h2>\n<p>{} <code>{}</code></p>\n",
+        t(
+            es,
+            "Reopened by a source change",
+            "Reabiertas por un cambio de fuente"
+        ),
+        t(
+            es,
+            "Claims whose verdict was given against a cited passage that has changed in",
+            "Afirmaciones cuyo veredicto se dio frente a un pasaje citado que ha cambiado en"
+        ),
+        escape(&shown),
+    );
+    match found {
+        Ok(Ok(list)) if list.is_empty() => b.push_str(&format!(
+            "<p>{}</p>\n",
+            t(
+                es,
+                "None: every verdict was given against the current text.",
+                "Ninguna: todos los veredictos se dieron frente al texto actual."
+            )
+        )),
+        Ok(Ok(list)) => {
+            b.push_str(&format!(
+                "<table id=\"reopened-claims\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr></thead><tbody>\n",
+                t(es, "Claim", "Afirmación"),
+                t(es, "Text", "Texto"),
+                t(es, "Verdict given", "Veredicto dado"),
+                t(es, "What changed", "Qué cambió"),
+            ));
+            for r in &list {
+                b.push_str(&format!(
+                    "<tr><td><a href=\"/claims/{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                    escape(&r.text),
+                    verdict_name(es, r.verdict),
+                    r.changes
+                        .iter()
+                        .map(|c| escape(c))
+                        .collect::<Vec<_>>()
+                        .join("<br>"),
+                    id = escape(&r.claim),
+                ));
+            }
+            b.push_str("</tbody></table>\n");
+        }
+        Ok(Err(e)) => b.push_str(&format!(
+            "<p role=\"alert\">{}</p>\n",
+            escape(&e.to_string())
+        )),
+        Err(e) => b.push_str(&format!(
+            "<p role=\"alert\">{}</p>\n",
+            escape(&e.to_string())
+        )),
+    }
+    b.push_str("</section>\n");
+    b
 }
 
 fn blind_switch(es: bool, on: bool, back: &str) -> String {
@@ -255,6 +340,9 @@ pub(crate) async fn queue_page(
         ));
     }
     if !blind_on {
+        let agreement_reviewers = audit::agreement(&target, false);
+        let agreement_model = audit::agreement(&target, true);
+        b.push_str(&reopened_section(&st, es, target).await);
         b.push_str(&format!("<h2>{}</h2>\n", t(es, "Agreement", "Acuerdo")));
         b.push_str(&agreement_panel(
             es,
@@ -263,7 +351,7 @@ pub(crate) async fn queue_page(
                 "Between reviewers (the verdict in force against each annex by another reviewer)",
                 "Entre revisores (el veredicto vigente frente a cada anexo de otro revisor)",
             ),
-            &audit::agreement(&target, false),
+            &agreement_reviewers,
             "agreement-reviewers",
         ));
         b.push_str(&agreement_panel(
@@ -273,7 +361,7 @@ pub(crate) async fn queue_page(
                 "Verdicts in force against the model's latest suggestions",
                 "Veredictos vigentes frente a las últimas sugerencias del modelo",
             ),
-            &audit::agreement(&target, true),
+            &agreement_model,
             "agreement-model",
         ));
     }
@@ -340,6 +428,38 @@ pub(crate) async fn card_page(
             }
         }
     }
+    if field(&q, "relevance") == "appended" {
+        if let Some(last) = card.relevance.last() {
+            let kind = match card.relevance.len() {
+                0 | 1 => t(es, "the original verdict", "el veredicto original").to_owned(),
+                _ if card.relevance[0].relevance == last.relevance => format!(
+                    "{} ({})",
+                    t(es, "an annex that agrees", "un anexo conforme"),
+                    relevance_name(es, card.relevance[0].relevance)
+                ),
+                _ => format!(
+                    "{} ({})",
+                    t(es, "an annex that disagrees", "un anexo discrepante"),
+                    relevance_name(es, card.relevance[0].relevance)
+                ),
+            };
+            b.push_str(&format!(
+                "<p role=\"status\" id=\"relevance-appended\">{} {} · {}{}</p>\n",
+                t(
+                    es,
+                    "Relevance appended on answer",
+                    "Pertinencia añadida en la respuesta"
+                ),
+                escape(&card.answer),
+                relevance_name(es, last.relevance),
+                if blind_on {
+                    String::new()
+                } else {
+                    format!(": {}", escape(&kind))
+                },
+            ));
+        }
+    }
     match &who {
         Some(name) => b.push_str(&format!(
             "<p>{} <strong>{}</strong></p>\n",
@@ -371,6 +491,7 @@ pub(crate) async fn card_page(
         t(es, "Claim:", "Afirmación:"),
         escape(&card.text),
     ));
+    b.push_str(&relevance_section(es, &card, blind_on, &st.csrf));
     b.push_str(&format!(
         "<section aria-labelledby=\"h-passages\"><h2 id=\"h-passages\">{}</h2>\n",
         t(es, "Cited passages", "Pasajes citados")
@@ -513,6 +634,136 @@ pub(crate) async fn card_page(
         "<script src=\"/assets/review.js\" defer></script>\n",
         &b,
     )
+}
+
+/// The answer's relevance: the verdict in force and its annexes (hidden in a blind second
+/// review), and the form with three buttons and a required reason.
+fn relevance_section(es: bool, card: &claims::Card, blind_on: bool, csrf: &str) -> String {
+    let mut b = format!(
+        "<section aria-labelledby=\"h-relevance\" id=\"relevance\"><h2 id=\"h-relevance\">{} {}{}</h2>\n",
+        t(es, "Does answer", "¿Responde la respuesta"),
+        escape(&card.answer),
+        t(es, " address the question?", " a la pregunta?"),
+    );
+    if !blind_on {
+        if card.relevance.is_empty() {
+            b.push_str(&format!(
+                "<p id=\"relevance-verdicts\">{}</p>\n",
+                t(
+                    es,
+                    "No relevance verdict yet.",
+                    "Aún sin veredicto de pertinencia."
+                )
+            ));
+        } else {
+            b.push_str("<ol id=\"relevance-verdicts\">");
+            for (i, v) in card.relevance.iter().enumerate() {
+                b.push_str(&format!(
+                    "<li><strong>{}</strong> — {} <small>({}{}{})</small></li>",
+                    relevance_name(es, v.relevance),
+                    escape(&v.reason),
+                    escape(&v.reviewer),
+                    if v.time.is_empty() { "" } else { ", " },
+                    escape(&v.time),
+                ));
+                if i == 0 && card.relevance.len() > 1 {
+                    b.push_str(&format!(
+                        "<li class=\"annexes\">{}</li>",
+                        t(es, "Annexes:", "Anexos:")
+                    ));
+                }
+            }
+            b.push_str("</ol>\n");
+        }
+    }
+    b.push_str(&format!(
+        "<form id=\"relevance-form\" method=\"post\" action=\"/claims/{}/relevance\">\n<input type=\"hidden\" name=\"csrf\" value=\"{}\">\n<label for=\"relevance-reason\">{}</label><textarea id=\"relevance-reason\" name=\"reason\" rows=\"2\" required placeholder=\"{}\"></textarea>\n<div class=\"relevance-buttons\">",
+        escape(&card.claim),
+        csrf,
+        t(
+            es,
+            "Reason (required: what was asked, and what the answer addresses)",
+            "Motivo (obligatorio: qué se preguntó y a qué responde la respuesta)"
+        ),
+        escape(t(
+            es,
+            "What was asked, and what the answer addresses",
+            "Qué se preguntó y a qué responde la respuesta"
+        )),
+    ));
+    for v in g::RELEVANCE_VERDICTS {
+        b.push_str(&format!(
+            "<button type=\"submit\" name=\"relevance\" value=\"{}\" id=\"relevance-{}\">{}</button> ",
+            v.as_str(),
+            v.as_str(),
+            relevance_name(es, v)
+        ));
+    }
+    b.push_str("</div>\n</form>\n</section>\n");
+    b
+}
+
+/// Appends an answer-relevance verdict for the answer of claim `id`'s card, exactly as
+/// `veredicto audit review --answer ID --relevance V` does, then shows the card again.
+pub(crate) async fn submit_relevance(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let es = spanish(&headers);
+    let f = match posted_form(&st, &body) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
+    let Some(who) = reviewer(&st, &headers) else {
+        return html_error(
+            es,
+            StatusCode::FORBIDDEN,
+            t(
+                es,
+                "Say your name first (claims page).",
+                "Indique antes su nombre (página de afirmaciones).",
+            ),
+        );
+    };
+    let relevance: g::Relevance = match field(&f, "relevance").parse() {
+        Ok(s) => s,
+        Err(e) => return html_error(es, StatusCode::BAD_REQUEST, &e),
+    };
+    let reason = field(&f, "reason").to_owned();
+    let Some(arg) = st.config.audit.clone() else {
+        return html_error(es, StatusCode::NOT_FOUND, "no audit configured");
+    };
+    let history = st.config.history.clone();
+    let at = (st.config.clock)();
+    let _lock = st.reviews.lock().await;
+    let claim = id.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let target = audit::open(&arg, &history, veredicto_app::Events::silent())?;
+        let Some(card) = claims::card(&target, &claim) else {
+            return Err(veredicto_app::Error::msg(format!("no such claim: {claim}")));
+        };
+        audit::record::review_relevance(
+            &target,
+            &audit::record::RelevanceReview {
+                case: Some(&card.case),
+                answer: &card.answer,
+                relevance,
+                reason: &reason,
+                reviewer: &who,
+                time: &at,
+            },
+        )
+        .map(drop)
+    })
+    .await;
+    let enc = |s: &str| -> String { form_urlencoded::byte_serialize(s.as_bytes()).collect() };
+    match done {
+        Ok(Ok(())) => redirect(&format!("/claims/{}?relevance=appended", enc(&id))),
+        Ok(Err(e)) => html_error(es, StatusCode::BAD_REQUEST, &e.to_string()),
+        Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
 }
 
 /// Appends a verdict, exactly as `veredicto audit review` does, then moves to the next

@@ -124,6 +124,9 @@ pub(crate) struct AppState {
     chunks: workbench::CorpusCache,
     /// Runs' reports and comparisons computed before.
     reports: workbench::ReportCache,
+    /// The current sources the claims queue checks verdicts against (see
+    /// [`Bound::with_audit_sources`]).
+    pub(crate) audit_sources: Option<std::path::PathBuf>,
 }
 
 impl AppState {
@@ -191,6 +194,7 @@ pub fn bind(host: &str, port: u16, config: Config) -> Result<Bound, String> {
             runs: workbench::RunCache::new(),
             chunks: workbench::CorpusCache::new(),
             reports: workbench::ReportCache::new(),
+            audit_sources: None,
         }),
     })
 }
@@ -201,6 +205,16 @@ impl Bound {
     pub fn search_through(mut self, source: SearchSource) -> Bound {
         if let Some(st) = Arc::get_mut(&mut self.state) {
             st.search = Some(source);
+        }
+        self
+    }
+
+    /// The current sources (a file as `veredicto audit impact --sources` reads it) that the
+    /// claims queue checks verdicts against: claims judged against a cited passage that has
+    /// since changed are listed as reopened.
+    pub fn with_audit_sources(mut self, sources: Option<std::path::PathBuf>) -> Bound {
+        if let Some(st) = Arc::get_mut(&mut self.state) {
+            st.audit_sources = sources;
         }
         self
     }
@@ -251,6 +265,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/claims/blind", get(claims::set_blind))
         .route("/claims/{id}", get(claims::card_page))
         .route("/claims/{id}/review", post(claims::submit))
+        .route("/claims/{id}/relevance", post(claims::submit_relevance))
         .route("/assets/review.js", get(claims::script))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

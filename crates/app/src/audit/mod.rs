@@ -68,7 +68,12 @@ pub fn check(t: &AuditTarget, policy: Option<&Path>, k: &[usize]) -> Result<g::C
         },
         k: k.to_vec(),
     };
-    Ok(g::check(&t.set, &t.reviews, &opts))
+    Ok(g::check_with_relevance(
+        &t.set,
+        &t.reviews,
+        &t.relevance,
+        &opts,
+    ))
 }
 
 /// Claims whose cited passages changed in the sources at `sources`, and absences they

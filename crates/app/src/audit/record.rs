@@ -153,3 +153,57 @@ pub fn review(t: &AuditTarget, r: &Review<'_>) -> Result<Reviewed> {
         original,
     })
 }
+
+/// One reviewer's answer-relevance verdict: does the answer address what was asked?
+#[derive(Debug, Clone)]
+pub struct RelevanceReview<'a> {
+    /// The case, when the answer ID alone is ambiguous.
+    pub case: Option<&'a str>,
+    /// The answer's ID.
+    pub answer: &'a str,
+    /// The verdict.
+    pub relevance: g::Relevance,
+    /// Why.
+    pub reason: &'a str,
+    /// Who.
+    pub reviewer: &'a str,
+    /// When (RFC 3339), given by the caller.
+    pub time: &'a str,
+}
+
+/// A relevance review appended.
+#[derive(Debug, Clone)]
+pub struct RelevanceReviewed {
+    /// The record appended.
+    pub record: g::RelevanceRecord,
+    /// Where it was appended.
+    pub place: String,
+    /// Warnings of the append.
+    pub warnings: Vec<String>,
+    /// The relevance verdict in force before it, if any (the review is then an annex).
+    pub original: Option<g::Relevance>,
+}
+
+/// Appends a reviewer's answer-relevance verdict to the records of `t` (append-only, in the
+/// same log as claim reviews).
+pub fn review_relevance(t: &AuditTarget, r: &RelevanceReview<'_>) -> Result<RelevanceReviewed> {
+    let rec = g::new_relevance_review(
+        &t.set,
+        r.case,
+        r.answer,
+        r.relevance,
+        r.reason,
+        r.reviewer,
+        r.time,
+    )
+    .map_err(|e| Error::msg(format!("{}: {e}", t.origin)))?;
+    let original =
+        g::effective_relevance(&rec.case, &rec.answer, &t.relevance).map(|x| x.relevance);
+    let appended = t.append_relevance(std::slice::from_ref(&rec))?;
+    Ok(RelevanceReviewed {
+        record: rec,
+        place: appended.place,
+        warnings: appended.warnings,
+        original,
+    })
+}

@@ -52,6 +52,8 @@ impl std::fmt::Debug for JudgeSettings {
 pub struct Suggested {
     /// The suggestions appended.
     pub records: Vec<g::SuggestionRecord>,
+    /// The answer-relevance suggestions appended (a chat judge only).
+    pub relevance: Vec<g::RelevanceSuggestion>,
     /// Where they were appended (a log file, or the run in the history).
     pub place: String,
     /// Warnings of the append (a torn record moved aside).
@@ -63,13 +65,20 @@ pub struct Suggested {
 /// an error naming the claim and what is wrong with the reply; the readable suggestions of
 /// the same pass are appended first, so that no answer paid for is lost.
 pub fn suggest(target: &AuditTarget, by: &Suggester, time: &str) -> Result<Suggested> {
-    let (records, failures) = match by {
-        Suggester::Nli(dir) => (nli_suggestions(target, dir, time)?, Vec::new()),
+    let (records, relevance, failures) = match by {
+        Suggester::Nli(dir) => (nli_suggestions(target, dir, time)?, Vec::new(), Vec::new()),
         Suggester::Judge(j) => judge_suggestions(target, j, time)?,
     };
-    let appended = target.append_suggestions(&records)?;
+    let lines: Vec<g::SuggestionLine> = records
+        .iter()
+        .cloned()
+        .map(g::SuggestionLine::Claim)
+        .chain(relevance.iter().cloned().map(g::SuggestionLine::Relevance))
+        .collect();
+    let appended = target.append_suggestion_lines(&lines)?;
     let suggested = Suggested {
         records,
+        relevance,
         place: appended.place,
         warnings: appended.warnings,
     };
@@ -109,7 +118,7 @@ impl std::fmt::Display for UnreadableReply {
         write!(
             f,
             "; {} suggestion(s) appended to {}",
-            self.suggested.records.len(),
+            self.suggested.records.len() + self.suggested.relevance.len(),
             self.suggested.place
         )
     }
@@ -179,13 +188,19 @@ impl g::Judge for ChatJudge {
     }
 }
 
-/// Suggestions from a chat model asked with the fixed `judge/1` prompt. Replies that cannot
-/// be read are returned as failures (named by claim), not stored.
+/// Suggestions from a chat model asked with the fixed `judge/1` prompt for every claim, then
+/// with the `relevance/1` prompt for every answer. Replies that cannot be read are returned
+/// as failures (named by claim or answer), not stored.
+#[allow(clippy::type_complexity)]
 fn judge_suggestions(
     t: &AuditTarget,
     j: &JudgeSettings,
     time: &str,
-) -> Result<(Vec<g::SuggestionRecord>, Vec<String>)> {
+) -> Result<(
+    Vec<g::SuggestionRecord>,
+    Vec<g::RelevanceSuggestion>,
+    Vec<String>,
+)> {
     let mut cfg = veredicto_embed::ChatConfig::new(&j.url, j.model.clone());
     cfg.seed = Some(j.seed);
     cfg.timeout = j.timeout;
@@ -193,6 +208,9 @@ fn judge_suggestions(
     cfg.api_key = j.api_key.clone();
     let client = veredicto_embed::ChatClient::new(cfg)?;
     let url = client.url().to_string();
-    let out = g::judge_suggestions(&t.set, &ChatJudge(client), &j.model, &url, time)?;
-    Ok((out.records, out.failures))
+    let judge = ChatJudge(client);
+    let mut out = g::judge_suggestions(&t.set, &judge, &j.model, &url, time)?;
+    let rel = g::relevance_suggestions(&t.set, &judge, &j.model, &url, time)?;
+    out.failures.extend(rel.failures);
+    Ok((out.records, rel.records, out.failures))
 }

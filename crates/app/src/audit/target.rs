@@ -5,9 +5,11 @@
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use veredicto_grounding::{
-    append_review, append_suggestions, load_cases, parse_cases, read_review_log,
-    read_suggestion_log, review_log_path, suggestion_log_path, Answer, CaseSet, Claim,
-    GroundingError, ReviewRecord, SuggestionRecord,
+    append_relevance, append_review, append_suggestion_lines, append_suggestions, load_cases,
+    parse_cases, read_review_lines, read_suggestion_lines, review_log_path, split_review_lines,
+    split_suggestion_lines, suggestion_log_path, unknown_answer, Answer, CaseSet, Claim,
+    GroundingError, RelevanceRecord, RelevanceSuggestion, ReviewLine, ReviewRecord, SuggestionLine,
+    SuggestionRecord,
 };
 use veredicto_store::{AuditCounts, AuditRecordKind, AuditRunMeta, History, StoreError};
 
@@ -43,6 +45,14 @@ pub enum TargetError {
         /// `review of` or `suggestion for`.
         what: &'static str,
         claim: String,
+    },
+    /// An answer-relevance review of an answer the cases do not have.
+    #[error("{origin}: record {record}: relevance of unknown answer `{answer}` of case `{case}`")]
+    UnknownAnswer {
+        origin: String,
+        record: usize,
+        case: String,
+        answer: String,
     },
     #[error(transparent)]
     Json(#[from] serde_json::Error),
@@ -105,8 +115,12 @@ pub struct AuditTarget {
     pub set: CaseSet,
     pub bytes: Vec<u8>,
     pub reviews: Vec<ReviewRecord>,
+    /// The answer-relevance reviews of the same log, in appended order.
+    pub relevance: Vec<RelevanceRecord>,
     pub raw_reviews: Option<Vec<u8>>,
     pub suggestions: Vec<SuggestionRecord>,
+    /// The answer-relevance suggestions of the same log, in appended order.
+    pub relevance_suggestions: Vec<RelevanceSuggestion>,
     pub raw_suggestions: Option<Vec<u8>>,
     /// Notes recorded with a run.
     pub notes: Option<Vec<u8>>,
@@ -122,13 +136,13 @@ impl AuditTarget {
         let (set, bytes) = load_cases(path)?;
         let rlog = review_log_path(path);
         let slog = suggestion_log_path(path);
-        let reviews = read_review_log(&rlog)?;
-        let suggestions = read_suggestion_log(&slog)?;
+        let reviews = read_review_lines(&rlog)?;
+        let suggestions = read_suggestion_lines(&slog)?;
         let warnings = [reviews.warning(&rlog), suggestions.warning(&slog)]
             .into_iter()
             .flatten()
             .collect();
-        let t = AuditTarget {
+        let mut t = AuditTarget {
             origin: path.display().to_string(),
             name: path
                 .file_name()
@@ -137,14 +151,24 @@ impl AuditTarget {
             set,
             bytes,
             raw_reviews: read_optional(&rlog, reviews.complete_len)?,
-            reviews: reviews.records,
+            reviews: Vec::new(),
+            relevance: Vec::new(),
             raw_suggestions: read_optional(&slog, suggestions.complete_len)?,
-            suggestions: suggestions.records,
+            suggestions: Vec::new(),
+            relevance_suggestions: Vec::new(),
             notes: None,
             store: RecordStore::File(path.to_path_buf()),
             warnings,
         };
-        t.check_claims(&rlog.display().to_string(), &slog.display().to_string())?;
+        check_records(
+            &t.set,
+            &reviews.records,
+            &suggestions.records,
+            &rlog.display().to_string(),
+            &slog.display().to_string(),
+        )?;
+        (t.reviews, t.relevance) = split_review_lines(reviews.records);
+        (t.suggestions, t.relevance_suggestions) = split_suggestion_lines(suggestions.records);
         Ok(t)
     }
 
@@ -162,16 +186,28 @@ impl AuditTarget {
         let set = parse_cases(&label, &text)?;
         let review_lines = history.audit_records(&id, AuditRecordKind::Review)?;
         let suggestion_lines = history.audit_records(&id, AuditRecordKind::Suggestion)?;
-        let reviews = parse_records(&format!("{origin} review"), &review_lines)?;
-        let suggestions = parse_records(&format!("{origin} suggestion"), &suggestion_lines)?;
+        let lines: Vec<ReviewLine> = parse_records(&format!("{origin} review"), &review_lines)?;
+        let slines: Vec<SuggestionLine> =
+            parse_records(&format!("{origin} suggestion"), &suggestion_lines)?;
+        check_records(
+            &set,
+            &lines,
+            &slines,
+            &format!("{origin} reviews"),
+            &format!("{origin} suggestions"),
+        )?;
+        let (reviews, relevance) = split_review_lines(lines);
+        let (suggestions, relevance_suggestions) = split_suggestion_lines(slines);
         let t = AuditTarget {
             origin: origin.clone(),
             name: run.meta.cases_name.clone(),
             set,
             bytes: run.cases,
             reviews,
+            relevance,
             raw_reviews: join_lines(&review_lines),
             suggestions,
+            relevance_suggestions,
             raw_suggestions: join_lines(&suggestion_lines),
             notes: run.notes,
             store: RecordStore::Run {
@@ -180,38 +216,7 @@ impl AuditTarget {
             },
             warnings: Vec::new(),
         };
-        t.check_claims(
-            &format!("{origin} reviews"),
-            &format!("{origin} suggestions"),
-        )?;
         Ok(t)
-    }
-
-    /// Every review and suggestion must be of a claim of the cases.
-    fn check_claims(
-        &self,
-        reviews_origin: &str,
-        suggestions_origin: &str,
-    ) -> Result<(), TargetError> {
-        let unknown = |origin: &str, i: usize, what: &'static str, claim: &str| {
-            (self.claim(claim).is_none()).then(|| TargetError::UnknownClaim {
-                origin: origin.into(),
-                record: i + 1,
-                what,
-                claim: claim.into(),
-            })
-        };
-        for (i, r) in self.reviews.iter().enumerate() {
-            if let Some(e) = unknown(reviews_origin, i, "review of", &r.claim) {
-                return Err(e);
-            }
-        }
-        for (i, s) in self.suggestions.iter().enumerate() {
-            if let Some(e) = unknown(suggestions_origin, i, "suggestion for", &s.claim) {
-                return Err(e);
-            }
-        }
-        Ok(())
     }
 
     /// The run's metadata, when the target is a recorded run.
@@ -273,6 +278,56 @@ impl AuditTarget {
             RecordStore::Run { history, meta } => {
                 history
                     .append_audit_records(&meta.id, &to_lines(AuditRecordKind::Review, recs)?)?;
+                Ok(run_place(history, meta))
+            }
+        }
+    }
+
+    /// Appends answer-relevance records to the review log (or the run's reviews), with the
+    /// same guarantees as [`AuditTarget::append_reviews`].
+    pub fn append_relevance(&self, recs: &[RelevanceRecord]) -> Result<Appended, TargetError> {
+        match &self.store {
+            RecordStore::File(path) => {
+                let log = review_log_path(path);
+                let mut warnings = Vec::new();
+                for r in recs {
+                    warnings.extend(append_relevance(&log, r)?.warning(&log));
+                }
+                Ok(Appended {
+                    place: log.display().to_string(),
+                    warnings,
+                })
+            }
+            RecordStore::Run { history, meta } => {
+                history
+                    .append_audit_records(&meta.id, &to_lines(AuditRecordKind::Review, recs)?)?;
+                Ok(run_place(history, meta))
+            }
+        }
+    }
+
+    /// Appends suggestion lines of both kinds (all of them or none).
+    pub fn append_suggestion_lines(
+        &self,
+        recs: &[SuggestionLine],
+    ) -> Result<Appended, TargetError> {
+        match &self.store {
+            RecordStore::File(path) => {
+                let log = suggestion_log_path(path);
+                let warnings = append_suggestion_lines(&log, recs)?
+                    .warning(&log)
+                    .into_iter()
+                    .collect();
+                Ok(Appended {
+                    place: log.display().to_string(),
+                    warnings,
+                })
+            }
+            RecordStore::Run { history, meta } => {
+                history.append_audit_records(
+                    &meta.id,
+                    &to_lines(AuditRecordKind::Suggestion, recs)?,
+                )?;
                 Ok(run_place(history, meta))
             }
         }
@@ -378,8 +433,10 @@ impl AuditTarget {
             set: &self.set,
             reviews_bytes: self.raw_reviews.as_deref(),
             reviews: &self.reviews,
+            relevance: &self.relevance,
             suggestions_bytes: self.raw_suggestions.as_deref(),
             suggestions: &self.suggestions,
+            relevance_suggestions: &self.relevance_suggestions,
             run,
             notes: notes.or(self.notes.as_deref()),
             tool_version,
@@ -397,6 +454,62 @@ impl AuditTarget {
             .flat_map(|a| a.claims.iter())
             .find(|c| c.id == id)
     }
+}
+
+/// Every review and suggestion must be of a claim (or, for relevance, an answer) of the
+/// cases; records are numbered by their place in the log (1-based), whatever their kind.
+fn check_records(
+    set: &CaseSet,
+    reviews: &[ReviewLine],
+    suggestions: &[SuggestionLine],
+    reviews_origin: &str,
+    suggestions_origin: &str,
+) -> Result<(), TargetError> {
+    let claim_known = |id: &str| {
+        set.cases
+            .iter()
+            .flat_map(|c| c.answers.iter())
+            .any(|a| a.claims.iter().any(|c| c.id == id))
+    };
+    let unknown_claim = |origin: &str, i: usize, what: &'static str, claim: &str| {
+        (!claim_known(claim)).then(|| TargetError::UnknownClaim {
+            origin: origin.into(),
+            record: i + 1,
+            what,
+            claim: claim.into(),
+        })
+    };
+    let answer_missing = |origin: &str, i: usize, case: &str, answer: &str| {
+        unknown_answer(set, [(case, answer)]).map(|_| TargetError::UnknownAnswer {
+            origin: origin.into(),
+            record: i + 1,
+            case: case.into(),
+            answer: answer.into(),
+        })
+    };
+    for (i, r) in reviews.iter().enumerate() {
+        let e = match r {
+            ReviewLine::Claim(r) => unknown_claim(reviews_origin, i, "review of", &r.claim),
+            ReviewLine::Relevance(r) => answer_missing(reviews_origin, i, &r.case, &r.answer),
+        };
+        if let Some(e) = e {
+            return Err(e);
+        }
+    }
+    for (i, s) in suggestions.iter().enumerate() {
+        let e = match s {
+            SuggestionLine::Claim(s) => {
+                unknown_claim(suggestions_origin, i, "suggestion for", &s.claim)
+            }
+            SuggestionLine::Relevance(s) => {
+                answer_missing(suggestions_origin, i, &s.case, &s.answer)
+            }
+        };
+        if let Some(e) = e {
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 fn run_place(history: &History, meta: &AuditRunMeta) -> Appended {

@@ -425,7 +425,8 @@ fn scifact_dev_converts_checks_and_sheets() {
         v["totals"],
         serde_json::json!({"answers": 300, "abstentions": 0, "claims": 300,
                            "with_citation": 300, "supported": 124, "unreviewed": 0,
-                           "absences": 0})
+                           "absences": 0, "relevance": {"judged": 0, "addresses": 0,
+                           "partly": 0, "off_topic": 0}})
     );
     let o = veredicto(&["audit", "sheet", s(&out), "--format", "json"]);
     let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");

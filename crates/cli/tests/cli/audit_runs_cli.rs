@@ -276,11 +276,34 @@ fn record_carries_the_logs_beside_the_file_and_replay_refuses_other_cases() {
 
 /// A judge that reads the prompt like a careful (if simple) reviewer: `supported` when every
 /// content word of the claim appears in the cited passages, else `unsupported`; claim
-/// C-017-3 gets an unreadable reply.
+/// C-017-3 gets an unreadable reply. Asked about an answer's relevance (`relevance/1`), it
+/// says `addresses` when the answer shares a content word with the question, else
+/// `off_topic`.
 fn judge_reply(req: &tiny::Request) -> Reply {
     assert!(req.path.ends_with("/v1/chat/completions"), "{}", req.path);
     let msgs = req.body["messages"].as_array().expect("messages");
     assert_eq!(msgs[0]["role"], "system");
+    let system = msgs[0]["content"].as_str().expect("system");
+    if system.starts_with("You audit whether an answer addresses the question") {
+        let user = msgs[1]["content"].as_str().expect("user").to_lowercase();
+        let (question, answer) = user
+            .strip_prefix("question:\n")
+            .and_then(|u| u.split_once("\n\nanswer:\n"))
+            .expect("question and answer");
+        let shared = question
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() > 5)
+            .any(|w| answer.contains(w));
+        let verdict = if shared { "addresses" } else { "off_topic" };
+        return Reply::json(
+            200,
+            serde_json::json!({
+                "model": "tiny-judge",
+                "choices": [{"message": {"role": "assistant", "content":
+                    format!("{{\"verdict\": \"{verdict}\", \"confidence\": 0.6, \"reason\": \"shared words\"}}")}}],
+            }),
+        );
+    }
     assert!(msgs[0]["content"]
         .as_str()
         .expect("system")
@@ -324,7 +347,7 @@ fn an_unreadable_judge_reply_is_an_error_on_one_line_not_a_stop() {
     let d = dir.path();
     let cases = example(d, "q017.yaml");
     let id = record(d, &cases);
-    let server = Server::start(3, |_, req| judge_reply(req));
+    let server = Server::start(4, |_, req| judge_reply(req));
     let o = run(
         d,
         &[
@@ -349,7 +372,7 @@ fn an_unreadable_judge_reply_is_an_error_on_one_line_not_a_stop() {
     assert!(
         errors[0].starts_with("veredicto: error: the judge's reply for ")
             && errors[0].contains("C-017-3 could not be read: ")
-            && errors[0].contains("2 suggestion(s) appended"),
+            && errors[0].contains("3 suggestion(s) appended"),
         "{err}"
     );
 }
@@ -360,8 +383,9 @@ fn a_chat_judge_suggests_beside_the_reviewer_and_agreement_is_measured() {
     let d = dir.path();
     let cases = example(d, "q017.yaml");
     let id = record(d, &cases);
-    // Three claims of Q-017 cite a passage (C-017-4 has no citation: skipped).
-    let server = Server::start(3, |_, req| judge_reply(req));
+    // Three claims of Q-017 cite a passage (C-017-4 has no citation: skipped), and its one
+    // answer is asked about relevance.
+    let server = Server::start(4, |_, req| judge_reply(req));
     let o = run(
         d,
         &[
@@ -392,10 +416,14 @@ fn a_chat_judge_suggests_beside_the_reviewer_and_agreement_is_measured() {
         stderr(&o)
     );
     assert!(stderr(&o).contains("C-017-3"), "{}", stderr(&o));
-    assert_eq!(server.count(), 3);
+    assert_eq!(server.count(), 4);
     let out = stdout(&o);
     assert!(out.contains("C-017-1: suggested unsupported"), "{out}");
     assert!(out.contains("C-017-2: suggested"), "{out}");
+    assert!(
+        out.contains("Q-017 A-017: relevance suggested addresses (0.600); reviewer: pending"),
+        "{out}"
+    );
 
     // The sheet shows the suggestion beside the reviewer's verdict, which is unchanged.
     let o = run(d, &["audit", "sheet", &id, "--format", "json"]);
@@ -414,6 +442,26 @@ fn a_chat_judge_suggests_beside_the_reviewer_and_agreement_is_measured() {
         rows[2]["suggested_support"], "",
         "no suggestion for the unreadable reply"
     );
+    // The answer's relevance suggestion has its own row, beside no verdict (pending).
+    let rel = &rows[4];
+    assert_eq!(
+        (
+            &rel["row"],
+            &rel["answer_id"],
+            &rel["support"],
+            &rel["suggested_support"]
+        ),
+        (
+            &serde_json::json!("relevance"),
+            &serde_json::json!("A-017"),
+            &serde_json::json!("pending"),
+            &serde_json::json!("addresses")
+        )
+    );
+    assert!(rel["suggestion_by"]
+        .as_str()
+        .unwrap_or("")
+        .contains("relevance/1 sha256:"));
 
     // Agreement between the suggestions and the verdicts in force (2 pairs).
     let o = run(d, &["audit", "agreement", &id, "--suggestions", "--json"]);
@@ -451,5 +499,66 @@ fn a_chat_judge_suggests_beside_the_reviewer_and_agreement_is_measured() {
     );
     let o = run(d, &["audit", "runs", "--json"]);
     let list: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
-    assert_eq!(list[0]["suggestions"], 2);
+    assert_eq!(
+        list[0]["suggestions"], 3,
+        "2 claims' and 1 answer's suggestions"
+    );
+}
+
+#[test]
+fn a_relevance_verdict_on_a_recorded_run_is_kept_in_the_history_and_its_package() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    let cases = example(d, "q017.yaml");
+    let id = record(d, &cases);
+    let o = run(
+        d,
+        &[
+            "audit",
+            "review",
+            &id,
+            "--answer",
+            "A-017",
+            "--relevance",
+            "partly",
+            "--reason",
+            "answers the refund timing, not only whether final sale can be returned",
+            "--reviewer",
+            "ana",
+            "--time",
+            "2026-11-30T11:00:00Z",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("to audit run {id} in ")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !d.join("q017.yaml.reviews.jsonl").exists(),
+        "a run's records go to the history"
+    );
+    let o = run(d, &["audit", "check", &id, "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "partly is no miss: {}",
+        stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["answers"][0]["relevance"]["verdict"], "partly");
+    assert_eq!(v["totals"]["relevance"]["partly"], 1);
+    // Packaged from the history, hashed, and checked against the history on verify.
+    let o = run(d, &["audit", "package", &id, "--out", "pkg"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let reviews = std::fs::read_to_string(d.join("pkg/reviews.jsonl")).expect("reviews");
+    assert!(reviews.contains("\"relevance\":\"partly\""), "{reviews}");
+    let o = run(d, &["audit", "verify", "pkg"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("reviews.jsonl = the run's first 1 of 1 review record(s)"),
+        "{}",
+        stdout(&o)
+    );
 }

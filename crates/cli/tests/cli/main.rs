@@ -7,6 +7,7 @@
 mod action_cli;
 mod audit_cli;
 mod audit_integrity;
+mod audit_relevance_cli;
 mod audit_runs_cli;
 mod boost_cli;
 mod calibrate_cli;

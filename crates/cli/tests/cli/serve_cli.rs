@@ -141,3 +141,66 @@ fn serve_runs_the_projects_exam_from_the_page_and_reviews_the_audit_it_is_given(
         "{claims}"
     );
 }
+
+#[test]
+fn serve_with_the_current_sources_lists_the_claims_a_source_change_reopened() {
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path());
+    for f in ["q017.yaml", "q017-sources-v5.yaml"] {
+        std::fs::copy(
+            workspace().join("examples/grounding").join(f),
+            dir.path().join(f),
+        )
+        .unwrap();
+    }
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_veredicto"))
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--audit",
+            "q017.yaml",
+            "--audit-sources",
+            "q017-sources-v5.yaml",
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let claims = http(&addr, "GET", "/claims", "");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // refunds-v3 changed D-02 p07, which C-017-3 (judged unsupported in the file) cites; what
+    // `veredicto audit impact q017.yaml --sources q017-sources-v5.yaml` lists.
+    let at = claims
+        .find("id=\"reopened\"")
+        .expect("the reopened section");
+    let section = &claims[at..at + claims[at..].find("</section>").unwrap()];
+    assert!(section.contains("/claims/C-017-3"), "{section}");
+    assert!(
+        section.contains("D-02#p07 refunds-v2 -&gt; refunds-v3: passage text changed"),
+        "{section}"
+    );
+    // Without --audit the flag is refused.
+    let o = veredicto_in(
+        dir.path(),
+        &[
+            "serve",
+            "--port",
+            "0",
+            "--audit-sources",
+            "q017-sources-v5.yaml",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

@@ -429,6 +429,8 @@ fn seed_004_package_carries_the_configuration_and_the_absence() {
         set: &set,
         reviews_bytes: None,
         reviews: &[],
+        relevance: &[],
+        relevance_suggestions: &[],
         suggestions_bytes: None,
         suggestions: &[],
         run: None,

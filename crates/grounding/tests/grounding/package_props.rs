@@ -25,6 +25,8 @@ fn package() -> Files {
         set: &set,
         reviews_bytes: Some(reviews),
         reviews: &recs,
+        relevance: &[],
+        relevance_suggestions: &[],
         suggestions_bytes: None,
         suggestions: &[],
         run: None,

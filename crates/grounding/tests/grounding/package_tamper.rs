@@ -20,6 +20,8 @@ fn inputs_package(
         set: &set,
         reviews_bytes: Some(reviews),
         reviews: &recs,
+        relevance: &[],
+        relevance_suggestions: &[],
         suggestions_bytes: None,
         suggestions: &[],
         run,

@@ -130,6 +130,55 @@ fn check_outputs_of_a_case_file() {
     });
 }
 
+/// The fixture with answer-relevance verdicts: A addresses the question, B is off topic
+/// (then a second reviewer's annex), C (an abstention) partly; C2's answer is not judged.
+#[test]
+fn check_outputs_with_answer_relevance() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = fixture(dir.path());
+    let rel = |case: &str, answer: &str, v: veredicto_grounding::Relevance, who: &str| {
+        veredicto_grounding::new_relevance_review(
+            &t.set,
+            Some(case),
+            answer,
+            v,
+            "what the answer speaks of, against the question",
+            who,
+            "2025-01-04T10:00:00Z",
+        )
+        .unwrap()
+    };
+    use veredicto_grounding::Relevance::{Addresses, OffTopic, Partly};
+    t.append_relevance(&[
+        rel("C1", "A", Addresses, "ana"),
+        rel("C1", "B", OffTopic, "ana"),
+        rel("C1", "B", Partly, "bo"),
+        rel("C1", "C", Partly, "ana"),
+    ])
+    .unwrap();
+    let t = AuditTarget::from_file(&dir.path().join("cases.yaml")).unwrap();
+    assert_eq!(t.relevance.len(), 4);
+    let out = veredicto_grounding::check_with_relevance(
+        &t.set,
+        &t.reviews,
+        &t.relevance,
+        &CheckOptions {
+            policy: policy(),
+            k: vec![],
+        },
+    );
+    settings(dir.path(), &[]).bind(|| {
+        insta::assert_snapshot!("check_human_relevance", audit::check_human(&out));
+        insta::assert_snapshot!(
+            "check_markdown_relevance",
+            audit::check_markdown(&out, &t.origin)
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&audit::check_json(&out, &t.origin, None)).unwrap();
+        insta::assert_json_snapshot!("check_json_relevance", json);
+    });
+}
+
 #[test]
 fn check_json_of_a_recorded_run_and_the_run_listing() {
     let dir = tempfile::tempdir().unwrap();

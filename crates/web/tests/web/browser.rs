@@ -447,6 +447,67 @@ fn a_verdict_by_keyboard_is_appended_and_changes_the_audit_figures_in_chromium()
 }
 
 #[test]
+fn an_answer_relevance_verdict_by_keyboard_is_appended_and_changes_audit_check_in_chromium() {
+    let Some((chromium, driver)) = browser_or_skip("the answer-relevance browser flow") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cases = claims_project(dir.path());
+    let base = serve(dir.path(), Some(cases.clone()));
+    let check = || {
+        let t = veredicto_app::audit::open_file(&cases, veredicto_app::Events::silent()).unwrap();
+        let out = veredicto_app::audit::check(&t, None, &[]).unwrap();
+        (out.totals.relevance_judged, out.totals.off_topic, out.pass)
+    };
+    assert_eq!(check(), (0, 0, true));
+    let b = Browser::start(&chromium, &driver, "en");
+    b.goto(&format!("{base}/claims"));
+    say_name(&b, "Ana");
+    b.click("a[href=\"/claims/C-017-2\"]");
+    b.wait_for_text(
+        "#h-relevance",
+        "Does answer A-017 address the question?",
+        10,
+    );
+    assert!(b
+        .text("#progress")
+        .contains("answers judged for relevance: 0 / 1"));
+    shot(&b, "claim-card-relevance");
+    // Without a reason the browser does not send it: the reason is required.
+    b.click("#relevance-off_topic");
+    assert!(b.try_find("#relevance-appended").is_none());
+    assert!(!dir.path().join("claims.yaml.reviews.jsonl").exists());
+    // By keyboard: the reason, then Tab past "addresses" and "partly" to "off topic", and
+    // Enter.
+    b.type_into(
+        "#relevance-reason",
+        "Se pregunta si la venta final se devuelve; responde sobre el plazo del reembolso.",
+    );
+    b.keys(&["\u{E004}", "\u{E004}", "\u{E004}"]);
+    assert_eq!(b.focused_id(), "relevance-off_topic");
+    b.keys(&["\u{E007}"]);
+    b.wait_for_text("#relevance-appended", "off topic", 10);
+    shot(&b, "claim-relevance-appended");
+    let log = std::fs::read_to_string(dir.path().join("claims.yaml.reviews.jsonl")).unwrap();
+    let line: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        line,
+        serde_json::json!({"case": "Q-017", "answer": "A-017", "relevance": "off_topic",
+            "reason": "Se pregunta si la venta final se devuelve; responde sobre el plazo del reembolso.",
+            "reviewer": "Ana", "time": "2026-01-02T10:00:00Z"})
+    );
+    assert!(b
+        .text("#progress")
+        .contains("answers judged for relevance: 1 / 1"));
+    assert!(b.text("#relevance-verdicts").contains("off topic"));
+    assert_eq!(
+        check(),
+        (1, 1, false),
+        "audit check: judged, off topic, gate missed"
+    );
+}
+
+#[test]
 fn a_failing_case_shows_its_ranked_list_and_its_outranking_chunks_are_rated_in_chromium() {
     let Some((chromium, driver)) = browser_or_skip("the ranked-list browser flow") else {
         return;

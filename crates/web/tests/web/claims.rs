@@ -1,11 +1,17 @@
 //! The claims area over HTTP: a verdict appended as `audit review` appends it, the reason
-//! required, an annex for a second opinion, and two browsers submitting at once.
+//! required, an annex for a second opinion, two browsers submitting at once, the answer's
+//! relevance verdict, and the claims reopened by a source change.
 
 use std::path::{Path, PathBuf};
 
 use crate::golden::{attr, enc, request};
 
 fn start(dir: &Path) -> (String, PathBuf) {
+    start_with(dir, None)
+}
+
+/// Serves the claims fixture, checking its verdicts against `sources` when given.
+fn start_with(dir: &Path, sources: Option<PathBuf>) -> (String, PathBuf) {
     let cases = dir.join("claims.yaml");
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web/fixtures/claims.yaml"),
@@ -31,7 +37,8 @@ fn start(dir: &Path) -> (String, PathBuf) {
             exam: None,
         },
     )
-    .unwrap();
+    .unwrap()
+    .with_audit_sources(sources);
     let url = bound.url().to_owned();
     std::thread::spawn(move || bound.serve());
     (
@@ -189,4 +196,208 @@ fn two_browsers_submitting_at_once_lose_nothing() {
     for who in ["Ana", "Luis"] {
         assert_eq!(log.iter().filter(|r| r["reviewer"] == who).count(), 4);
     }
+}
+
+#[test]
+fn an_answer_relevance_verdict_is_appended_as_audit_review_appends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, cases) = start(dir.path());
+    let origin = format!("http://{addr}");
+    let (st, card) = request(
+        &addr,
+        "GET",
+        "/claims/C-017-2",
+        &[("x-reviewer", "Ana")],
+        "",
+    );
+    assert_eq!(st, 200);
+    assert!(
+        card.contains("Does answer A-017 address the question?"),
+        "{card}"
+    );
+    assert!(card.contains("No relevance verdict yet."), "{card}");
+    assert!(
+        card.contains("answers judged for relevance: 0 / 1"),
+        "{card}"
+    );
+    for v in ["addresses", "partly", "off_topic"] {
+        assert!(
+            card.contains(&format!("name=\"relevance\" value=\"{v}\"")),
+            "a button for {v}: {card}"
+        );
+    }
+    let csrf = attr(&card, "csrf").to_owned();
+    let post = |who: &str, body: &str| {
+        request(
+            &addr,
+            "POST",
+            "/claims/C-017-2/relevance",
+            &[("Origin", origin.as_str()), ("x-reviewer", who)],
+            body,
+        )
+    };
+    // The reason is required, as `audit review --answer` requires it; a verdict outside the
+    // three is refused; nothing appended.
+    let (st, page) = post("Ana", &format!("csrf={csrf}&relevance=off_topic&reason=+"));
+    assert_eq!(st, 400);
+    assert!(
+        page.contains("a relevance verdict needs a reason"),
+        "{page}"
+    );
+    let (st, _) = post("Ana", &format!("csrf={csrf}&relevance=maybe&reason=x"));
+    assert_eq!(st, 400);
+    assert!(reviews(&cases).is_empty());
+    let reason = "Se pregunta por la venta final; responde sobre el plazo del reembolso";
+    let (st, _) = post(
+        "Ana",
+        &format!("csrf={csrf}&relevance=off_topic&reason={}", enc(reason)),
+    );
+    assert_eq!(st, 303);
+    // Byte for byte what `veredicto audit review CASES --answer A-017 ...` appends.
+    let by_cli = tempfile::tempdir().unwrap();
+    let copy = by_cli.path().join("claims.yaml");
+    std::fs::copy(&cases, &copy).unwrap();
+    let t = veredicto_app::audit::open_file(&copy, veredicto_app::Events::silent()).unwrap();
+    veredicto_app::audit::record::review_relevance(
+        &t,
+        &veredicto_app::audit::record::RelevanceReview {
+            case: None,
+            answer: "A-017",
+            relevance: veredicto_grounding::Relevance::OffTopic,
+            reason,
+            reviewer: "Ana",
+            time: "2026-01-01T00:00:00Z",
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read(veredicto_grounding::review_log_path(&cases)).unwrap(),
+        std::fs::read(veredicto_grounding::review_log_path(&copy)).unwrap()
+    );
+    // The card shows it and progress counts it; audit check reports it.
+    let (_, card) = request(
+        &addr,
+        "GET",
+        "/claims/C-017-2?relevance=appended",
+        &[("x-reviewer", "Ana")],
+        "",
+    );
+    assert!(
+        card.contains("Relevance appended on answer A-017 · off topic: the original verdict"),
+        "{card}"
+    );
+    assert!(
+        card.contains("<li><strong>off topic</strong> — Se pregunta"),
+        "{card}"
+    );
+    assert!(
+        card.contains("answers judged for relevance: 1 / 1"),
+        "{card}"
+    );
+    let t = veredicto_app::audit::open_file(&cases, veredicto_app::Events::silent()).unwrap();
+    let out = veredicto_app::audit::check(&t, None, &[]).unwrap();
+    assert_eq!((out.totals.off_topic, out.pass), (1, false));
+    // A second reviewer, blind: the verdict in force is hidden; theirs is an annex.
+    let blind = [("x-reviewer", "Luis"), ("Cookie", "blind=1")];
+    let (_, card) = request(&addr, "GET", "/claims/C-017-3", &blind, "");
+    assert!(!card.contains("Se pregunta por la venta final"), "{card}");
+    assert!(!card.contains("relevance-verdicts"), "{card}");
+    let (st, _) = request(
+        &addr,
+        "POST",
+        "/claims/C-017-3/relevance",
+        &[
+            ("Origin", origin.as_str()),
+            ("x-reviewer", "Luis"),
+            ("Cookie", "blind=1"),
+        ],
+        &format!("csrf={csrf}&relevance=partly&reason=responde+la+mitad"),
+    );
+    assert_eq!(st, 303);
+    let (_, card) = request(
+        &addr,
+        "GET",
+        "/claims/C-017-3?relevance=appended",
+        &blind,
+        "",
+    );
+    assert!(
+        card.contains("Relevance appended on answer A-017 · partly addresses it</p>"),
+        "blind: whether it agrees is not said: {card}"
+    );
+    let log = reviews(&cases);
+    assert_eq!(log.len(), 2);
+    assert_eq!(log[1]["relevance"], "partly");
+    assert_eq!(log[1]["reviewer"], "Luis");
+    // Cross-origin: 403, nothing appended.
+    let (st, _) = request(
+        &addr,
+        "POST",
+        "/claims/C-017-2/relevance",
+        &[("Origin", "http://evil.example"), ("x-reviewer", "Eve")],
+        &format!("csrf={csrf}&relevance=addresses&reason=x"),
+    );
+    assert_eq!(st, 403);
+    assert_eq!(reviews(&cases).len(), 2);
+}
+
+#[test]
+fn claims_judged_against_a_passage_that_changed_are_listed_as_reopened() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grounding/q017-sources-v5.yaml");
+    let (addr, _cases) = start_with(dir.path(), Some(sources));
+    let origin = format!("http://{addr}");
+    // D-02 p07 changed in refunds-v3; the only claim citing it (C-017-3) has no verdict yet,
+    // and D-01 moved to returns-v5 with the same text: nothing reopened.
+    let (st, queue) = request(&addr, "GET", "/claims", &[("x-reviewer", "Ana")], "");
+    assert_eq!(st, 200);
+    assert!(queue.contains("Reopened by a source change"), "{queue}");
+    assert!(
+        queue.contains("None: every verdict was given against the current text."),
+        "{queue}"
+    );
+    let (_, card) = request(&addr, "GET", "/claims/C-017-3", &[], "");
+    let csrf = attr(&card, "csrf").to_owned();
+    let (st, _) = request(
+        &addr,
+        "POST",
+        "/claims/C-017-3/review",
+        &[("Origin", origin.as_str()), ("x-reviewer", "Ana")],
+        &format!("csrf={csrf}&support=unsupported&reason=p07+dice+al+llegar+al+almac%C3%A9n"),
+    );
+    assert_eq!(st, 303);
+    // Now its verdict was given against refunds-v2's p07, which has changed.
+    let (_, queue) = request(&addr, "GET", "/claims", &[("x-reviewer", "Ana")], "");
+    let section = &queue[queue.find("id=\"reopened\"").expect("section")..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert!(section.contains("/claims/C-017-3"), "{section}");
+    assert!(section.contains("unsupported"), "{section}");
+    assert!(
+        section.contains("D-02#p07 refunds-v2 -&gt; refunds-v3: passage text changed"),
+        "{section}"
+    );
+    assert!(
+        !section.contains("C-017-1"),
+        "unchanged text reopens nothing: {section}"
+    );
+    // What the app computes is what `audit impact` computes, kept to claims with a verdict.
+    let t = veredicto_app::audit::open_file(&_cases, veredicto_app::Events::silent()).unwrap();
+    let current = veredicto_grounding::load_sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/grounding/q017-sources-v5.yaml"),
+    )
+    .unwrap();
+    let reopened = veredicto_app::claims::reopened(&t, &current);
+    assert_eq!(reopened.len(), 1);
+    assert_eq!(reopened[0].claim, "C-017-3");
+    // Hidden in a blind second review.
+    let (_, queue) = request(
+        &addr,
+        "GET",
+        "/claims",
+        &[("x-reviewer", "Luis"), ("Cookie", "blind=1")],
+        "",
+    );
+    assert!(!queue.contains("Reopened by a source change"), "{queue}");
 }
