@@ -603,7 +603,22 @@ fn decided_drafts(golden: &Path) -> Result<BTreeSet<String>> {
 }
 
 /// The objects of a JSONL file with their line numbers (1-based; absent file: none).
+/// Largest drafts or golden file read here (1 GiB).
+const MAX_FILE: u64 = 1 << 30;
+
+/// Refuses a file larger than [`MAX_FILE`], naming it.
+fn bounded(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_FILE => Err(Error::Message(format!(
+            "{}: larger than {MAX_FILE} bytes",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn objects(path: &Path) -> Result<Vec<(usize, Map<String, Value>)>> {
+    bounded(path)?;
     let bytes = crate::workbench::read_bytes(path)?;
     let mut out = Vec::new();
     for (i, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
@@ -706,6 +721,7 @@ fn take_draft(d: &Decision<'_>) -> Result<(Map<String, Value>, Vec<u8>, usize)> 
     if d.who.trim().is_empty() {
         crate::bail!("draft {}: a decision needs a reviewer (--reviewer)", d.id);
     }
+    bounded(d.drafts)?;
     let bytes = std::fs::read(d.drafts)
         .map_err(|e| Error::Message(format!("{}: {e}", d.drafts.display())))?;
     let text = String::from_utf8_lossy(&bytes);

@@ -614,7 +614,9 @@ fn near_duplicate_questions_merge_by_embedding() {
 
 /// The relevance judge: `relevant` for the new travel procedure's chunks, `not` otherwise.
 fn relevance(b: &Value) -> Answer {
+    assert_eq!(b["model"], "tiny-judge");
     assert_eq!(b["temperature"], 0);
+    assert_eq!(b["seed"], 0);
     assert_eq!(b["response_format"]["json_schema"]["name"], "relevance");
     let prompt =
         std::fs::read_to_string(workspace().join("crates/app/prompts/relevance-v1.txt")).unwrap();
