@@ -168,6 +168,13 @@ pub fn golden() -> String {
     ])
 }
 
+pub fn audit_extract() -> String {
+    examples(&[
+        "veredicto audit extract q017.yaml --chat http://127.0.0.1:8080 --out claims.jsonl",
+        "veredicto audit extract latest --chat https://api.openai.com/v1 --api-key-env KEY --out c.jsonl",
+    ])
+}
+
 pub fn judge() -> String {
     examples(&[
         "veredicto judge --chat http://127.0.0.1:8080 --run latest",

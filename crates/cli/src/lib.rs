@@ -15,6 +15,7 @@ use std::ffi::OsString;
 use veredicto_app::{Overrides, Settings};
 
 mod audit_cmd;
+mod audit_extract_cmd;
 mod audit_target;
 mod calibrate_cmd;
 mod chat_args;

@@ -718,6 +718,7 @@ fn every_new_command_help_ends_with_short_examples() {
         &["golden", "accept"],
         &["golden", "reject"],
         &["judge"],
+        &["audit", "extract"],
     ] {
         let mut a = cmd.to_vec();
         a.push("--help");
@@ -733,4 +734,86 @@ fn every_new_command_help_ends_with_short_examples() {
             "{cmd:?}: {ex:?}"
         );
     }
+}
+
+#[test]
+fn audit_extract_suggests_claims_beside_the_case_file_never_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases = d.join("q017.yaml");
+    std::fs::copy(workspace().join("examples/grounding/q017.yaml"), &cases).unwrap();
+    let before = std::fs::read(&cases).unwrap();
+    let chat = Chat::start(|i, b| {
+        assert_eq!(b["temperature"], 0);
+        assert_eq!(b["response_format"]["json_schema"]["name"], "claims");
+        let prompt =
+            std::fs::read_to_string(workspace().join("crates/app/prompts/claims-v1.txt")).unwrap();
+        assert_eq!(b["messages"][0]["content"], prompt.as_str());
+        let user = user_of(b);
+        assert!(user.contains("citation IDs shown: D-01, D-02"), "{user}");
+        if i == 0 {
+            // A quote that is not in the answer: asked again.
+            return Answer::content(
+                &json!({"claims": [{"text": "t", "quote": "en 60 días", "citations": []}]})
+                    .to_string(),
+            );
+        }
+        Answer::content(
+            &json!({"claims": [
+                {"text": "Se puede devolver cualquier artículo en 30 días.", "quote": "Puedes devolver cualquier artículo en 30 días", "citations": ["D-01"]},
+                {"text": "Incluye los artículos de venta final.", "quote": "incluidos los de venta final", "citations": ["D-01"]},
+                {"text": "El reembolso se completa en cinco días.", "quote": "Normalmente se completa en cinco días", "citations": []},
+            ]})
+            .to_string(),
+        )
+    });
+    let o = veredicto_in(
+        d,
+        &[
+            "audit",
+            "extract",
+            "q017.yaml",
+            "--chat",
+            &chat.url,
+            "--model",
+            "tiny",
+            "--out",
+            "claims.jsonl",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(chat.count(), 2);
+    assert!(user_of(&chat.bodies()[1]).contains("could not be read"));
+    let recs = lines(&d.join("claims.jsonl"));
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["origin"], "suggestion");
+    assert_eq!(recs[0]["claims"].as_array().unwrap().len(), 3);
+    assert_eq!(recs[0]["claims"][0]["id"], "S-A-017-1");
+    assert_eq!(recs[0]["claims"][0]["start"], 0);
+    assert!(recs[0]["suggested"]["prompt"]
+        .as_str()
+        .unwrap()
+        .starts_with("claims-v1 sha256:"));
+    assert_eq!(
+        std::fs::read(&cases).unwrap(),
+        before,
+        "the case file is unchanged"
+    );
+    // Again: from the cache.
+    let o = veredicto_in(
+        d,
+        &[
+            "audit",
+            "extract",
+            "q017.yaml",
+            "--chat",
+            &chat.url,
+            "--model",
+            "tiny",
+            "--out",
+            "claims.jsonl",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(chat.count(), 2);
 }
