@@ -183,7 +183,7 @@ mod tests {
             &cited,
         )
         .unwrap();
-        assert_eq!((ok[0].2, ok[0].3), (8, 29));
+        assert_eq!((ok[0].2, ok[0].3), (7, 28));
         for bad in [
             r#"{"claims": [{"text": "t", "quote": "en 60 días", "citations": []}]}"#,
             r#"{"claims": [{"text": "t", "quote": "cinco días", "citations": ["D-09"]}]}"#,
