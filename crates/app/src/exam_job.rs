@@ -78,6 +78,9 @@ pub struct ExamJob {
     pub seed: u64,
     /// Record the run in the settings' history; `None` records nothing.
     pub record: Option<RecordJob>,
+    /// Examine a golden set that holds drafts no person accepted (`origin: "draft"`);
+    /// otherwise such a golden set is refused.
+    pub allow_drafts: bool,
 }
 
 impl ExamJob {
@@ -125,6 +128,7 @@ impl ExamJob {
                 git_revision: crate::history::git_revision(&settings.cwd),
                 ..RecordJob::default()
             }),
+            allow_drafts: false,
         })
     }
 }
@@ -139,6 +143,22 @@ pub fn run(
     clock: &dyn Clock,
     events: Events<'_>,
 ) -> Result<ExamOutcome> {
+    let drafts = crate::drafts::unaccepted(&job.golden)?;
+    if let Some((line, id)) = drafts.first() {
+        if !job.allow_drafts {
+            crate::bail!(
+                "{}: line {line}: origin: case {id:?} is a draft no person accepted ({} draft(s) in all): accept or reject each with `veredicto golden accept|reject ID`, or examine them anyway with --allow-drafts",
+                job.golden.display(),
+                drafts.len()
+            );
+        }
+        events.note(format!(
+            "{} case(s) of {} are drafts no person accepted (origin \"draft\"), examined because of --allow-drafts: {}",
+            drafts.len(),
+            job.golden.display(),
+            drafts.iter().map(|(_, id)| id.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
     let crate::golden::Loaded { cases, corpus, .. } = crate::golden::load(
         &job.golden,
         job.corpus.as_deref(),

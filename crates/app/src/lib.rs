@@ -13,9 +13,11 @@
 
 pub mod audit;
 pub mod calibrate;
+pub mod chat;
 pub mod chunk;
 pub mod claims;
 pub mod corpus;
+pub mod drafts;
 pub mod embed;
 mod error;
 pub mod events;
@@ -33,6 +35,7 @@ mod live;
 pub mod matrix;
 pub mod models;
 pub mod project;
+pub mod relevance;
 pub mod retriever;
 pub mod settings;
 pub mod signals;

@@ -67,6 +67,11 @@ pub enum AuditCommand {
     /// contradiction) or an OpenAI-compatible chat model as a judge (fixed, versioned
     /// prompt). Stored beside the reviewer's verdict, never in its place.
     Suggest(SuggestArgs),
+    /// Split recorded answers into suggested material claims with a chat model (fixed,
+    /// versioned prompt), each with the answer's words that state it; written to their own
+    /// file, never into the case file.
+    #[command(after_help = crate::help::audit_extract())]
+    Extract(Box<crate::audit_extract_cmd::ExtractArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -353,6 +358,7 @@ pub fn run(args: AuditArgs, settings: &Settings) -> anyhow::Result<ExitStatus> {
         AuditCommand::Agreement(a) => agreement(a, h),
         AuditCommand::Compare(a) => compare(a, h),
         AuditCommand::Suggest(a) => suggest(a, h),
+        AuditCommand::Extract(a) => crate::audit_extract_cmd::run(*a, h),
     }
 }
 

@@ -74,6 +74,11 @@ pub struct ExamArgs {
     /// Include per-stage latency in the JSON (it differs on every run).
     #[arg(long)]
     pub timings: bool,
+    /// Examine a golden set that holds drafts no person accepted (`origin: "draft"`, from
+    /// `veredicto golden draft`); without it such a golden set is refused. They are counted
+    /// on standard error.
+    #[arg(long)]
+    pub allow_drafts: bool,
     /// With the own index (one batched pass for all cases): cases searched again one at a
     /// time for the search stage's per-query latency, evenly spaced in the golden set; taken
     /// only when the latency is shown or recorded (human report, --timings, the history).
@@ -321,6 +326,7 @@ fn outcome_of(
         policy,
         seed: rec.seed,
         record,
+        allow_drafts: args.allow_drafts,
     };
     // A bar on a terminal, a line every few seconds in CI logs (stderr only).
     Ok(veredicto_app::exam_job::run(

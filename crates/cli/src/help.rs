@@ -164,6 +164,44 @@ pub fn golden() -> String {
     examples(&[
         "veredicto golden check --golden golden.jsonl --corpus corpus.jsonl --documents docs.jsonl",
         "veredicto golden convert --golden golden.jsonl --corpus corpus.jsonl --out evidence.jsonl",
+        "veredicto golden draft --corpus corpus.jsonl --chat http://127.0.0.1:8080 --out drafts.jsonl",
+    ])
+}
+
+pub fn audit_extract() -> String {
+    examples(&[
+        "veredicto audit extract q017.yaml --chat http://127.0.0.1:8080 --out claims.jsonl",
+        "veredicto audit extract latest --chat https://api.openai.com/v1 --api-key-env KEY --out c.jsonl",
+    ])
+}
+
+pub fn judge() -> String {
+    examples(&[
+        "veredicto judge --chat http://127.0.0.1:8080 --run latest",
+        "veredicto judge --chat https://api.openai.com/v1 --api-key-env OPENAI_API_KEY --run 01JD4X",
+        "veredicto judge --agreement --golden golden.jsonl",
+    ])
+}
+
+pub fn golden_draft() -> String {
+    examples(&[
+        "veredicto golden draft --corpus corpus.jsonl --chat http://127.0.0.1:8080 --out drafts.jsonl",
+        "veredicto golden draft --chat https://api.openai.com/v1 --api-key-env OPENAI_KEY --out d.jsonl",
+        "veredicto golden draft --chat URL --out d.jsonl --per-domain 5 --limit 40 --json-schema off",
+    ])
+}
+
+pub fn golden_accept() -> String {
+    examples(&[
+        "veredicto golden accept d-3f2a9c1b7e4d --drafts drafts.jsonl --reason 'quote checked'",
+        "veredicto golden accept d-3f2a9c1b7e4d --drafts d.jsonl --reason 'both needed' --reviewer ana",
+    ])
+}
+
+pub fn golden_reject() -> String {
+    examples(&[
+        "veredicto golden reject d-3f2a9c1b7e4d --drafts drafts.jsonl --reason 'nobody asks this'",
+        "veredicto golden reject d-91c07b2e5a13 --drafts drafts.jsonl --reason 'the quote is a title'",
     ])
 }
 

@@ -15,8 +15,10 @@ use std::ffi::OsString;
 use veredicto_app::{Overrides, Settings};
 
 mod audit_cmd;
+mod audit_extract_cmd;
 mod audit_target;
 mod calibrate_cmd;
+mod chat_args;
 mod chunk_cmd;
 mod clock;
 mod compare_cmd;
@@ -32,6 +34,7 @@ mod history_cmd;
 mod index_cmd;
 mod ingest_cmd;
 mod init_cmd;
+mod judge_cmd;
 mod matrix_cmd;
 mod models;
 mod models_cmd;
@@ -142,9 +145,15 @@ enum Command {
     #[command(after_help = help::corpus())]
     Corpus(corpus_cmd::CorpusArgs),
     /// Golden sets and chunkings: `golden check` (where each evidence item sits in a
-    /// chunking), `golden convert` (chunk IDs rewritten as evidence spans).
+    /// chunking), `golden convert` (chunk IDs rewritten as evidence spans), `golden draft`
+    /// (candidate cases from a chat model), `golden accept` / `reject` (a person decides).
     #[command(after_help = help::golden())]
     Golden(golden_cmd::GoldenArgs),
+    /// A chat model's relevance suggestions (relevant, partly, not) for the chunks that
+    /// outrank a recorded run's failing cases' expected ones, stored beside people's
+    /// judgments and never among them, with their agreement (Cohen's kappa).
+    #[command(after_help = help::judge())]
+    Judge(Box<judge_cmd::JudgeArgs>),
     /// Cut documents into a corpus (chunk JSONL with doc_id, start, end, deterministic IDs).
     #[command(after_help = help::chunk())]
     Chunk(chunk_cmd::ChunkArgs),
@@ -178,6 +187,7 @@ impl Command {
             Command::Corpus(a) => a.overrides(),
             Command::Signals(a) => a.overrides(),
             Command::Tune(a) => a.overrides(),
+            Command::Judge(a) => a.overrides(),
             Command::Init(_)
             | Command::Index(_)
             | Command::Trec(_)
@@ -282,6 +292,7 @@ fn dispatch(command: Command, settings: &Settings) -> anyhow::Result<ExitStatus>
         Command::Signals(args) => signals_cmd::run(args, settings),
         Command::Corpus(args) => corpus_cmd::run(args, settings),
         Command::Golden(args) => golden_cmd::run(args, settings),
+        Command::Judge(args) => judge_cmd::run(*args, settings),
         Command::Chunk(args) => chunk_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args, settings),
         Command::Tune(args) => tune_cmd::run(*args, settings),

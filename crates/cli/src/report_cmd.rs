@@ -77,7 +77,12 @@ pub fn run(args: ReportArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
                 Some(g) => veredicto_app::workbench::relevant_outranking(g, &current)?,
                 None => Vec::new(),
             };
-            veredicto_report::html::render_with_judgments(
+            // A chat model's relevance suggestions (`veredicto judge`), apart from them.
+            let suggested = match &settings.golden {
+                Some(g) => veredicto_app::relevance::suggested_relevant(g, &current)?,
+                None => Vec::new(),
+            };
+            veredicto_report::html::render_with_suggestions(
                 &veredicto_report::html::HtmlInput {
                     current: &current,
                     baseline_comparison: comparison.as_ref(),
@@ -85,6 +90,7 @@ pub fn run(args: ReportArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
                     history: &runs,
                 },
                 &relevant,
+                &suggested,
             )
         }
         Format::Human => {
@@ -96,6 +102,15 @@ pub fn run(args: ReportArgs, settings: &veredicto_app::Settings) -> anyhow::Resu
             }
             s.push('\n');
             s.push_str(&veredicto_report::comparison::diagnosis_human(&diagnosis));
+            if let Some(g) = &settings.golden {
+                let suggested = veredicto_app::relevance::suggested_relevant(g, &current)?;
+                if !suggested.is_empty() {
+                    s.push_str(&veredicto_report::relevance::suggested_sentence(
+                        suggested.len(),
+                    ));
+                    s.push_str(" (veredicto judge: a model's suggestion)\n");
+                }
+            }
             s
         }
         Format::Markdown => {

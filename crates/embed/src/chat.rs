@@ -33,6 +33,8 @@ pub struct ChatConfig {
     pub proxy: Option<String>,
     /// A PEM file of root certificates trusted besides the system's (`--ca-file`).
     pub ca_file: Option<std::path::PathBuf>,
+    /// When every request of the command must have ended (no deadline when `None`).
+    pub deadline: Option<crate::http::Deadline>,
 }
 
 /// Without the key, and the URLs without credentials.
@@ -74,6 +76,7 @@ impl ChatConfig {
             max_tokens: 512,
             proxy: None,
             ca_file: None,
+            deadline: None,
         }
     }
 
@@ -92,6 +95,55 @@ pub struct ChatReply {
     pub content: String,
     /// The `model` the server says answered (may differ from the one asked for).
     pub model: Option<String>,
+    /// The reply's `usage`, when the server gave it.
+    pub usage: Option<Usage>,
+    /// Whether the request carried a JSON-schema `response_format` the server accepted
+    /// (`false`: none was asked for, or the server refused it and the plain prompt was
+    /// sent again).
+    pub schema: bool,
+}
+
+/// Token counts of one exchange, as the reply's `usage` gives them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// `usage.prompt_tokens`.
+    pub prompt_tokens: u64,
+    /// `usage.completion_tokens`.
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    /// Both counts.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// A JSON schema the reply must follow, sent as the OpenAI `response_format`
+/// (`{"type": "json_schema", "json_schema": {"name", "strict": true, "schema"}}`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JsonSchema {
+    /// The schema's `name` (letters, digits, `_`, `-`).
+    pub name: String,
+    /// The schema itself.
+    pub schema: Value,
+}
+
+/// Whether a refusal of the request names its `response_format`: a 400 or 422 whose body
+/// mentions `response_format` or `json_schema` (what OpenAI-compatible servers that do not
+/// support structured outputs answer).
+fn refuses_schema(e: &EmbedError) -> bool {
+    match e {
+        EmbedError::HttpStatus {
+            status: 400 | 422,
+            body,
+            ..
+        } => {
+            let b = body.to_ascii_lowercase();
+            b.contains("response_format") || b.contains("json_schema")
+        }
+        _ => false,
+    }
 }
 
 /// A client of an OpenAI-compatible chat completions server.
@@ -123,7 +175,7 @@ impl ChatClient {
             api_key: cfg.api_key.clone(),
             proxy: cfg.proxy.clone(),
             ca_file: cfg.ca_file.clone(),
-            deadline: None,
+            deadline: cfg.deadline,
         })?;
         let endpoint = cfg.endpoint();
         Ok(ChatClient {
@@ -146,6 +198,29 @@ impl ChatClient {
 
     /// Sends a system and a user message with temperature 0 and returns the first choice.
     pub fn complete(&self, system: &str, user: &str) -> Result<ChatReply, EmbedError> {
+        self.send(system, user, None)
+    }
+
+    /// Like [`ChatClient::complete`], asking for a reply that follows `schema` (the
+    /// `response_format` of OpenAI's structured outputs). A server that refuses the
+    /// `response_format` (a 400 or 422 naming it) is asked once more without it: the
+    /// prompt, which asks for JSON in words, is then all the model has
+    /// ([`ChatReply::schema`] is `false`). The caller checks the reply either way.
+    pub fn complete_json(
+        &self,
+        system: &str,
+        user: &str,
+        schema: &JsonSchema,
+    ) -> Result<ChatReply, EmbedError> {
+        match self.send(system, user, Some(schema)) {
+            Err(e) if refuses_schema(&e) => self.send(system, user, None),
+            other => other,
+        }
+    }
+
+    /// The request body of one exchange: the model, the two messages, temperature 0, the
+    /// longest answer, the seed when set and the `response_format` when asked for.
+    pub fn body(&self, system: &str, user: &str, schema: Option<&JsonSchema>) -> Value {
         let mut body = json!({
             "model": self.cfg.model,
             "messages": [
@@ -158,6 +233,22 @@ impl ChatClient {
         if let Some(seed) = self.cfg.seed {
             body["seed"] = json!(seed);
         }
+        if let Some(s) = schema {
+            body["response_format"] = json!({
+                "type": "json_schema",
+                "json_schema": {"name": s.name, "strict": true, "schema": s.schema},
+            });
+        }
+        body
+    }
+
+    fn send(
+        &self,
+        system: &str,
+        user: &str,
+        schema: Option<&JsonSchema>,
+    ) -> Result<ChatReply, EmbedError> {
+        let body = self.body(system, user, schema);
         let resp = self.client.post_json(&self.endpoint, &body)?;
         let bad = |reason: String| EmbedError::BadResponse {
             url: self.url.clone(),
@@ -171,12 +262,21 @@ impl ChatClient {
             .and_then(|m| m.get("content"))
             .and_then(Value::as_str)
             .ok_or_else(|| bad("no `choices[0].message.content` string".into()))?;
+        let usage = resp.get("usage").map(|u| Usage {
+            prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+            completion_tokens: u
+                .get("completion_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+        });
         Ok(ChatReply {
             content: content.to_string(),
             model: resp
                 .get("model")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            usage,
+            schema: schema.is_some(),
         })
     }
 }

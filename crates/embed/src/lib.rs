@@ -40,7 +40,7 @@ mod rerank_http;
 mod safetensors;
 mod tokenize;
 
-pub use chat::{ChatClient, ChatConfig, ChatReply};
+pub use chat::{ChatClient, ChatConfig, ChatReply, JsonSchema, Usage};
 pub use config::{Pooling, SUPPORTED_ARCHITECTURES};
 pub use cross::{CrossEncoder, CrossEncoderOptions};
 pub use error::EmbedError;

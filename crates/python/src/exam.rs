@@ -315,6 +315,7 @@ fn exam(
         policy,
         seed,
         record: None,
+        allow_drafts: false,
     };
     if history.is_some() {
         job.record = Some(RecordJob {

@@ -66,23 +66,51 @@ pub struct HtmlInput<'a> {
 /// outrank a case's expected ones (`(case, chunk)` pairs): the golden set may be incomplete.
 /// No pair: the report as [`render`] gives it.
 pub fn render_with_judgments(input: &HtmlInput<'_>, relevant: &[(String, String)]) -> String {
+    render_with_suggestions(input, relevant, &[])
+}
+
+/// [`render_with_judgments`], plus the outranking chunks a chat model suggested relevant
+/// (`veredicto judge`), in their own section: a model's suggestion, never a person's
+/// judgment ("3 outranking chunks suggested relevant: the golden set may be incomplete").
+pub fn render_with_suggestions(
+    input: &HtmlInput<'_>,
+    relevant: &[(String, String)],
+    suggested: &[(String, String)],
+) -> String {
     let html = render(input);
-    if relevant.is_empty() {
+    if relevant.is_empty() && suggested.is_empty() {
         return html;
     }
-    let mut note = format!(
-        "<section id=\"judgments\"><p><strong>{} outranking chunk{} judged relevant: the golden set may be incomplete.</strong></p><ul>",
-        relevant.len(),
-        if relevant.len() == 1 { "" } else { "s" }
-    );
-    for (case, chunk) in relevant {
+    let mut note = String::new();
+    if !relevant.is_empty() {
         note.push_str(&format!(
-            "<li>case {}: chunk {}</li>",
-            escape(case),
-            escape(chunk)
+            "<section id=\"judgments\"><p><strong>{} outranking chunk{} judged relevant: the golden set may be incomplete.</strong></p><ul>",
+            relevant.len(),
+            if relevant.len() == 1 { "" } else { "s" }
         ));
+        for (case, chunk) in relevant {
+            note.push_str(&format!(
+                "<li>case {}: chunk {}</li>",
+                escape(case),
+                escape(chunk)
+            ));
+        }
+        note.push_str("</ul></section>\n");
     }
-    note.push_str("</ul></section>\n");
+    if !suggested.is_empty() {
+        note.push_str(&format!(
+            "<section id=\"suggestions\"><p><strong>{}.</strong> A chat model's suggestion (veredicto judge), to be confirmed by a person.</p><ul>",
+            crate::relevance::suggested_sentence(suggested.len())
+        ));
+        for (case, chunk) in suggested {
+            note.push_str(&format!(
+                "<li>case {}: chunk {}</li>",
+                escape(case),
+                escape(chunk)
+            ));
+        }
+        note.push_str("</ul></section>\n");
+    }
     html.replacen("<body>\n", &format!("<body>\n{note}"), 1)
 }
 

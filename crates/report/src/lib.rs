@@ -15,6 +15,7 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod matrix;
+pub mod relevance;
 pub mod runs;
 pub mod signals;
 pub mod trec;

@@ -3,6 +3,7 @@
 //! evidence sheet, reviews and recordings ([`record`]), packages ([`package`]), suggestions
 //! ([`suggest`]), impact, agreement and comparison.
 
+pub mod extract;
 pub mod package;
 pub mod record;
 pub mod suggest;

@@ -16,6 +16,7 @@ mod common;
 mod damaged_index_cli;
 mod dates_cli;
 mod docs_pages;
+mod drafts_cli;
 mod drift_cli;
 mod exam_bad_input;
 mod exam_cli;
