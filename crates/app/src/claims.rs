@@ -186,6 +186,18 @@ pub struct Reopened {
     /// What changed, one entry per cited passage or source that changed
     /// (`D-02#p07 refunds-v2 -> refunds-v3: passage text changed`).
     pub changes: Vec<String>,
+    /// The cited passages as the current sources hold them, in the order of `changes`:
+    /// what the reviewer judges the claim against now (nothing for a removed passage or
+    /// source, or a citation of a whole source).
+    pub now: Vec<CurrentPassage>,
+}
+
+/// A cited passage in the current sources: `SOURCE@VERSION#PASSAGE` and its text (absent
+/// when the sources file gives only its hash).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurrentPassage {
+    pub reference: String,
+    pub text: Option<String>,
 }
 
 /// The claims of `t` with a verdict in force whose cited passages changed in `current`
@@ -211,8 +223,19 @@ pub fn reopened(t: &AuditTarget, current: &g::SourceSet) -> Vec<Reopened> {
             hit.new_version.as_deref().unwrap_or("(removed)"),
             hit.change
         );
+        let now = hit.passage.as_deref().and_then(|pid| {
+            let source = current.sources.iter().find(|s| s.id == hit.source)?;
+            let p = source.passages.iter().find(|p| p.id == pid)?;
+            Some(CurrentPassage {
+                reference: format!("{}@{}#{}", source.id, source.version, p.id),
+                text: p.text.clone(),
+            })
+        });
         match out.last_mut() {
-            Some(last) if last.claim == hit.claim => last.changes.push(what),
+            Some(last) if last.claim == hit.claim => {
+                last.changes.push(what);
+                last.now.extend(now);
+            }
             _ => out.push(Reopened {
                 case: hit.case.clone(),
                 answer: hit.answer.clone(),
@@ -220,6 +243,7 @@ pub fn reopened(t: &AuditTarget, current: &g::SourceSet) -> Vec<Reopened> {
                 text: c.text.clone(),
                 verdict,
                 changes: vec![what],
+                now: now.into_iter().collect(),
             }),
         }
     }

@@ -368,6 +368,64 @@ pub(crate) async fn queue_page(
     page(es, t(es, "Claims", "Afirmaciones"), &b)
 }
 
+/// On the card of a claim reopened by a source change (the workbench given the current
+/// sources): what changed and each cited passage as the current sources hold it, so that
+/// the reviewer judges the claim against the text in force. Empty otherwise. The verdict
+/// given before is not shown here (the blind mode hides it elsewhere too).
+fn changed_section(st: &AppState, es: bool, target: &AuditTarget, claim: &str) -> String {
+    let Some(path) = st.audit_sources.as_deref() else {
+        return String::new();
+    };
+    // Reading the sources file blocks: let the runtime move other tasks off this thread.
+    let found = tokio::task::block_in_place(|| {
+        g::load_sources(path).map(|current| {
+            claims::reopened(target, &current)
+                .into_iter()
+                .find(|r| r.claim == claim)
+        })
+    });
+    let r = match found {
+        Ok(Some(r)) => r,
+        Ok(None) => return String::new(),
+        Err(e) => {
+            return format!(
+                "<p role=\"alert\" id=\"changed-error\">{}</p>\n",
+                escape(&e.to_string())
+            )
+        }
+    };
+    let mut b = format!(
+        "<section aria-labelledby=\"h-changed\" id=\"changed\"><h2 id=\"h-changed\">{}</h2>\n<ul>",
+        t(
+            es,
+            "Changed since the verdict was given",
+            "Cambió desde que se dio el veredicto"
+        )
+    );
+    for c in &r.changes {
+        b.push_str(&format!("<li>{}</li>", escape(c)));
+    }
+    b.push_str("</ul>\n");
+    for p in &r.now {
+        b.push_str(&format!(
+            "<figure class=\"passage\"><figcaption>{} {}</figcaption><blockquote>{}</blockquote></figure>\n",
+            t(es, "Now:", "Ahora:"),
+            escape(&p.reference),
+            match &p.text {
+                Some(x) => escape(x),
+                None => t(
+                    es,
+                    "(the sources file gives only this passage's hash)",
+                    "(el fichero de fuentes solo da el hash de este pasaje)"
+                )
+                .to_owned(),
+            }
+        ));
+    }
+    b.push_str("</section>\n");
+    b
+}
+
 /// One claim's card and its verdict form.
 pub(crate) async fn card_page(
     State(st): State<Arc<AppState>>,
@@ -522,6 +580,7 @@ pub(crate) async fn card_page(
         ));
     }
     b.push_str("</section>\n");
+    b.push_str(&changed_section(&st, es, &target, &card.claim));
     b.push_str(&format!(
         "<section aria-labelledby=\"h-facts\"><h2 id=\"h-facts\">{}</h2><ul>",
         t(

@@ -391,6 +391,30 @@ fn claims_judged_against_a_passage_that_changed_are_listed_as_reopened() {
     let reopened = veredicto_app::claims::reopened(&t, &current);
     assert_eq!(reopened.len(), 1);
     assert_eq!(reopened[0].claim, "C-017-3");
+    // Its card shows what changed and the passage as the current sources hold it.
+    let (_, card) = request(
+        &addr,
+        "GET",
+        "/claims/C-017-3",
+        &[("x-reviewer", "Ana")],
+        "",
+    );
+    let changed = &card[card.find("id=\"changed\"").expect("changed section")..];
+    let changed = &changed[..changed.find("</section>").unwrap()];
+    assert!(
+        changed.contains("Now: D-02@refunds-v3#p07")
+            && changed.contains("se completa en un plazo de 10 días hábiles"),
+        "{changed}"
+    );
+    // An unchanged claim's card has no such section.
+    let (_, card) = request(
+        &addr,
+        "GET",
+        "/claims/C-017-1",
+        &[("x-reviewer", "Ana")],
+        "",
+    );
+    assert!(!card.contains("id=\"changed\""), "{card}");
     // Hidden in a blind second review.
     let (_, queue) = request(
         &addr,
