@@ -153,6 +153,7 @@ pub fn calibrate(request: CalibrateRequest<'_>) -> Result<Calibrated> {
         check_vectors: None,
         timings: false,
         record: None,
+        drafts: Vec::new(),
         events: request.events,
     })?;
     let report = outcome.report;

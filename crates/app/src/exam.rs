@@ -76,6 +76,9 @@ pub struct ExamRequest<'a> {
     pub timings: bool,
     /// Record the run in a history (and compare it); `None` records nothing.
     pub record: Option<Recording<'a>>,
+    /// IDs of the golden cases that are drafts no person accepted (`origin: "draft"`),
+    /// examined because the caller allowed them: the report counts them as a warning.
+    pub drafts: Vec<String>,
     /// Receives each [`Notice`] as it happens (as a note; they are also in
     /// [`ExamOutcome::notices`]) and the progress of the pass; its cancellation flag stops
     /// the pass.
@@ -280,6 +283,7 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
         check_vectors,
         timings,
         record,
+        drafts,
         events,
     } = request;
     let mut notices = Vec::new();
@@ -352,6 +356,11 @@ pub fn run_exam(request: ExamRequest<'_>) -> Result<ExamOutcome> {
     drop(counter);
     let mut report = examined.report;
     report.stored_vectors = stored_vectors;
+    if !drafts.is_empty() {
+        report
+            .warnings
+            .push(veredicto_core::exam::ExamWarning::UnacceptedDrafts { cases: drafts });
+    }
     let retrieval = examined.retrieval;
     let corpus = corpus.or(examined.corpus);
     if !retrieval.failures.is_empty() {
@@ -787,6 +796,7 @@ mod tests {
             check_vectors: None,
             timings: false,
             record,
+            drafts: Vec::new(),
             events: Events::silent(),
         }
     }

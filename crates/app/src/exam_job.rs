@@ -152,12 +152,6 @@ pub fn run(
                 drafts.len()
             );
         }
-        events.note(format!(
-            "{} case(s) of {} are drafts no person accepted (origin \"draft\"), examined because of --allow-drafts: {}",
-            drafts.len(),
-            job.golden.display(),
-            drafts.iter().map(|(_, id)| id.as_str()).collect::<Vec<_>>().join(", ")
-        ));
     }
     let crate::golden::Loaded { cases, corpus, .. } = crate::golden::load(
         &job.golden,
@@ -245,6 +239,7 @@ pub fn run(
             }),
         timings: job.timings,
         record,
+        drafts: drafts.into_iter().map(|(_, id)| id).collect(),
         events,
     })
 }

@@ -264,6 +264,7 @@ fn exam(
                 check_vectors: None,
                 timings: false,
                 record,
+                drafts: Vec::new(),
                 events: Events::silent(),
             })
         });

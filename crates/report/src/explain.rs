@@ -101,6 +101,12 @@ pub fn warning_lines(r: &ExamReport) -> Vec<String> {
                 if *results == 1 { "is" } else { "are" },
                 if *results == 1 { "it holds" } else { "they hold" },
             ),
+            ExamWarning::UnacceptedDrafts { cases } => format!(
+                "warning: {} of the golden set {} no person accepted (examined because drafts were allowed): {}",
+                plural(cases.len(), "case", "cases"),
+                if cases.len() == 1 { "is a draft" } else { "are drafts" },
+                case_list(cases.iter().map(String::as_str))
+            ),
         })
         .collect()
 }

@@ -344,10 +344,20 @@ fn drafted_accepted_rejected_then_examined_on_the_rack() {
     );
     let o = exam("mixed.jsonl", &["--allow-drafts"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // The report counts them (the text report and the JSON's warnings).
+    let draft_id = drafts[0]["id"].as_str().unwrap();
     assert!(
-        stderr(&o).contains("1 case(s) of mixed.jsonl are drafts no person accepted"),
+        stdout(&o).contains(&format!(
+            "warning: 1 case of the golden set is a draft no person accepted (examined because drafts were allowed): {draft_id}"
+        )),
         "{}",
-        stderr(&o)
+        stdout(&o)
+    );
+    let o = exam("mixed.jsonl", &["--allow-drafts", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        json["warnings"],
+        serde_json::json!([{"kind": "unaccepted_drafts", "cases": [draft_id]}])
     );
 
     // Accept one: it moves into the golden file, the drafts file loses it, the log says it.

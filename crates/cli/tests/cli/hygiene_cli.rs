@@ -185,7 +185,12 @@ fn judge_credentials_are_used_but_never_stored() {
             let mut body = vec![0u8; len];
             reader.read_exact(&mut body).unwrap();
             log.lock().unwrap().push((path, auth));
-            let content = r#"{"verdict": "supported", "confidence": 0.9, "reason": "ok"}"#;
+            // The answer-relevance prompt gets a relevance verdict, every claim a support one.
+            let content = if String::from_utf8_lossy(&body).contains("addresses the question") {
+                r#"{"verdict": "addresses", "confidence": 0.9, "reason": "ok"}"#
+            } else {
+                r#"{"verdict": "supported", "confidence": 0.9, "reason": "ok"}"#
+            };
             let out =
                 serde_json::json!({"model": "m", "choices": [{"message": {"content": content}}]})
                     .to_string();

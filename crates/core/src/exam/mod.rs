@@ -240,6 +240,9 @@ pub enum ExamWarning {
     /// Listed results of evidence cases that are located in no document (no `doc_id`,
     /// `start` and `end` from the retriever or the corpus): they hold no evidence.
     UnlocatedResults { cases: usize, results: usize },
+    /// Golden cases that are drafts no person accepted (`origin: "draft"`), examined because
+    /// the exam was told to (`--allow-drafts`): their results stand on a model's word.
+    UnacceptedDrafts { cases: Vec<String> },
 }
 
 /// One case for which the retriever returned fewer results than asked.

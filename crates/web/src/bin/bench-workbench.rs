@@ -257,6 +257,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 fail_on_regression: false,
                 seed: veredicto_core::compare::DEFAULT_SEED,
             }),
+            drafts: Vec::new(),
             events: veredicto_app::Events::silent(),
         })
     };

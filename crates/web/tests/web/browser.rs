@@ -105,6 +105,7 @@ fn runner_over(
                 fail_on_regression: false,
                 seed: veredicto_core::compare::DEFAULT_SEED,
             }),
+            drafts: Vec::new(),
             events,
         })
         .map_err(err)

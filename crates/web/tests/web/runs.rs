@@ -54,6 +54,7 @@ fn record(dir: &Path, golden: &Path, run: &str, at: &str) {
             fail_on_regression: false,
             seed: veredicto_core::compare::DEFAULT_SEED,
         }),
+        drafts: Vec::new(),
         events: veredicto_app::Events::silent(),
     })
     .unwrap();
