@@ -607,24 +607,18 @@ pub(crate) async fn card_page(
                 t(es, "No verdict yet.", "Aún sin veredicto.")
             ));
         } else {
-            b.push_str("<ol id=\"verdicts\">");
-            for (i, v) in card.verdicts.iter().enumerate() {
-                b.push_str(&format!(
-                    "<li><strong>{}</strong> — {} <small>({}{}{})</small></li>",
-                    verdict_name(es, v.support),
-                    escape(&v.reason),
-                    escape(&v.reviewer),
-                    if v.time.is_empty() { "" } else { ", " },
-                    escape(&v.time),
-                ));
-                if i == 0 && card.verdicts.len() > 1 {
-                    b.push_str(&format!(
-                        "<li class=\"annexes\">{}</li>",
-                        t(es, "Annexes:", "Anexos:")
-                    ));
-                }
-            }
-            b.push_str("</ol>\n");
+            b.push_str(&verdict_list(
+                es,
+                "verdicts",
+                card.verdicts.iter().map(|v| {
+                    (
+                        verdict_name(es, v.support),
+                        v.reason.as_str(),
+                        v.reviewer.as_str(),
+                        v.time.as_str(),
+                    )
+                }),
+            ));
         }
         b.push_str("</section>\n");
         if let Some(s) = &card.suggestion {
@@ -695,6 +689,34 @@ pub(crate) async fn card_page(
     )
 }
 
+/// The verdict in force, then its annexes: `(verdict, reason, reviewer, time)` in log order,
+/// as an ordered list with the id `id`.
+fn verdict_list<'a, V: AsRef<str>>(
+    es: bool,
+    id: &str,
+    verdicts: impl Iterator<Item = (V, &'a str, &'a str, &'a str)>,
+) -> String {
+    let mut b = format!("<ol id=\"{id}\">");
+    for (i, (verdict, reason, reviewer, time)) in verdicts.enumerate() {
+        if i == 1 {
+            b.push_str(&format!(
+                "<li class=\"annexes\">{}</li>",
+                t(es, "Annexes:", "Anexos:")
+            ));
+        }
+        b.push_str(&format!(
+            "<li><strong>{}</strong> — {} <small>({}{}{})</small></li>",
+            verdict.as_ref(),
+            escape(reason),
+            escape(reviewer),
+            if time.is_empty() { "" } else { ", " },
+            escape(time),
+        ));
+    }
+    b.push_str("</ol>\n");
+    b
+}
+
 /// The answer's relevance: the verdict in force and its annexes (hidden in a blind second
 /// review), and the form with three buttons and a required reason.
 fn relevance_section(es: bool, card: &claims::Card, blind_on: bool, csrf: &str) -> String {
@@ -715,24 +737,18 @@ fn relevance_section(es: bool, card: &claims::Card, blind_on: bool, csrf: &str) 
                 )
             ));
         } else {
-            b.push_str("<ol id=\"relevance-verdicts\">");
-            for (i, v) in card.relevance.iter().enumerate() {
-                b.push_str(&format!(
-                    "<li><strong>{}</strong> — {} <small>({}{}{})</small></li>",
-                    relevance_name(es, v.relevance),
-                    escape(&v.reason),
-                    escape(&v.reviewer),
-                    if v.time.is_empty() { "" } else { ", " },
-                    escape(&v.time),
-                ));
-                if i == 0 && card.relevance.len() > 1 {
-                    b.push_str(&format!(
-                        "<li class=\"annexes\">{}</li>",
-                        t(es, "Annexes:", "Anexos:")
-                    ));
-                }
-            }
-            b.push_str("</ol>\n");
+            b.push_str(&verdict_list(
+                es,
+                "relevance-verdicts",
+                card.relevance.iter().map(|v| {
+                    (
+                        relevance_name(es, v.relevance),
+                        v.reason.as_str(),
+                        v.reviewer.as_str(),
+                        v.time.as_str(),
+                    )
+                }),
+            ));
         }
     }
     b.push_str(&format!(
