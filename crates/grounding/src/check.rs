@@ -404,8 +404,7 @@ cases:
     #[test]
     fn citation_precision_is_per_answer_and_in_the_totals() {
         let mark = |claim: &str, cit: &str, m: crate::citation_mark::CitationMark| {
-            crate::citation_mark::new_citation_mark(&set(), claim, cit, m, "r", "ana", "t")
-                .unwrap()
+            crate::citation_mark::new_citation_mark(&set(), claim, cit, m, "r", "ana", "t").unwrap()
         };
         use crate::citation_mark::CitationMark::*;
         let marks = vec![
@@ -416,12 +415,19 @@ cases:
         let out = check_with_marks(&set(), &[], &[], &marks, &CheckOptions::default());
         let a = &out.cases[0].answers;
         let p1 = a[0].citation_precision.unwrap();
-        assert_eq!((p1.marked, p1.value()), (1, Some(1.0)), "the first mark is in force");
+        assert_eq!(
+            (p1.marked, p1.value()),
+            (1, Some(1.0)),
+            "the first mark is in force"
+        );
         let p2 = a[1].citation_precision.unwrap();
         assert_eq!((p2.marked, p2.irrelevant, p2.value()), (1, 1, Some(0.0)));
         assert!(a[2].citation_precision.is_none(), "nothing marked");
         let t = out.totals.citations;
-        assert_eq!((t.marked, t.necessary, t.irrelevant, t.value()), (2, 1, 1, Some(0.5)));
+        assert_eq!(
+            (t.marked, t.necessary, t.irrelevant, t.value()),
+            (2, 1, 1, Some(0.5))
+        );
         assert!(out.pass, "citation precision is reported, not gated");
         let plain = check(&set(), &[], &CheckOptions::default());
         assert_eq!(plain.totals.citations, CitationPrecision::default());

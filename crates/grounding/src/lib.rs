@@ -34,12 +34,12 @@ pub use absence::{
 pub use agreement::{cohen_kappa, reviewer_pairs, Agreement, VERDICTS};
 pub use bundle::{build_package, PackageInputs};
 pub use check::{
-    check, check_with_marks, check_with_relevance, off_topic_violation, CheckOptions, CheckOutcome, CheckTotals,
-    RelevanceInForce,
+    check, check_with_marks, check_with_relevance, off_topic_violation, CheckOptions, CheckOutcome,
+    CheckTotals, RelevanceInForce,
 };
 pub use citation_mark::{
-    citation_marks_of, citation_precision, cited_by, effective_mark, new_citation_mark, CitationMark,
-    CitationMarkRecord, CitationPrecision, CITATION_MARKS,
+    citation_marks_of, citation_precision, cited_by, effective_mark, new_citation_mark,
+    CitationMark, CitationMarkRecord, CitationPrecision, CITATION_MARKS,
 };
 pub use compare::{compare, AnswerComparison, Comparison, NotCompared};
 pub use error::{GroundingError, Issue};
@@ -74,13 +74,13 @@ pub use relevance_judge::{
     RelevanceVerdict, SuggestionLine, RELEVANCE_SYSTEM_PROMPT, RELEVANCE_VERSION,
 };
 pub use review::{
-    append_citation_mark, append_relevance, append_review, new_review, parse_review_log, read_review_lines,
-    read_review_log, read_reviews, review_log_path, ReviewRecord,
+    append_citation_mark, append_relevance, append_review, new_review, parse_review_log,
+    read_review_lines, read_review_log, read_reviews, review_log_path, ReviewRecord,
 };
 pub use scifact::scifact_cases;
 pub use sheet::{
-    build_sheet, build_sheet_with_relevance, effective_support, to_csv, to_html, to_json,
-    to_markdown, SheetRow,
+    build_sheet, build_sheet_with_marks, build_sheet_with_relevance, effective_support, to_csv,
+    to_html, to_json, to_markdown, SheetRow,
 };
 
 pub use suggest::{

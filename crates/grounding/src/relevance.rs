@@ -70,7 +70,7 @@ pub struct RelevanceRecord {
 
 /// A line of the review log: a claim's support verdict, an answer's relevance verdict or a
 /// mark of one of a claim's citations. A line with `relevance` and no `claim` is a relevance
-/// record; one with `mark` and no `support` a citation mark; any other is a claim review (so
+/// record; one with `mark` or `citation` and no `support` a citation mark; any other is a claim review (so
 /// the messages about a bad claim review stay those of a claim review).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReviewLine {
@@ -94,7 +94,8 @@ impl<'de> Deserialize<'de> for ReviewLine {
         use serde::de::Error;
         let map = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
         let relevance = map.contains_key("relevance") && !map.contains_key("claim");
-        let citation = map.contains_key("mark") && !map.contains_key("support");
+        let citation = (map.contains_key("mark") || map.contains_key("citation"))
+            && !map.contains_key("support");
         let value = serde_json::Value::Object(map);
         if citation {
             serde_json::from_value(value)
