@@ -44,9 +44,10 @@ pub enum AuditCommand {
     Runs(RunsArgs),
     /// The evidence sheet: one row per material claim.
     Sheet(SheetArgs),
-    /// Append a reviewer's support verdict on a claim (`--claim --support`) or relevance
-    /// verdict on an answer (`--answer --relevance`: does it address what was asked?);
-    /// append-only: to the history for a recorded run, else to `<cases>.reviews.jsonl`.
+    /// Append a reviewer's support verdict on a claim (`--claim --support`), mark of one of
+    /// a claim's citations (`--claim --citation --mark`: necessary, redundant or irrelevant)
+    /// or relevance verdict on an answer (`--answer --relevance`: does it address what was
+    /// asked?); append-only: to the history for a recorded run, else to `<cases>.reviews.jsonl`.
     Review(ReviewArgs),
     /// Write an audit package (directory, or FILE.tar.gz) with a SHA-256 manifest.
     Package(PackageArgs),
