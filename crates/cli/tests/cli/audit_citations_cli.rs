@@ -4,7 +4,7 @@
 //! bad input named by file, line and field.
 
 use crate::common;
-use common::{stderr, stdout, veredicto, workspace};
+use common::{stderr, stdout, veredicto, veredicto_in, workspace};
 use std::path::{Path, PathBuf};
 
 /// The q017 example with claim C-017-2 citing both D-01 and D-02.
@@ -400,5 +400,67 @@ fn bad_marks_exit_2_and_append_nothing() {
             .contains("citation mark 2: claim `C-017-1` does not cite `D-02` (it cites: D-01)"),
         "{}",
         stderr(&o)
+    );
+}
+
+#[test]
+fn a_mark_on_a_recorded_run_is_kept_in_the_history_and_its_package() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    let cases = cases_with_two_citations(d);
+    let run = |args: &[&str]| {
+        let mut a = vec![args[0], "--history", "h.db"];
+        a.extend_from_slice(&args[1..]);
+        veredicto_in(d, &a)
+    };
+    let o = run(&[
+        "audit",
+        "record",
+        s(&cases),
+        "--time",
+        "2026-11-30T10:00:00Z",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let id = stdout(&o).trim().to_string();
+    let o = run(&[
+        "audit",
+        "review",
+        &id,
+        "--claim",
+        "C-017-2",
+        "--citation",
+        "D-02",
+        "--mark",
+        "irrelevant",
+        "--reason",
+        "D-02 p07 is about refund processing",
+        "--reviewer",
+        "ana",
+        "--time",
+        "2026-11-30T11:00:00Z",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("to audit run {id} in ")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !d.join("q017.yaml.reviews.jsonl").exists(),
+        "a run's records go to the history"
+    );
+    let o = run(&["audit", "check", &id, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "not a gate: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["totals"]["citation_precision"]["irrelevant"], 1);
+    assert_eq!(v["totals"]["citation_precision"]["precision"], 0.0);
+    let o = run(&["audit", "package", &id, "--out", "pkg"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["audit", "verify", "pkg"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("reviews.jsonl = the run's first 1 of 1 review record(s)"),
+        "{}",
+        stdout(&o)
     );
 }
