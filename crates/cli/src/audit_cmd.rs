@@ -44,9 +44,10 @@ pub enum AuditCommand {
     Runs(RunsArgs),
     /// The evidence sheet: one row per material claim.
     Sheet(SheetArgs),
-    /// Append a reviewer's support verdict on a claim (`--claim --support`) or relevance
-    /// verdict on an answer (`--answer --relevance`: does it address what was asked?);
-    /// append-only: to the history for a recorded run, else to `<cases>.reviews.jsonl`.
+    /// Append a reviewer's support verdict on a claim (`--claim --support`), mark of one of
+    /// a claim's citations (`--claim --citation --mark`: necessary, redundant or irrelevant)
+    /// or relevance verdict on an answer (`--answer --relevance`: does it address what was
+    /// asked?); append-only: to the history for a recorded run, else to `<cases>.reviews.jsonl`.
     Review(ReviewArgs),
     /// Write an audit package (directory, or FILE.tar.gz) with a SHA-256 manifest.
     Package(PackageArgs),
@@ -260,17 +261,20 @@ pub struct SheetArgs {
 pub struct ReviewArgs {
     #[arg(help = TARGET_HELP)]
     pub target: String,
-    /// The claim judged for support (with --support).
-    #[arg(
-        long,
-        required_unless_present = "answer",
-        conflicts_with = "answer",
-        requires = "support"
-    )]
+    /// The claim judged for support (with --support), or whose citation is marked (with
+    /// --citation and --mark).
+    #[arg(long, required_unless_present = "answer", conflicts_with = "answer")]
     pub claim: Option<String>,
     /// supported | partially_supported | unsupported | not_evaluable
     #[arg(long, value_parser = parse_support, requires = "claim")]
     pub support: Option<g::Support>,
+    /// A citation of the claim (its ID, as in the answer: `D-01`) to mark (with --mark).
+    #[arg(long, requires_all = ["claim", "mark"], conflicts_with = "support")]
+    pub citation: Option<String>,
+    /// necessary | redundant (the claim's other citations already support it) | irrelevant
+    /// (it supports nothing of the claim): counted in citation precision.
+    #[arg(long, value_parser = parse_mark, requires = "citation")]
+    pub mark: Option<g::CitationMark>,
     /// The answer judged for relevance (with --relevance).
     #[arg(long, requires = "relevance")]
     pub answer: Option<String>,
@@ -285,7 +289,7 @@ pub struct ReviewArgs {
     pub reason: String,
     #[arg(long)]
     pub reviewer: String,
-    #[arg(long, conflicts_with = "answer")]
+    #[arg(long, conflicts_with_all = ["answer", "citation"])]
     pub diagnosis: Option<String>,
     /// Time of the review (RFC 3339; default: now, UTC).
     #[arg(long, value_name = "TIME", value_parser = crate::date_args::timestamp)]
@@ -339,6 +343,10 @@ fn parse_support(s: &str) -> Result<g::Support, String> {
 }
 
 fn parse_relevance(s: &str) -> Result<g::Relevance, String> {
+    s.parse()
+}
+
+fn parse_mark(s: &str) -> Result<g::CitationMark, String> {
     s.parse()
 }
 
@@ -400,10 +408,11 @@ fn print_raw(bytes: &[u8]) -> anyhow::Result<()> {
 fn sheet(a: SheetArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
     let h = &s.history;
     let t = target::open(&a.target, h)?;
-    let rows = g::build_sheet_with_relevance(
+    let rows = g::build_sheet_with_marks(
         &t.set,
         &t.reviews,
         &t.relevance,
+        &t.citation_marks,
         &t.suggestions,
         &t.relevance_suggestions,
     );
@@ -428,6 +437,9 @@ fn review(a: ReviewArgs, s: &Settings) -> anyhow::Result<ExitStatus> {
     let h = &s.history;
     let t = target::open(&a.target, h)?;
     let time = a.time.clone().unwrap_or_else(crate::clock::now_rfc3339);
+    if let (Some(claim), Some(citation), Some(mark)) = (&a.claim, &a.citation, a.mark) {
+        return review_citation(&a, &t, &time, h, (claim, citation, mark));
+    }
     let (Some(claim), Some(support)) = (&a.claim, a.support) else {
         return review_relevance(&a, &t, &time, h);
     };
@@ -467,7 +479,7 @@ fn review_relevance(
     h: &veredicto_app::HistorySpec,
 ) -> anyhow::Result<ExitStatus> {
     let (Some(answer), Some(relevance)) = (&a.answer, a.relevance) else {
-        bail!("give --claim ID --support VERDICT, or --answer ID --relevance VERDICT");
+        bail!("give --claim ID --support VERDICT, --claim ID --citation CIT --mark MARK, or --answer ID --relevance VERDICT");
     };
     let done = app::record::review_relevance(
         t,
@@ -489,6 +501,39 @@ fn review_relevance(
     printer::status(&format!(
         "appended relevance {relevance} on {} {answer} by {} to {}: {kind}",
         done.record.case, a.reviewer, done.place,
+    ));
+    Ok(ExitStatus::Success)
+}
+
+/// `audit review --claim ID --citation CIT --mark M`: a mark of one of the claim's
+/// citations, appended to the same log as claim verdicts.
+fn review_citation(
+    a: &ReviewArgs,
+    t: &Target,
+    time: &str,
+    h: &veredicto_app::HistorySpec,
+    (claim, citation, mark): (&str, &str, g::CitationMark),
+) -> anyhow::Result<ExitStatus> {
+    let done = app::record::review_citation(
+        t,
+        &app::record::CitationReview {
+            claim,
+            citation,
+            mark,
+            reason: &a.reason,
+            reviewer: &a.reviewer,
+            time,
+        },
+    )?;
+    target::appended(t, &done.warnings, h);
+    let kind = match done.original {
+        None => "original mark".to_string(),
+        Some(o) if o == mark => format!("annex (agrees with {o})"),
+        Some(o) => format!("annex (disagrees with {o})"),
+    };
+    printer::status(&format!(
+        "appended {mark} on citation {citation} of {claim} by {} to {}: {kind}",
+        a.reviewer, done.place,
     ));
     Ok(ExitStatus::Success)
 }

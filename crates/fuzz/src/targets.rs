@@ -631,6 +631,7 @@ fn package_seed() -> grounding::Files {
         reviews_bytes: Some(&reviews_bytes),
         reviews: &reviews,
         relevance: &[],
+        citation_marks: &[],
         relevance_suggestions: &[],
         suggestions_bytes: None,
         suggestions: &[],

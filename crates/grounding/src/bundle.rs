@@ -6,7 +6,7 @@ use crate::model::{CaseSet, SCHEMA_VERSION};
 use crate::package::{seal_run, sha256_hex, unsafe_member_path, Files, ManifestRun, MissingPart};
 use crate::relevance::{effective_relevance, RelevanceRecord};
 use crate::review::ReviewRecord;
-use crate::sheet::{build_sheet_with_relevance, effective_support, to_csv, to_json};
+use crate::sheet::{build_sheet_with_marks, effective_support, to_csv, to_json};
 use serde_json::json;
 
 /// Everything a package is made from. No clock: `created` is written only when given.
@@ -20,6 +20,8 @@ pub struct PackageInputs<'a> {
     pub reviews: &'a [ReviewRecord],
     /// The answer-relevance records of the same log.
     pub relevance: &'a [RelevanceRecord],
+    /// The citation marks of the same log.
+    pub citation_marks: &'a [crate::citation_mark::CitationMarkRecord],
     /// The answer-relevance suggestions of the suggestions log.
     pub relevance_suggestions: &'a [crate::relevance_judge::RelevanceSuggestion],
     /// Raw bytes of the model-suggestion log, when there is one (optional part).
@@ -118,6 +120,14 @@ pub fn build_package(i: &PackageInputs<'_>) -> Result<Files, GroundingError> {
                     "reviewer": r.reviewer, "time": r.time,
                 });
             }
+            // Likewise only when some citation of the answer is marked.
+            let cp = crate::citation_mark::citation_precision(&a.claims, i.citation_marks);
+            if cp.marked > 0 {
+                entry["citation_precision"] = json!({
+                    "marked": cp.marked, "necessary": cp.necessary, "redundant": cp.redundant,
+                    "irrelevant": cp.irrelevant, "precision": cp.value(),
+                });
+            }
             metrics.push(entry);
         }
     }
@@ -125,10 +135,11 @@ pub fn build_package(i: &PackageInputs<'_>) -> Result<Files, GroundingError> {
     files.insert("answers.json".into(), pretty(&json!(answers)));
     files.insert("citations.json".into(), pretty(&json!(citations)));
     files.insert("metrics.json".into(), pretty(&json!(metrics)));
-    let rows = build_sheet_with_relevance(
+    let rows = build_sheet_with_marks(
         i.set,
         i.reviews,
         i.relevance,
+        i.citation_marks,
         i.suggestions,
         i.relevance_suggestions,
     );

@@ -2,6 +2,7 @@
 //! once; renderers (`veredicto_report::audit`) only format the result.
 
 use crate::absence::{absences, fact_coverage, AbsenceEntry, FactCoverage};
+use crate::citation_mark::{citation_precision, CitationMarkRecord, CitationPrecision};
 use crate::metrics::{answer_metrics, document_recall_at, AnswerMetrics};
 use crate::model::CaseSet;
 use crate::policy::{violations, GroundingPolicy};
@@ -38,6 +39,8 @@ pub struct CheckTotals {
     pub addresses: usize,
     pub partly: usize,
     pub off_topic: usize,
+    /// The citation marks in force over every answer (citation precision).
+    pub citations: CitationPrecision,
 }
 
 /// An answer's relevance verdict in force (its first relevance review) and how many later
@@ -57,6 +60,8 @@ pub struct AnswerCheck {
     pub metrics: AnswerMetrics,
     /// Does the answer address what was asked (`None`: not judged)?
     pub relevance: Option<RelevanceInForce>,
+    /// The marks in force of its claims' citations (`None`: no citation marked).
+    pub citation_precision: Option<CitationPrecision>,
     /// Policy thresholds missed (empty = passes).
     pub violations: Vec<String>,
 }
@@ -123,6 +128,19 @@ pub fn check_with_relevance(
     relevance: &[RelevanceRecord],
     opts: &CheckOptions,
 ) -> CheckOutcome {
+    check_with_marks(set, reviews, relevance, &[], opts)
+}
+
+/// [`check_with_relevance`] with the citation marks: each answer's citation precision (its
+/// claims' citations marked necessary or redundant / marked) beside its support, and in the
+/// totals. Reported, not gated.
+pub fn check_with_marks(
+    set: &CaseSet,
+    reviews: &[ReviewRecord],
+    relevance: &[RelevanceRecord],
+    marks: &[CitationMarkRecord],
+    opts: &CheckOptions,
+) -> CheckOutcome {
     let mut totals = CheckTotals::default();
     let mut pass = true;
     let mut cases = Vec::new();
@@ -170,10 +188,13 @@ pub fn check_with_relevance(
                     }
                 }
             }
+            let cp = citation_precision(&ans.claims, marks);
+            totals.citations.merge(&cp);
             pass &= v.is_empty();
             answers.push(AnswerCheck {
                 metrics: m,
                 relevance: rel,
+                citation_precision: (cp.marked > 0).then_some(cp),
                 violations: v,
             });
         }
@@ -378,6 +399,38 @@ cases:
             (t.relevance_judged, t.addresses, t.partly, t.off_topic),
             (2, 0, 1, 1)
         );
+    }
+
+    #[test]
+    fn citation_precision_is_per_answer_and_in_the_totals() {
+        let mark = |claim: &str, cit: &str, m: crate::citation_mark::CitationMark| {
+            crate::citation_mark::new_citation_mark(&set(), claim, cit, m, "r", "ana", "t").unwrap()
+        };
+        use crate::citation_mark::CitationMark::*;
+        let marks = vec![
+            mark("c1a1k1", "DA", Necessary),
+            mark("c1a2k2", "DB", Irrelevant),
+            mark("c1a1k1", "DA", Irrelevant),
+        ];
+        let out = check_with_marks(&set(), &[], &[], &marks, &CheckOptions::default());
+        let a = &out.cases[0].answers;
+        let p1 = a[0].citation_precision.unwrap();
+        assert_eq!(
+            (p1.marked, p1.value()),
+            (1, Some(1.0)),
+            "the first mark is in force"
+        );
+        let p2 = a[1].citation_precision.unwrap();
+        assert_eq!((p2.marked, p2.irrelevant, p2.value()), (1, 1, Some(0.0)));
+        assert!(a[2].citation_precision.is_none(), "nothing marked");
+        let t = out.totals.citations;
+        assert_eq!(
+            (t.marked, t.necessary, t.irrelevant, t.value()),
+            (2, 1, 1, Some(0.5))
+        );
+        assert!(out.pass, "citation precision is reported, not gated");
+        let plain = check(&set(), &[], &CheckOptions::default());
+        assert_eq!(plain.totals.citations, CitationPrecision::default());
     }
 
     #[test]

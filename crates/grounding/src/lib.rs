@@ -8,6 +8,7 @@ mod absence;
 mod agreement;
 mod bundle;
 pub mod check;
+mod citation_mark;
 mod compare;
 mod error;
 mod impact;
@@ -33,8 +34,12 @@ pub use absence::{
 pub use agreement::{cohen_kappa, reviewer_pairs, Agreement, VERDICTS};
 pub use bundle::{build_package, PackageInputs};
 pub use check::{
-    check, check_with_relevance, off_topic_violation, CheckOptions, CheckOutcome, CheckTotals,
-    RelevanceInForce,
+    check, check_with_marks, check_with_relevance, off_topic_violation, CheckOptions, CheckOutcome,
+    CheckTotals, RelevanceInForce,
+};
+pub use citation_mark::{
+    citation_marks_of, citation_precision, cited_by, effective_mark, new_citation_mark,
+    CitationMark, CitationMarkRecord, CitationPrecision, CITATION_MARKS,
 };
 pub use compare::{compare, AnswerComparison, Comparison, NotCompared};
 pub use error::{GroundingError, Issue};
@@ -59,8 +64,9 @@ pub use package_read::{
 };
 pub use policy::{load_policy, violations, GroundingPolicy};
 pub use relevance::{
-    effective_relevance, new_relevance_review, relevance_reviews, split_review_lines,
-    unknown_answer, Relevance, RelevanceRecord, ReviewLine, RELEVANCE_VERDICTS,
+    effective_relevance, new_relevance_review, relevance_reviews, split_review_kinds,
+    split_review_lines, unknown_answer, Relevance, RelevanceRecord, ReviewKinds, ReviewLine,
+    RELEVANCE_VERDICTS,
 };
 pub use relevance_judge::{
     latest_relevance_suggestion, parse_relevance_reply, relevance_method, relevance_suggestions,
@@ -68,13 +74,13 @@ pub use relevance_judge::{
     RelevanceVerdict, SuggestionLine, RELEVANCE_SYSTEM_PROMPT, RELEVANCE_VERSION,
 };
 pub use review::{
-    append_relevance, append_review, new_review, parse_review_log, read_review_lines,
-    read_review_log, read_reviews, review_log_path, ReviewRecord,
+    append_citation_mark, append_relevance, append_review, new_review, parse_review_log,
+    read_review_lines, read_review_log, read_reviews, review_log_path, ReviewRecord,
 };
 pub use scifact::scifact_cases;
 pub use sheet::{
-    build_sheet, build_sheet_with_relevance, effective_support, to_csv, to_html, to_json,
-    to_markdown, SheetRow,
+    build_sheet, build_sheet_with_marks, build_sheet_with_relevance, effective_support, to_csv,
+    to_html, to_json, to_markdown, SheetRow,
 };
 
 pub use suggest::{

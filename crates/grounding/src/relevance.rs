@@ -4,6 +4,7 @@
 //! relevance line carries `relevance` and no `claim`. The first relevance review of an answer
 //! is the verdict in force; later ones are annexes.
 
+use crate::citation_mark::CitationMarkRecord;
 use crate::model::CaseSet;
 use crate::review::ReviewRecord;
 use serde::{Deserialize, Serialize};
@@ -67,13 +68,15 @@ pub struct RelevanceRecord {
     pub time: String,
 }
 
-/// A line of the review log: a claim's support verdict or an answer's relevance verdict.
-/// A line with `relevance` and no `claim` is a relevance record; any other is a claim review
-/// (so the messages about a bad claim review stay those of a claim review).
+/// A line of the review log: a claim's support verdict, an answer's relevance verdict or a
+/// mark of one of a claim's citations. A line with `relevance` and no `claim` is a relevance
+/// record; one with `mark` or `citation` and no `support` a citation mark; any other is a claim review (so
+/// the messages about a bad claim review stay those of a claim review).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReviewLine {
     Claim(ReviewRecord),
     Relevance(RelevanceRecord),
+    Citation(CitationMarkRecord),
 }
 
 impl Serialize for ReviewLine {
@@ -81,6 +84,7 @@ impl Serialize for ReviewLine {
         match self {
             ReviewLine::Claim(r) => r.serialize(s),
             ReviewLine::Relevance(r) => r.serialize(s),
+            ReviewLine::Citation(r) => r.serialize(s),
         }
     }
 }
@@ -90,8 +94,14 @@ impl<'de> Deserialize<'de> for ReviewLine {
         use serde::de::Error;
         let map = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
         let relevance = map.contains_key("relevance") && !map.contains_key("claim");
+        let citation = (map.contains_key("mark") || map.contains_key("citation"))
+            && !map.contains_key("support");
         let value = serde_json::Value::Object(map);
-        if relevance {
+        if citation {
+            serde_json::from_value(value)
+                .map(ReviewLine::Citation)
+                .map_err(D::Error::custom)
+        } else if relevance {
             serde_json::from_value(value)
                 .map(ReviewLine::Relevance)
                 .map_err(D::Error::custom)
@@ -103,17 +113,32 @@ impl<'de> Deserialize<'de> for ReviewLine {
     }
 }
 
-/// The claim reviews and the relevance reviews of a log, each in appended order.
+/// The claim reviews and the relevance reviews of a log, each in appended order (citation
+/// marks are left out; see [`split_review_kinds`]).
 pub fn split_review_lines(lines: Vec<ReviewLine>) -> (Vec<ReviewRecord>, Vec<RelevanceRecord>) {
-    let mut claims = Vec::new();
-    let mut relevance = Vec::new();
+    let k = split_review_kinds(lines);
+    (k.claims, k.relevance)
+}
+
+/// The records of a review log by kind, each in appended order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReviewKinds {
+    pub claims: Vec<ReviewRecord>,
+    pub relevance: Vec<RelevanceRecord>,
+    pub citations: Vec<CitationMarkRecord>,
+}
+
+/// Splits a review log's lines by kind.
+pub fn split_review_kinds(lines: Vec<ReviewLine>) -> ReviewKinds {
+    let mut k = ReviewKinds::default();
     for l in lines {
         match l {
-            ReviewLine::Claim(r) => claims.push(r),
-            ReviewLine::Relevance(r) => relevance.push(r),
+            ReviewLine::Claim(r) => k.claims.push(r),
+            ReviewLine::Relevance(r) => k.relevance.push(r),
+            ReviewLine::Citation(r) => k.citations.push(r),
         }
     }
-    (claims, relevance)
+    k
 }
 
 /// Builds a relevance record for answer `answer` of case `case` (the case may be omitted
@@ -242,6 +267,25 @@ mod tests {
             e.contains("unknown field `relevance`"),
             "a claim line keeps its own rules: {e}"
         );
+    }
+
+    #[test]
+    fn a_citation_mark_shares_the_log_too() {
+        let line = r#"{"case":"Q","answer":"A","claim":"C","citation":"D-02","mark":"redundant","reason":"D-01 says it","reviewer":"ana","time":"t"}"#;
+        let l: ReviewLine = serde_json::from_str(line).unwrap();
+        assert!(matches!(&l, ReviewLine::Citation(r) if r.citation == "D-02"));
+        assert_eq!(serde_json::to_string(&l).unwrap(), line, "written as read");
+        let e = serde_json::from_str::<ReviewLine>(
+            r#"{"case":"Q","answer":"A","claim":"C","citation":"D-02","mark":"maybe","reason":"r","reviewer":"a","time":"t"}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("expected one of `necessary`, `redundant`, `irrelevant`"),
+            "{e}"
+        );
+        let k = split_review_kinds(vec![l]);
+        assert_eq!((k.claims.len(), k.citations.len()), (0, 1));
     }
 
     #[test]

@@ -107,6 +107,14 @@ pub fn append_review(path: &Path, r: &ReviewRecord) -> Result<AppendReport, Grou
     crate::jsonl::append_log(path, &[ReviewLine::Claim(r.clone())])
 }
 
+/// Appends one citation mark to the same log, with the same guarantees.
+pub fn append_citation_mark(
+    path: &Path,
+    r: &crate::citation_mark::CitationMarkRecord,
+) -> Result<AppendReport, GroundingError> {
+    crate::jsonl::append_log(path, &[ReviewLine::Citation(r.clone())])
+}
+
 /// Appends one answer-relevance record to the same log, with the same guarantees.
 pub fn append_relevance(path: &Path, r: &RelevanceRecord) -> Result<AppendReport, GroundingError> {
     crate::jsonl::append_log(path, &[ReviewLine::Relevance(r.clone())])

@@ -3,6 +3,7 @@
 //! Attached and supported are separate columns, never merged. Rendered as CSV, JSON,
 //! Markdown or HTML.
 
+use crate::citation_mark::{citation_marks_of, CitationMarkRecord};
 use crate::model::{Association, Case, CaseSet, Claim, Support};
 use crate::relevance::{relevance_reviews, RelevanceRecord};
 use crate::relevance_judge::{latest_relevance_suggestion, RelevanceSuggestion};
@@ -18,7 +19,8 @@ pub struct SheetRow {
     pub query: String,
     pub answer_id: String,
     /// `claim`, `relevance` (an answer's relevance verdict: `support` holds `addresses`,
-    /// `partly` or `off_topic`), or `absence` (a point the sources do not answer).
+    /// `partly` or `off_topic`), `citation` (a mark of one citation of a claim: `support`
+    /// holds `necessary`, `redundant` or `irrelevant`), or `absence` (a point the sources do not answer).
     pub row: String,
     /// The claim ID, or the absence ID (`U1`, …).
     pub claim_id: String,
@@ -137,6 +139,29 @@ pub fn build_sheet_with_relevance(
     suggestions: &[SuggestionRecord],
     relevance_suggestions: &[RelevanceSuggestion],
 ) -> Vec<SheetRow> {
+    build_sheet_with_marks(
+        set,
+        reviews,
+        relevance,
+        &[],
+        suggestions,
+        relevance_suggestions,
+    )
+}
+
+/// [`build_sheet_with_relevance`] with citation marks: after a claim's row, one `citation`
+/// row per citation of it with a mark (its claim in `claim_id` and `claim_text`, the citation
+/// in `citation_ids` and its passage in `sources`, `locations`, `positions` and
+/// `passage_texts`, the mark in force in `support`, its reason in `support_reason`, later
+/// marks in `annexes`).
+pub fn build_sheet_with_marks(
+    set: &CaseSet,
+    reviews: &[ReviewRecord],
+    relevance: &[RelevanceRecord],
+    marks: &[CitationMarkRecord],
+    suggestions: &[SuggestionRecord],
+    relevance_suggestions: &[RelevanceSuggestion],
+) -> Vec<SheetRow> {
     let mut rows = Vec::new();
     for case in &set.cases {
         for a in &case.answers {
@@ -249,10 +274,72 @@ pub fn build_sheet_with_relevance(
                     pending_note: cl.pending.clone().unwrap_or_default(),
                     annexes,
                 });
+                rows.extend(citation_rows(case, a, cl, marks));
             }
             rows.extend(relevance_row(case, a, relevance, relevance_suggestions));
         }
         rows.extend(absence_rows(case));
+    }
+    rows
+}
+
+/// One row per citation of the claim with a mark, in the claim's citation order.
+fn citation_rows(
+    case: &Case,
+    a: &crate::model::Answer,
+    cl: &Claim,
+    marks: &[CitationMarkRecord],
+) -> Vec<SheetRow> {
+    let mut rows = Vec::new();
+    for cid in &cl.citations {
+        let mine = citation_marks_of(&cl.id, cid, marks);
+        let Some(first) = mine.first() else {
+            continue;
+        };
+        let (mut sources, mut locations, mut positions, mut texts) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        if let Some(c) = a.citations.iter().find(|c| &c.id == cid) {
+            let (l, p, t) = locate(case, &c.source, c.passage.as_deref());
+            sources.push(l);
+            locations.push(
+                case.sources
+                    .iter()
+                    .find(|s| s.id == c.source)
+                    .map_or_else(|| "-".into(), |s| location(s, c.passage.as_deref())),
+            );
+            positions.push(p);
+            texts.push(t);
+        }
+        rows.push(SheetRow {
+            case_id: case.id.clone(),
+            query: case.query.clone(),
+            answer_id: a.id.clone(),
+            row: "citation".into(),
+            claim_id: cl.id.clone(),
+            claim_text: cl.text.clone(),
+            lacking: String::new(),
+            citation_ids: vec![cid.clone()],
+            sources,
+            locations,
+            positions,
+            passage_texts: texts,
+            association: String::new(),
+            association_reason: String::new(),
+            support: first.mark.as_str().into(),
+            support_reason: first.reason.clone(),
+            suggested_support: String::new(),
+            suggestion_score: None,
+            suggestion_by: String::new(),
+            diagnosis: String::new(),
+            reviewer: first.reviewer.clone(),
+            time: first.time.clone(),
+            pending_note: String::new(),
+            annexes: mine
+                .iter()
+                .skip(1)
+                .map(|r| format!("{} {}: {} — {}", r.time, r.reviewer, r.mark, r.reason))
+                .collect(),
+        });
     }
     rows
 }

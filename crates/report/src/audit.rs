@@ -103,6 +103,9 @@ pub fn check_human(out: &CheckOutcome) -> String {
     if t.relevance_judged > 0 {
         let _ = writeln!(s, "relevance: {}", relevance_totals(t));
     }
+    if t.citations.marked > 0 {
+        let _ = writeln!(s, "citation precision: {}", citation_totals(&t.citations));
+    }
     s.push_str(if out.pass {
         "policy: met\n"
     } else {
@@ -112,10 +115,40 @@ pub fn check_human(out: &CheckOutcome) -> String {
 }
 
 /// `  relevance V` after an answer's measures, when it has a relevance verdict.
+/// Also `  citation precision P (k/m marked)` when some of its citations are marked.
 fn relevance_suffix(a: &veredicto_grounding::check::AnswerCheck) -> String {
-    a.relevance
+    let mut s = a
+        .relevance
         .as_ref()
-        .map_or_else(String::new, |r| format!("  relevance {}", r.verdict))
+        .map_or_else(String::new, |r| format!("  relevance {}", r.verdict));
+    if let Some(p) = &a.citation_precision {
+        let _ = write!(
+            s,
+            "  citation precision {} ({}/{} marked)",
+            pct(p.value()),
+            p.necessary + p.redundant,
+            p.marked
+        );
+    }
+    s
+}
+
+/// `P over m marked citations: n necessary, r redundant, i irrelevant`.
+fn citation_totals(p: &veredicto_grounding::CitationPrecision) -> String {
+    format!(
+        "{} over {} marked citations: {} necessary, {} redundant, {} irrelevant",
+        pct(p.value()),
+        p.marked,
+        p.necessary,
+        p.redundant,
+        p.irrelevant
+    )
+}
+
+/// A citation count as JSON: the counts and `precision` (`null` when nothing is marked).
+fn citation_json(p: &veredicto_grounding::CitationPrecision) -> Value {
+    json!({"marked": p.marked, "necessary": p.necessary, "redundant": p.redundant,
+           "irrelevant": p.irrelevant, "precision": p.value()})
 }
 
 /// `N of M answers judged: a addresses, p partly, o off topic`.
@@ -137,6 +170,7 @@ pub fn check_json(out: &CheckOutcome, cases: &str, run: Option<&str>) -> String 
                 json!({
                     "metrics": a.metrics,
                     "relevance": a.relevance,
+                    "citation_precision": a.citation_precision.as_ref().map(citation_json),
                     "document_recall": case.document_recall.iter().map(|(k, v)| json!({"k": k, "value": v})).collect::<Vec<_>>(),
                     "violations": a.violations,
                     "fact_coverage": case.fact_coverage,
@@ -153,7 +187,8 @@ pub fn check_json(out: &CheckOutcome, cases: &str, run: Option<&str>) -> String 
                    "with_citation": t.with_citation, "supported": t.supported,
                    "unreviewed": t.unreviewed, "absences": t.absences,
                    "relevance": {"judged": t.relevance_judged, "addresses": t.addresses,
-                                 "partly": t.partly, "off_topic": t.off_topic}},
+                                 "partly": t.partly, "off_topic": t.off_topic},
+                   "citation_precision": citation_json(&t.citations)},
         "answers": answers,
         "absences": out.absences,
     }))
@@ -246,6 +281,26 @@ pub fn check_markdown(out: &CheckOutcome, cases: &str) -> String {
                 }
             );
         }
+        let marked: Vec<_> = case
+            .answers
+            .iter()
+            .filter_map(|a| {
+                a.citation_precision
+                    .as_ref()
+                    .map(|p| (&a.metrics.answer, p))
+            })
+            .collect();
+        if !marked.is_empty() {
+            s.push('\n');
+        }
+        for (answer, p) in marked {
+            let _ = writeln!(
+                s,
+                "- Citation precision of {}: {}",
+                cell(answer),
+                citation_totals(p)
+            );
+        }
         s.push('\n');
     }
     let t = &out.totals;
@@ -256,6 +311,13 @@ pub fn check_markdown(out: &CheckOutcome, cases: &str) -> String {
     );
     if t.relevance_judged > 0 {
         let _ = writeln!(s, "\nRelevance: {}.", relevance_totals(t));
+    }
+    if t.citations.marked > 0 {
+        let _ = writeln!(
+            s,
+            "\nCitation precision: {}.",
+            citation_totals(&t.citations)
+        );
     }
     s
 }

@@ -69,10 +69,11 @@ pub fn check(t: &AuditTarget, policy: Option<&Path>, k: &[usize]) -> Result<g::C
         },
         k: k.to_vec(),
     };
-    Ok(g::check_with_relevance(
+    Ok(g::check_with_marks(
         &t.set,
         &t.reviews,
         &t.relevance,
+        &t.citation_marks,
         &opts,
     ))
 }

@@ -207,3 +207,50 @@ pub fn review_relevance(t: &AuditTarget, r: &RelevanceReview<'_>) -> Result<Rele
         original,
     })
 }
+
+/// One reviewer's mark of one citation of a claim: necessary, redundant or irrelevant.
+#[derive(Debug, Clone)]
+pub struct CitationReview<'a> {
+    /// The claim's ID.
+    pub claim: &'a str,
+    /// The citation's ID (one the claim cites).
+    pub citation: &'a str,
+    /// The mark.
+    pub mark: g::CitationMark,
+    /// Why.
+    pub reason: &'a str,
+    /// Who.
+    pub reviewer: &'a str,
+    /// When (RFC 3339), given by the caller.
+    pub time: &'a str,
+}
+
+/// A citation mark appended.
+#[derive(Debug, Clone)]
+pub struct CitationReviewed {
+    /// The record appended.
+    pub record: g::CitationMarkRecord,
+    /// Where it was appended.
+    pub place: String,
+    /// Warnings of the append.
+    pub warnings: Vec<String>,
+    /// The mark in force before it, if any (the mark is then an annex).
+    pub original: Option<g::CitationMark>,
+}
+
+/// Appends a reviewer's mark of a claim's citation to the records of `t` (append-only, in
+/// the same log as claim reviews). A citation the claim does not cite is refused.
+pub fn review_citation(t: &AuditTarget, r: &CitationReview<'_>) -> Result<CitationReviewed> {
+    let rec = g::new_citation_mark(
+        &t.set, r.claim, r.citation, r.mark, r.reason, r.reviewer, r.time,
+    )
+    .map_err(|e| Error::msg(format!("{}: {e}", t.origin)))?;
+    let original = g::effective_mark(&rec.claim, &rec.citation, &t.citation_marks).map(|x| x.mark);
+    let appended = t.append_citation_marks(std::slice::from_ref(&rec))?;
+    Ok(CitationReviewed {
+        record: rec,
+        place: appended.place,
+        warnings: appended.warnings,
+        original,
+    })
+}

@@ -5,9 +5,10 @@
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use veredicto_grounding::{
-    append_relevance, append_review, append_suggestion_lines, append_suggestions, load_cases,
-    parse_cases, read_review_lines, read_suggestion_lines, review_log_path, split_review_lines,
-    split_suggestion_lines, suggestion_log_path, unknown_answer, Answer, CaseSet, Claim,
+    append_citation_mark, append_relevance, append_review, append_suggestion_lines,
+    append_suggestions, cited_by, load_cases, parse_cases, read_review_lines,
+    read_suggestion_lines, review_log_path, split_review_kinds, split_suggestion_lines,
+    suggestion_log_path, unknown_answer, Answer, CaseSet, CitationMarkRecord, Claim,
     GroundingError, RelevanceRecord, RelevanceSuggestion, ReviewLine, ReviewRecord, SuggestionLine,
     SuggestionRecord,
 };
@@ -53,6 +54,13 @@ pub enum TargetError {
         record: usize,
         case: String,
         answer: String,
+    },
+    /// A citation mark of a citation its claim does not cite.
+    #[error("{origin}: citation mark {record}: {message}")]
+    Uncited {
+        origin: String,
+        record: usize,
+        message: String,
     },
     #[error(transparent)]
     Json(#[from] serde_json::Error),
@@ -117,6 +125,8 @@ pub struct AuditTarget {
     pub reviews: Vec<ReviewRecord>,
     /// The answer-relevance reviews of the same log, in appended order.
     pub relevance: Vec<RelevanceRecord>,
+    /// The citation marks of the same log, in appended order.
+    pub citation_marks: Vec<CitationMarkRecord>,
     pub raw_reviews: Option<Vec<u8>>,
     pub suggestions: Vec<SuggestionRecord>,
     /// The answer-relevance suggestions of the same log, in appended order.
@@ -153,6 +163,7 @@ impl AuditTarget {
             raw_reviews: read_optional(&rlog, reviews.complete_len)?,
             reviews: Vec::new(),
             relevance: Vec::new(),
+            citation_marks: Vec::new(),
             raw_suggestions: read_optional(&slog, suggestions.complete_len)?,
             suggestions: Vec::new(),
             relevance_suggestions: Vec::new(),
@@ -167,7 +178,9 @@ impl AuditTarget {
             &rlog.display().to_string(),
             &slog.display().to_string(),
         )?;
-        (t.reviews, t.relevance) = split_review_lines(reviews.records);
+        let kinds = split_review_kinds(reviews.records);
+        (t.reviews, t.relevance, t.citation_marks) =
+            (kinds.claims, kinds.relevance, kinds.citations);
         (t.suggestions, t.relevance_suggestions) = split_suggestion_lines(suggestions.records);
         Ok(t)
     }
@@ -196,15 +209,16 @@ impl AuditTarget {
             &format!("{origin} reviews"),
             &format!("{origin} suggestions"),
         )?;
-        let (reviews, relevance) = split_review_lines(lines);
+        let kinds = split_review_kinds(lines);
         let (suggestions, relevance_suggestions) = split_suggestion_lines(slines);
         let t = AuditTarget {
             origin: origin.clone(),
             name: run.meta.cases_name.clone(),
             set,
             bytes: run.cases,
-            reviews,
-            relevance,
+            reviews: kinds.claims,
+            relevance: kinds.relevance,
+            citation_marks: kinds.citations,
             raw_reviews: join_lines(&review_lines),
             suggestions,
             relevance_suggestions,
@@ -269,6 +283,32 @@ impl AuditTarget {
                 let mut warnings = Vec::new();
                 for r in recs {
                     warnings.extend(append_review(&log, r)?.warning(&log));
+                }
+                Ok(Appended {
+                    place: log.display().to_string(),
+                    warnings,
+                })
+            }
+            RecordStore::Run { history, meta } => {
+                history
+                    .append_audit_records(&meta.id, &to_lines(AuditRecordKind::Review, recs)?)?;
+                Ok(run_place(history, meta))
+            }
+        }
+    }
+
+    /// Appends citation marks to the review log (or the run's reviews), with the same
+    /// guarantees as [`AuditTarget::append_reviews`].
+    pub fn append_citation_marks(
+        &self,
+        recs: &[CitationMarkRecord],
+    ) -> Result<Appended, TargetError> {
+        match &self.store {
+            RecordStore::File(path) => {
+                let log = review_log_path(path);
+                let mut warnings = Vec::new();
+                for r in recs {
+                    warnings.extend(append_citation_mark(&log, r)?.warning(&log));
                 }
                 Ok(Appended {
                     place: log.display().to_string(),
@@ -434,6 +474,7 @@ impl AuditTarget {
             reviews_bytes: self.raw_reviews.as_deref(),
             reviews: &self.reviews,
             relevance: &self.relevance,
+            citation_marks: &self.citation_marks,
             suggestions_bytes: self.raw_suggestions.as_deref(),
             suggestions: &self.suggestions,
             relevance_suggestions: &self.relevance_suggestions,
@@ -487,10 +528,29 @@ fn check_records(
             answer: answer.into(),
         })
     };
+    let uncited = |origin: &str, i: usize, claim: &str, citation: &str| {
+        let cl = set
+            .cases
+            .iter()
+            .flat_map(|c| c.answers.iter())
+            .flat_map(|a| a.claims.iter())
+            .find(|c| c.id == claim)?;
+        cited_by(cl, citation)
+            .err()
+            .map(|message| TargetError::Uncited {
+                origin: origin.into(),
+                record: i + 1,
+                message,
+            })
+    };
     for (i, r) in reviews.iter().enumerate() {
         let e = match r {
             ReviewLine::Claim(r) => unknown_claim(reviews_origin, i, "review of", &r.claim),
             ReviewLine::Relevance(r) => answer_missing(reviews_origin, i, &r.case, &r.answer),
+            ReviewLine::Citation(r) => {
+                unknown_claim(reviews_origin, i, "citation mark of", &r.claim)
+                    .or_else(|| uncited(reviews_origin, i, &r.claim, &r.citation))
+            }
         };
         if let Some(e) = e {
             return Err(e);

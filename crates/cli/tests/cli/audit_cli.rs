@@ -426,7 +426,9 @@ fn scifact_dev_converts_checks_and_sheets() {
         serde_json::json!({"answers": 300, "abstentions": 0, "claims": 300,
                            "with_citation": 300, "supported": 124, "unreviewed": 0,
                            "absences": 0, "relevance": {"judged": 0, "addresses": 0,
-                           "partly": 0, "off_topic": 0}})
+                           "partly": 0, "off_topic": 0},
+                           "citation_precision": {"marked": 0, "necessary": 0, "redundant": 0,
+                                                  "irrelevant": 0, "precision": null}})
     );
     let o = veredicto(&["audit", "sheet", s(&out), "--format", "json"]);
     let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");

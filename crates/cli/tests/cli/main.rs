@@ -5,6 +5,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod action_cli;
+mod audit_citations_cli;
 mod audit_cli;
 mod audit_integrity;
 mod audit_relevance_cli;

@@ -430,6 +430,7 @@ fn seed_004_package_carries_the_configuration_and_the_absence() {
         reviews_bytes: None,
         reviews: &[],
         relevance: &[],
+        citation_marks: &[],
         relevance_suggestions: &[],
         suggestions_bytes: None,
         suggestions: &[],

@@ -26,6 +26,7 @@ fn package() -> Files {
         reviews_bytes: Some(reviews),
         reviews: &recs,
         relevance: &[],
+        citation_marks: &[],
         relevance_suggestions: &[],
         suggestions_bytes: None,
         suggestions: &[],

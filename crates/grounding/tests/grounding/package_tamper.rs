@@ -21,6 +21,7 @@ fn inputs_package(
         reviews_bytes: Some(reviews),
         reviews: &recs,
         relevance: &[],
+        citation_marks: &[],
         relevance_suggestions: &[],
         suggestions_bytes: None,
         suggestions: &[],

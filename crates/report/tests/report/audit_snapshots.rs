@@ -179,6 +179,56 @@ fn check_outputs_with_answer_relevance() {
     });
 }
 
+/// The fixture with citation marks: A-1's DA necessary, B-2's DB irrelevant (then a second
+/// reviewer's annex), C2-1's DB redundant.
+#[test]
+fn check_outputs_with_citation_marks() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = fixture(dir.path());
+    let mark = |claim: &str, cit: &str, m: veredicto_grounding::CitationMark, who: &str| {
+        veredicto_grounding::new_citation_mark(
+            &t.set,
+            claim,
+            cit,
+            m,
+            "what the passage says, against the claim",
+            who,
+            "2025-01-05T10:00:00Z",
+        )
+        .unwrap()
+    };
+    use veredicto_grounding::CitationMark::{Irrelevant, Necessary, Redundant};
+    t.append_citation_marks(&[
+        mark("A-1", "DA", Necessary, "ana"),
+        mark("B-2", "DB", Irrelevant, "ana"),
+        mark("B-2", "DB", Redundant, "bo"),
+        mark("C2-1", "DB", Redundant, "ana"),
+    ])
+    .unwrap();
+    let t = AuditTarget::from_file(&dir.path().join("cases.yaml")).unwrap();
+    assert_eq!(t.citation_marks.len(), 4);
+    let out = veredicto_grounding::check_with_marks(
+        &t.set,
+        &t.reviews,
+        &t.relevance,
+        &t.citation_marks,
+        &CheckOptions {
+            policy: policy(),
+            k: vec![],
+        },
+    );
+    settings(dir.path(), &[]).bind(|| {
+        insta::assert_snapshot!("check_human_citations", audit::check_human(&out));
+        insta::assert_snapshot!(
+            "check_markdown_citations",
+            audit::check_markdown(&out, &t.origin)
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&audit::check_json(&out, &t.origin, None)).unwrap();
+        insta::assert_json_snapshot!("check_json_citations", json);
+    });
+}
+
 #[test]
 fn check_json_of_a_recorded_run_and_the_run_listing() {
     let dir = tempfile::tempdir().unwrap();
