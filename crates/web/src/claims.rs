@@ -580,6 +580,7 @@ pub(crate) async fn card_page(
         ));
     }
     b.push_str("</section>\n");
+    b.push_str(&marks_section(es, &target, &card, blind_on, &st.csrf));
     b.push_str(&changed_section(&st, es, &target, &card.claim));
     b.push_str(&format!(
         "<section aria-labelledby=\"h-facts\"><h2 id=\"h-facts\">{}</h2><ul>",
@@ -715,6 +716,144 @@ fn verdict_list<'a, V: AsRef<str>>(
     }
     b.push_str("</ol>\n");
     b
+}
+
+/// The claim's citations, each to be marked necessary, redundant (the others already
+/// support the claim) or irrelevant (it supports nothing of it): the mark in force and its
+/// annexes (hidden in a blind second review), and one form per citation with a required
+/// reason. Shown when the claim cites at least one passage.
+fn marks_section(
+    es: bool,
+    target: &AuditTarget,
+    card: &claims::Card,
+    blind_on: bool,
+    csrf: &str,
+) -> String {
+    if card.passages.is_empty() {
+        return String::new();
+    }
+    let mut b = format!(
+        "<section aria-labelledby=\"h-marks\" id=\"marks\"><h2 id=\"h-marks\">{}</h2>\n<p class=\"small\">{}</p>\n",
+        t(es, "Is each citation needed?", "¿Hace falta cada cita?"),
+        t(
+            es,
+            "Necessary: without it the others do not support the claim. Redundant: the others already support it. Irrelevant: it supports nothing of the claim.",
+            "Necesaria: sin ella las demás no respaldan la afirmación. Redundante: las demás ya la respaldan. Irrelevante: no respalda nada de la afirmación."
+        )
+    );
+    for p in &card.passages {
+        let cit = escape(&p.citation);
+        b.push_str(&format!(
+            "<fieldset class=\"mark\" id=\"mark-{cit}\"><legend>[{cit}] {}</legend>\n",
+            escape(&p.reference())
+        ));
+        if !blind_on {
+            let given: Vec<&g::CitationMarkRecord> = target
+                .citation_marks
+                .iter()
+                .filter(|m| m.claim == card.claim && m.citation == p.citation)
+                .collect();
+            if !given.is_empty() {
+                b.push_str(&verdict_list(
+                    es,
+                    &format!("marks-{cit}"),
+                    given.iter().map(|m| {
+                        (
+                            mark_name(es, m.mark),
+                            m.reason.as_str(),
+                            m.reviewer.as_str(),
+                            m.time.as_str(),
+                        )
+                    }),
+                ));
+            }
+        }
+        b.push_str(&format!(
+            "<form method=\"post\" action=\"/claims/{}/citation\">\n<input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"citation\" value=\"{cit}\">\n<label for=\"mark-reason-{cit}\">{}</label><textarea id=\"mark-reason-{cit}\" name=\"reason\" rows=\"1\" required></textarea>\n<div class=\"mark-buttons\">",
+            escape(&card.claim),
+            csrf,
+            t(es, "Reason (required)", "Motivo (obligatorio)"),
+        ));
+        for m in g::CITATION_MARKS {
+            b.push_str(&format!(
+                "<button type=\"submit\" name=\"mark\" value=\"{v}\" id=\"mark-{cit}-{v}\">{}</button> ",
+                mark_name(es, m),
+                v = m.as_str(),
+            ));
+        }
+        b.push_str("</div>\n</form>\n</fieldset>\n");
+    }
+    b.push_str("</section>\n");
+    b
+}
+
+fn mark_name(es: bool, m: g::CitationMark) -> &'static str {
+    match m {
+        g::CitationMark::Necessary => t(es, "necessary", "necesaria"),
+        g::CitationMark::Redundant => t(es, "redundant", "redundante"),
+        g::CitationMark::Irrelevant => t(es, "irrelevant", "irrelevante"),
+    }
+}
+
+/// Appends a reviewer's mark of one of claim `id`'s citations, exactly as `veredicto audit
+/// review --claim ID --citation CIT --mark M` does, then shows the card again.
+pub(crate) async fn submit_mark(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let es = spanish(&headers);
+    let f = match posted_form(&st, &body) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
+    let Some(who) = reviewer(&st, &headers) else {
+        return html_error(
+            es,
+            StatusCode::FORBIDDEN,
+            t(
+                es,
+                "Say your name first (claims page).",
+                "Indique antes su nombre (página de afirmaciones).",
+            ),
+        );
+    };
+    let mark: g::CitationMark = match field(&f, "mark").parse() {
+        Ok(m) => m,
+        Err(e) => return html_error(es, StatusCode::BAD_REQUEST, &e),
+    };
+    let citation = field(&f, "citation").to_owned();
+    let reason = field(&f, "reason").to_owned();
+    let Some(arg) = st.config.audit.clone() else {
+        return html_error(es, StatusCode::NOT_FOUND, "no audit configured");
+    };
+    let history = st.config.history.clone();
+    let at = (st.config.clock)();
+    let _lock = st.reviews.lock().await;
+    let claim = id.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let target = audit::open(&arg, &history, veredicto_app::Events::silent())?;
+        audit::record::review_citation(
+            &target,
+            &audit::record::CitationReview {
+                claim: &claim,
+                citation: &citation,
+                mark,
+                reason: &reason,
+                reviewer: &who,
+                time: &at,
+            },
+        )
+        .map(drop)
+    })
+    .await;
+    let enc = |s: &str| -> String { form_urlencoded::byte_serialize(s.as_bytes()).collect() };
+    match done {
+        Ok(Ok(())) => redirect(&format!("/claims/{}?mark=appended#marks", enc(&id))),
+        Ok(Err(e)) => html_error(es, StatusCode::BAD_REQUEST, &e.to_string()),
+        Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
 }
 
 /// The answer's relevance: the verdict in force and its annexes (hidden in a blind second

@@ -266,6 +266,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/claims/{id}", get(claims::card_page))
         .route("/claims/{id}/review", post(claims::submit))
         .route("/claims/{id}/relevance", post(claims::submit_relevance))
+        .route("/claims/{id}/citation", post(claims::submit_mark))
         .route("/assets/review.js", get(claims::script))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

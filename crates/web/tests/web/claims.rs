@@ -425,3 +425,108 @@ fn claims_judged_against_a_passage_that_changed_are_listed_as_reopened() {
     );
     assert!(!queue.contains("Reopened by a source change"), "{queue}");
 }
+
+#[test]
+fn a_citation_mark_is_appended_as_audit_review_appends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, cases) = start(dir.path());
+    let origin = format!("http://{addr}");
+    let (st, card) = request(
+        &addr,
+        "GET",
+        "/claims/C-017-2",
+        &[("x-reviewer", "Ana")],
+        "",
+    );
+    assert_eq!(st, 200);
+    assert!(card.contains("id=\"mark-D-01\""), "{card}");
+    for v in ["necessary", "redundant", "irrelevant"] {
+        assert!(
+            card.contains(&format!("id=\"mark-D-01-{v}\"")),
+            "a button for {v}: {card}"
+        );
+    }
+    let csrf = attr(&card, "csrf").to_owned();
+    let post = |body: &str| {
+        request(
+            &addr,
+            "POST",
+            "/claims/C-017-2/citation",
+            &[("Origin", origin.as_str()), ("x-reviewer", "Ana")],
+            body,
+        )
+    };
+    // A citation the claim does not cite, a mark outside the three, no reason: refused,
+    // nothing appended.
+    for bad in [
+        format!("csrf={csrf}&citation=D-02&mark=necessary&reason=x"),
+        format!("csrf={csrf}&citation=D-01&mark=maybe&reason=x"),
+        format!("csrf={csrf}&citation=D-01&mark=necessary&reason=+"),
+    ] {
+        let (st, _) = post(&bad);
+        assert_eq!(st, 400, "{bad}");
+    }
+    assert!(reviews(&cases).is_empty());
+    // Without the CSRF token: 403.
+    let (st, _) = post("citation=D-01&mark=necessary&reason=x");
+    assert_eq!(st, 403);
+    let reason = "Sin D-01 nada respalda el plazo";
+    let (st, _) = post(&format!(
+        "csrf={csrf}&citation=D-01&mark=necessary&reason={}",
+        enc(reason)
+    ));
+    assert_eq!(st, 303);
+    // Byte for byte what `veredicto audit review CASES --claim C-017-2 --citation D-01 ...`
+    // appends.
+    let by_cli = tempfile::tempdir().unwrap();
+    let copy = by_cli.path().join("claims.yaml");
+    std::fs::copy(&cases, &copy).unwrap();
+    let t = veredicto_app::audit::open_file(&copy, veredicto_app::Events::silent()).unwrap();
+    veredicto_app::audit::record::review_citation(
+        &t,
+        &veredicto_app::audit::record::CitationReview {
+            claim: "C-017-2",
+            citation: "D-01",
+            mark: veredicto_grounding::CitationMark::Necessary,
+            reason,
+            reviewer: "Ana",
+            time: "2026-01-01T00:00:00Z",
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read(veredicto_grounding::review_log_path(&cases)).unwrap(),
+        std::fs::read(veredicto_grounding::review_log_path(&copy)).unwrap()
+    );
+    // The card lists the mark in force; audit check counts it.
+    let (_, card) = request(
+        &addr,
+        "GET",
+        "/claims/C-017-2",
+        &[("x-reviewer", "Ana")],
+        "",
+    );
+    assert!(
+        card.contains("<li><strong>necessary</strong> — Sin D-01 nada respalda el plazo"),
+        "{card}"
+    );
+    let t = veredicto_app::audit::open_file(&cases, veredicto_app::Events::silent()).unwrap();
+    let out = veredicto_app::audit::check(&t, None, &[]).unwrap();
+    let marked: usize = out
+        .cases
+        .iter()
+        .flat_map(|c| &c.answers)
+        .filter_map(|a| a.citation_precision.as_ref())
+        .map(|p| p.marked)
+        .sum();
+    assert_eq!(marked, 1);
+    // Hidden in a blind second review.
+    let (_, card) = request(
+        &addr,
+        "GET",
+        "/claims/C-017-2",
+        &[("x-reviewer", "Luis"), ("Cookie", "blind=1")],
+        "",
+    );
+    assert!(!card.contains("Sin D-01 nada respalda"), "{card}");
+}
