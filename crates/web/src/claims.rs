@@ -804,20 +804,9 @@ pub(crate) async fn submit_mark(
     body: Bytes,
 ) -> Response {
     let es = spanish(&headers);
-    let f = match posted_form(&st, &body) {
-        Ok(f) => f,
+    let (f, who) = match posted_review(&st, &headers, &body, es) {
+        Ok(posted) => posted,
         Err(refused) => return refused,
-    };
-    let Some(who) = reviewer(&st, &headers) else {
-        return html_error(
-            es,
-            StatusCode::FORBIDDEN,
-            t(
-                es,
-                "Say your name first (claims page).",
-                "Indique antes su nombre (página de afirmaciones).",
-            ),
-        );
     };
     let mark: g::CitationMark = match field(&f, "mark").parse() {
         Ok(m) => m,
@@ -825,35 +814,22 @@ pub(crate) async fn submit_mark(
     };
     let citation = field(&f, "citation").to_owned();
     let reason = field(&f, "reason").to_owned();
-    let Some(arg) = st.config.audit.clone() else {
-        return html_error(es, StatusCode::NOT_FOUND, "no audit configured");
-    };
-    let history = st.config.history.clone();
-    let at = (st.config.clock)();
-    let _lock = st.reviews.lock().await;
     let claim = id.clone();
-    let done = tokio::task::spawn_blocking(move || {
-        let target = audit::open(&arg, &history, veredicto_app::Events::silent())?;
+    append_review(&st, es, move |open, at| {
         audit::record::review_citation(
-            &target,
+            &open()?,
             &audit::record::CitationReview {
                 claim: &claim,
                 citation: &citation,
                 mark,
                 reason: &reason,
                 reviewer: &who,
-                time: &at,
+                time: at,
             },
-        )
-        .map(drop)
+        )?;
+        Ok(format!("/claims/{}?mark=appended#marks", enc(&claim)))
     })
-    .await;
-    let enc = |s: &str| -> String { form_urlencoded::byte_serialize(s.as_bytes()).collect() };
-    match done {
-        Ok(Ok(())) => redirect(&format!("/claims/{}?mark=appended#marks", enc(&id))),
-        Ok(Err(e)) => html_error(es, StatusCode::BAD_REQUEST, &e.to_string()),
-        Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
+    .await
 }
 
 /// The answer's relevance: the verdict in force and its annexes (hidden in a blind second
@@ -926,35 +902,18 @@ pub(crate) async fn submit_relevance(
     body: Bytes,
 ) -> Response {
     let es = spanish(&headers);
-    let f = match posted_form(&st, &body) {
-        Ok(f) => f,
+    let (f, who) = match posted_review(&st, &headers, &body, es) {
+        Ok(posted) => posted,
         Err(refused) => return refused,
-    };
-    let Some(who) = reviewer(&st, &headers) else {
-        return html_error(
-            es,
-            StatusCode::FORBIDDEN,
-            t(
-                es,
-                "Say your name first (claims page).",
-                "Indique antes su nombre (página de afirmaciones).",
-            ),
-        );
     };
     let relevance: g::Relevance = match field(&f, "relevance").parse() {
         Ok(s) => s,
         Err(e) => return html_error(es, StatusCode::BAD_REQUEST, &e),
     };
     let reason = field(&f, "reason").to_owned();
-    let Some(arg) = st.config.audit.clone() else {
-        return html_error(es, StatusCode::NOT_FOUND, "no audit configured");
-    };
-    let history = st.config.history.clone();
-    let at = (st.config.clock)();
-    let _lock = st.reviews.lock().await;
     let claim = id.clone();
-    let done = tokio::task::spawn_blocking(move || {
-        let target = audit::open(&arg, &history, veredicto_app::Events::silent())?;
+    append_review(&st, es, move |open, at| {
+        let target = open()?;
         let Some(card) = claims::card(&target, &claim) else {
             return Err(veredicto_app::Error::msg(format!("no such claim: {claim}")));
         };
@@ -966,18 +925,12 @@ pub(crate) async fn submit_relevance(
                 relevance,
                 reason: &reason,
                 reviewer: &who,
-                time: &at,
+                time: at,
             },
-        )
-        .map(drop)
+        )?;
+        Ok(format!("/claims/{}?relevance=appended", enc(&claim)))
     })
-    .await;
-    let enc = |s: &str| -> String { form_urlencoded::byte_serialize(s.as_bytes()).collect() };
-    match done {
-        Ok(Ok(())) => redirect(&format!("/claims/{}?relevance=appended", enc(&id))),
-        Ok(Err(e)) => html_error(es, StatusCode::BAD_REQUEST, &e.to_string()),
-        Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
+    .await
 }
 
 /// Appends a verdict, exactly as `veredicto audit review` does, then moves to the next
@@ -989,12 +942,53 @@ pub(crate) async fn submit(
     body: Bytes,
 ) -> Response {
     let es = spanish(&headers);
-    let f = match posted_form(&st, &body) {
-        Ok(f) => f,
+    let (f, who) = match posted_review(&st, &headers, &body, es) {
+        Ok(posted) => posted,
         Err(refused) => return refused,
     };
-    let Some(who) = reviewer(&st, &headers) else {
-        return html_error(
+    let support: Support = match field(&f, "support").parse() {
+        Ok(s) => s,
+        Err(e) => return html_error(es, StatusCode::BAD_REQUEST, &e),
+    };
+    let reason = field(&f, "reason").to_owned();
+    let blind_for = blind(&headers).then(|| who.clone());
+    let claim = id.clone();
+    append_review(&st, es, move |open, at| {
+        audit::record::review(
+            &open()?,
+            &audit::record::Review {
+                claim: &claim,
+                support,
+                reason: &reason,
+                reviewer: &who,
+                diagnosis: None,
+                time: at,
+            },
+        )?;
+        let queue = claims::queue(&open()?, Show::Waiting, blind_for.as_deref());
+        let next = claims::next_in(&queue, &claim);
+        Ok(format!(
+            "/claims/{}?appended={}",
+            enc(next.as_deref().unwrap_or(&claim)),
+            enc(&claim)
+        ))
+    })
+    .await
+}
+
+/// What every review form posts first: its CSRF check (see `posted_form`) and the reviewer's
+/// name; the fields, or the refusal to send back.
+// The refusal is the response the handler returns as it is, as `posted_form`'s.
+#[allow(clippy::result_large_err)]
+fn posted_review(
+    st: &AppState,
+    headers: &HeaderMap,
+    body: &[u8],
+    es: bool,
+) -> Result<(Vec<(String, String)>, String), Response> {
+    let f = posted_form(st, body)?;
+    let Some(who) = reviewer(st, headers) else {
+        return Err(html_error(
             es,
             StatusCode::FORBIDDEN,
             t(
@@ -1002,49 +996,48 @@ pub(crate) async fn submit(
                 "Say your name first (claims page).",
                 "Indique antes su nombre (página de afirmaciones).",
             ),
-        );
+        ));
     };
-    let support: Support = match field(&f, "support").parse() {
-        Ok(s) => s,
-        Err(e) => return html_error(es, StatusCode::BAD_REQUEST, &e),
-    };
-    let reason = field(&f, "reason").to_owned();
+    Ok((f, who))
+}
+
+/// Appends one review to the audit the workbench serves: one writer at a time, `append` run
+/// off the async runtime with a way to open the audit as it is on disk (again after the
+/// append, to see it) and the time of the append; then a redirect to the page `append`
+/// names, or its error (400) shown.
+async fn append_review(
+    st: &AppState,
+    es: bool,
+    append: impl FnOnce(
+            &dyn Fn() -> veredicto_app::Result<AuditTarget>,
+            &str,
+        ) -> veredicto_app::Result<String>
+        + Send
+        + 'static,
+) -> Response {
     let Some(arg) = st.config.audit.clone() else {
         return html_error(es, StatusCode::NOT_FOUND, "no audit configured");
     };
     let history = st.config.history.clone();
     let at = (st.config.clock)();
-    let blind_for = blind(&headers).then(|| who.clone());
     let _lock = st.reviews.lock().await;
-    let claim = id.clone();
     let done = tokio::task::spawn_blocking(move || {
-        let target = audit::open(&arg, &history, veredicto_app::Events::silent())?;
-        audit::record::review(
-            &target,
-            &audit::record::Review {
-                claim: &claim,
-                support,
-                reason: &reason,
-                reviewer: &who,
-                diagnosis: None,
-                time: &at,
-            },
-        )?;
-        let after = audit::open(&arg, &history, veredicto_app::Events::silent())?;
-        let queue = claims::queue(&after, Show::Waiting, blind_for.as_deref());
-        Ok::<_, veredicto_app::Error>(claims::next_in(&queue, &claim))
+        append(
+            &|| audit::open(&arg, &history, veredicto_app::Events::silent()),
+            &at,
+        )
     })
     .await;
-    let enc = |s: &str| -> String { form_urlencoded::byte_serialize(s.as_bytes()).collect() };
     match done {
-        Ok(Ok(next)) => redirect(&format!(
-            "/claims/{}?appended={}",
-            enc(next.as_deref().unwrap_or(&id)),
-            enc(&id)
-        )),
+        Ok(Ok(to)) => redirect(&to),
         Ok(Err(e)) => html_error(es, StatusCode::BAD_REQUEST, &e.to_string()),
         Err(e) => html_error(es, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
+}
+
+/// `s` for a URL's path or query.
+fn enc(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 /// The blind second-review switch: a cookie, then back where it was asked.
