@@ -277,24 +277,9 @@ impl AuditTarget {
 
     /// Appends review records (whole or absent).
     pub fn append_reviews(&self, recs: &[ReviewRecord]) -> Result<Appended, TargetError> {
-        match &self.store {
-            RecordStore::File(path) => {
-                let log = review_log_path(path);
-                let mut warnings = Vec::new();
-                for r in recs {
-                    warnings.extend(append_review(&log, r)?.warning(&log));
-                }
-                Ok(Appended {
-                    place: log.display().to_string(),
-                    warnings,
-                })
-            }
-            RecordStore::Run { history, meta } => {
-                history
-                    .append_audit_records(&meta.id, &to_lines(AuditRecordKind::Review, recs)?)?;
-                Ok(run_place(history, meta))
-            }
-        }
+        self.append_to(recs, AuditRecordKind::Review, review_log_path, |log| {
+            one_by_one(log, recs, append_review)
+        })
     }
 
     /// Appends citation marks to the review log (or the run's reviews), with the same
@@ -303,47 +288,17 @@ impl AuditTarget {
         &self,
         recs: &[CitationMarkRecord],
     ) -> Result<Appended, TargetError> {
-        match &self.store {
-            RecordStore::File(path) => {
-                let log = review_log_path(path);
-                let mut warnings = Vec::new();
-                for r in recs {
-                    warnings.extend(append_citation_mark(&log, r)?.warning(&log));
-                }
-                Ok(Appended {
-                    place: log.display().to_string(),
-                    warnings,
-                })
-            }
-            RecordStore::Run { history, meta } => {
-                history
-                    .append_audit_records(&meta.id, &to_lines(AuditRecordKind::Review, recs)?)?;
-                Ok(run_place(history, meta))
-            }
-        }
+        self.append_to(recs, AuditRecordKind::Review, review_log_path, |log| {
+            one_by_one(log, recs, append_citation_mark)
+        })
     }
 
     /// Appends answer-relevance records to the review log (or the run's reviews), with the
     /// same guarantees as [`AuditTarget::append_reviews`].
     pub fn append_relevance(&self, recs: &[RelevanceRecord]) -> Result<Appended, TargetError> {
-        match &self.store {
-            RecordStore::File(path) => {
-                let log = review_log_path(path);
-                let mut warnings = Vec::new();
-                for r in recs {
-                    warnings.extend(append_relevance(&log, r)?.warning(&log));
-                }
-                Ok(Appended {
-                    place: log.display().to_string(),
-                    warnings,
-                })
-            }
-            RecordStore::Run { history, meta } => {
-                history
-                    .append_audit_records(&meta.id, &to_lines(AuditRecordKind::Review, recs)?)?;
-                Ok(run_place(history, meta))
-            }
-        }
+        self.append_to(recs, AuditRecordKind::Review, review_log_path, |log| {
+            one_by_one(log, recs, append_relevance)
+        })
     }
 
     /// Appends suggestion lines of both kinds (all of them or none).
@@ -351,47 +306,54 @@ impl AuditTarget {
         &self,
         recs: &[SuggestionLine],
     ) -> Result<Appended, TargetError> {
-        match &self.store {
-            RecordStore::File(path) => {
-                let log = suggestion_log_path(path);
-                let warnings = append_suggestion_lines(&log, recs)?
-                    .warning(&log)
+        self.append_to(
+            recs,
+            AuditRecordKind::Suggestion,
+            suggestion_log_path,
+            |log| {
+                Ok(append_suggestion_lines(log, recs)?
+                    .warning(log)
                     .into_iter()
-                    .collect();
-                Ok(Appended {
-                    place: log.display().to_string(),
-                    warnings,
-                })
-            }
-            RecordStore::Run { history, meta } => {
-                history.append_audit_records(
-                    &meta.id,
-                    &to_lines(AuditRecordKind::Suggestion, recs)?,
-                )?;
-                Ok(run_place(history, meta))
-            }
-        }
+                    .collect())
+            },
+        )
     }
 
     /// Appends suggestion records (all of them or none).
     pub fn append_suggestions(&self, recs: &[SuggestionRecord]) -> Result<Appended, TargetError> {
+        self.append_to(
+            recs,
+            AuditRecordKind::Suggestion,
+            suggestion_log_path,
+            |log| {
+                Ok(append_suggestions(log, recs)?
+                    .warning(log)
+                    .into_iter()
+                    .collect())
+            },
+        )
+    }
+
+    /// Appends `recs`: for a case file, by `append` to the log `log_of` names beside it
+    /// (which returns the append's warnings); for a recorded run, to its records of `kind`.
+    fn append_to<R: serde::Serialize>(
+        &self,
+        recs: &[R],
+        kind: AuditRecordKind,
+        log_of: fn(&Path) -> PathBuf,
+        append: impl FnOnce(&Path) -> Result<Vec<String>, TargetError>,
+    ) -> Result<Appended, TargetError> {
         match &self.store {
             RecordStore::File(path) => {
-                let log = suggestion_log_path(path);
-                let warnings = append_suggestions(&log, recs)?
-                    .warning(&log)
-                    .into_iter()
-                    .collect();
+                let log = log_of(path);
+                let warnings = append(&log)?;
                 Ok(Appended {
                     place: log.display().to_string(),
                     warnings,
                 })
             }
             RecordStore::Run { history, meta } => {
-                history.append_audit_records(
-                    &meta.id,
-                    &to_lines(AuditRecordKind::Suggestion, recs)?,
-                )?;
+                history.append_audit_records(&meta.id, &to_lines(kind, recs)?)?;
                 Ok(run_place(history, meta))
             }
         }
@@ -623,6 +585,23 @@ fn join_lines(lines: &[String]) -> Option<Vec<u8>> {
         b.push(b'\n');
     }
     Some(b)
+}
+
+/// Appends each record on its own (each whole or absent), collecting the appends' warnings.
+fn one_by_one<R>(
+    log: &Path,
+    recs: &[R],
+    append: fn(
+        &Path,
+        &R,
+    )
+        -> Result<veredicto_grounding::AppendReport, veredicto_grounding::GroundingError>,
+) -> Result<Vec<String>, TargetError> {
+    let mut warnings = Vec::new();
+    for r in recs {
+        warnings.extend(append(log, r)?.warning(log));
+    }
+    Ok(warnings)
 }
 
 fn to_lines<T: serde::Serialize>(
